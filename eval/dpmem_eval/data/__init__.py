@@ -1,0 +1,1 @@
+"""PairedMem and transfer-track data (work in progress)."""

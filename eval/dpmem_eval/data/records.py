@@ -1,0 +1,115 @@
+"""Typed frozen records of the PairedMem and transfer data (Appendix C.2, C.3).
+
+These are what `build_dataset` returns and `load_dataset` reads back; the JSONL files are
+their `to_json` forms. Positions are 1-based everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DATA_VERSION = "pairedmem-1.0.0"
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """Content of one memory position: scorer tags, text, and where the text came from
+    (a template id such as `tpl:evidence:diabetes:1:2`, or a corpus source id)."""
+
+    tags: tuple[str, ...]
+    text: str
+    source: str
+
+    def to_json(self) -> dict:
+        return {"tags": list(self.tags), "text": self.text, "source": self.source}
+
+    @staticmethod
+    def from_json(d: dict) -> "MemoryItem":
+        return MemoryItem(tuple(d["tags"]), d["text"], d["source"])
+
+
+Store = tuple[MemoryItem, ...]
+"""A store: store[i - 1] is the content of position i (28 items)."""
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    """One turn of a trajectory (S4): written from (kind, slot, family intent) only."""
+
+    query_id: str
+    block: int  # 1 or 2
+    kind: str  # "target" | "neutral" | "distractor"
+    family: str
+    slot: str
+    read_positions: tuple[int, ...]
+    text: str
+
+    def to_json(self) -> dict:
+        return {"query_id": self.query_id, "block": self.block, "kind": self.kind,
+                "family": self.family, "slot": self.slot,
+                "read_positions": list(self.read_positions), "text": self.text}
+
+    @staticmethod
+    def from_json(d: dict) -> "QueryRecord":
+        return QueryRecord(d["query_id"], d["block"], d["kind"], d["family"], d["slot"],
+                           tuple(d["read_positions"]), d["text"])
+
+
+@dataclass(frozen=True)
+class GoldRecord:
+    """Deterministic gold for one query (S4): behaviours the answer must show under M
+    (`target_required`) and target-specific behaviours unsupported under M'
+    (`unsupported_target_specific`). Both are empty for neutral and distractor queries."""
+
+    query_id: str
+    target_required: tuple[str, ...]
+    unsupported_target_specific: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"query_id": self.query_id, "target_required": list(self.target_required),
+                "unsupported_target_specific": list(self.unsupported_target_specific)}
+
+    @staticmethod
+    def from_json(d: dict) -> "GoldRecord":
+        return GoldRecord(d["query_id"], tuple(d["target_required"]),
+                          tuple(d["unsupported_target_specific"]))
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """One adjacent-store pair M ~_attribute M'.
+
+    `groups` is the pair's public policy (attribute -> I_a); `target_positions` = I_target;
+    `overlap_partner` names the attribute sharing a position with I_target (or None);
+    `template_id` is the evidence template index used for the selection quota;
+    `split` is train / validation / test / reserve (PairedMem) or transfer."""
+
+    pair_id: str
+    track: str  # "pairedmem" | "transfer"
+    attribute: str
+    split: str
+    selected: bool
+    template_id: int
+    overlap_partner: str | None
+    groups: tuple[tuple[str, tuple[int, ...]], ...]
+    target_positions: tuple[int, ...]
+    store_m: Store
+    store_m_prime: Store
+    queries: tuple[QueryRecord, ...]
+    gold: tuple[GoldRecord, ...]
+    matched_pair: str | None = None  # transfer: the PairedMem pair whose scaffold it copies
+    history_id: str | None = None  # transfer: the LoCoMo background history
+    validation: tuple[str, ...] = field(default=())  # S3 failures (empty = passed)
+
+    @property
+    def overlapping(self) -> bool:
+        return self.overlap_partner is not None
+
+    @property
+    def group_map(self) -> dict[str, tuple[int, ...]]:
+        return dict(self.groups)
+
+    def item(self, side: str, position: int) -> MemoryItem:
+        """Content of `position` (1-based) in store `side` ("M" or "M'")."""
+        store = self.store_m if side == "M" else self.store_m_prime
+        return store[position - 1]
