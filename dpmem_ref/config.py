@@ -1,0 +1,358 @@
+"""Interface description files (TOML) -> kernel objects.
+
+The format is documented in docs/config-format.md with the paper's Figure 2 example
+(examples/figure2.toml). Every error names the field, what was expected and what was
+found; numbers are integers or exact rational strings ("2/3").
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from dpmem_ref.budget import BudgetRule, OnlineBudget, PreallocatedBudget
+from dpmem_ref.errors import InputError
+from dpmem_ref.exact import positive_fraction, to_fraction, unit_interval_fraction
+from dpmem_ref.interface import (
+    ArgmaxSelector,
+    CapRule,
+    ControlRule,
+    ExponentialMechanismSelector,
+    FallbackControl,
+    Interface,
+    NoCap,
+    NoControl,
+    ProspectiveCap,
+    Query,
+    RawEvidenceControl,
+    Selector,
+    SlotRead,
+    TopScoreControl,
+)
+from dpmem_ref.policy import Attribute, Layout, MemoryItem, Policy, Store
+from dpmem_ref.scoring import LinearTagScorer, LinearWeights
+from dpmem_ref.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
+
+TOP_LEVEL_KEYS = {
+    "name",
+    "description",
+    "positions",
+    "attributes",
+    "budget",
+    "scorer",
+    "slots",
+    "slot_order",
+    "queries",
+    "stores",
+    "deployment",
+}
+MAX_QUERIES = 10_000
+MAX_TAGS = 1_000
+
+SELECTORS: dict[str, Selector] = {"em": ExponentialMechanismSelector(), "argmax": ArgmaxSelector()}
+CONTROLS: dict[str, ControlRule] = {
+    "fallback": FallbackControl(),
+    "none": NoControl(),
+    "raw-evidence": RawEvidenceControl(),
+    "top-score": TopScoreControl(),
+}
+
+
+@attrs.frozen
+class InterfaceFile:
+    """A loaded description: the interface and its named stores."""
+
+    interface: Interface
+    stores: Mapping[str, Store]
+    description: str = ""
+    path: str = ""
+
+    def store(self, name: str) -> Store:
+        if name not in self.stores:
+            raise InputError("store", f"one of the stores {sorted(self.stores)}", name)
+        return self.stores[name]
+
+
+def _table(value: object, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(field, "a table", type(value).__name__)
+    return value
+
+
+def _list(value: object, field: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InputError(field, "a list", type(value).__name__)
+    return value
+
+
+def _string(value: object, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InputError(field, "a non-empty string", value)
+    return value
+
+
+def _strings(value: object, field: str) -> frozenset[str]:
+    items = _list(value, field)
+    if len(items) > MAX_TAGS:
+        raise InputError(field, f"at most {MAX_TAGS} entries", len(items))
+    return frozenset(_string(v, f"{field}[{i}]") for i, v in enumerate(items))
+
+
+def _unknown_keys(table: Mapping[str, Any], allowed: set[str], field: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise InputError(field, f"only the keys {sorted(allowed)}", f"unknown key {unknown[0]!r}")
+
+
+def _positions(value: object, layout: Layout, field: str) -> frozenset[int]:
+    items = _list(value, field)
+    if not items:
+        raise InputError(field, "a non-empty list of positions", "[]")
+    return frozenset(layout.check_position(p, f"{field}[{i}]") for i, p in enumerate(items))
+
+
+def _attributes(data: dict[str, Any], layout: Layout) -> tuple[Attribute, ...]:
+    table = _table(data.get("attributes"), "attributes")
+    if not table:
+        raise InputError("attributes", "at least one protected attribute", "none")
+    attributes = []
+    for name, spec in table.items():
+        field = f"attributes.{name}"
+        spec = _table(spec, field)
+        _unknown_keys(spec, {"group", "cap", "description"}, field)
+        if "cap" not in spec:
+            raise InputError(f"{field}.cap", "a positive cap", "nothing")
+        attributes.append(
+            Attribute(
+                name=name,
+                group=_positions(spec.get("group"), layout, f"{field}.group"),
+                cap=positive_fraction(spec["cap"], f"{field}.cap"),
+            )
+        )
+    return tuple(attributes)
+
+
+def _budget(data: dict[str, Any], attribute_names: tuple[str, ...]) -> BudgetRule:
+    spec = _table(data.get("budget"), "budget")
+    rule = spec.get("rule")
+    if rule == "online":
+        _unknown_keys(spec, {"rule", "K"}, "budget")
+        return OnlineBudget(K=spec.get("K"))  # type: ignore[arg-type]  # validated by OnlineBudget
+    if rule == "preallocated":
+        _unknown_keys(spec, {"rule", "plan"}, "budget")
+        plan = _table(spec.get("plan"), "budget.plan")
+        for name in plan:
+            if name not in attribute_names:
+                raise InputError(f"budget.plan.{name}", f"an attribute among {list(attribute_names)}", name)
+        missing = [a for a in attribute_names if a not in plan]
+        if missing:
+            raise InputError("budget.plan", "a planned count C_a for every attribute", f"none for {missing}")
+        return PreallocatedBudget.from_mapping(plan)
+    raise InputError("budget.rule", '"online" or "preallocated"', rule)
+
+
+def _scorer(data: dict[str, Any]) -> LinearTagScorer:
+    spec = _table(data.get("scorer", {"kind": "linear"}), "scorer")
+    _unknown_keys(spec, {"kind", "weights", "sensitivity"}, "scorer")
+    if spec.get("kind", "linear") != "linear":
+        raise InputError("scorer.kind", '"linear"', spec.get("kind"))
+    weights_spec = _table(spec.get("weights", {}), "scorer.weights")
+    _unknown_keys(weights_spec, {"r", "c", "s"}, "scorer.weights")
+    parsed = {}
+    for key, default in (("r", Fraction(2, 5)), ("c", Fraction(2, 5)), ("s", Fraction(1, 5))):
+        value = to_fraction(weights_spec.get(key, default), f"scorer.weights.{key}")
+        if value < 0:
+            raise InputError(f"scorer.weights.{key}", "a non-negative weight", weights_spec.get(key))
+        parsed[key] = value
+    weights = LinearWeights(relevance=parsed["r"], compatibility=parsed["c"], specificity=parsed["s"])
+    sensitivity = positive_fraction(spec.get("sensitivity", "3/5"), "scorer.sensitivity")
+    return LinearTagScorer(weights=weights, declared_sensitivity=sensitivity)
+
+
+def _vocabularies(data: dict[str, Any], layout: Layout) -> tuple[Vocabulary, ...]:
+    table = _table(data.get("slots"), "slots")
+    known = set(layout.slots)
+    order = data.get("slot_order")
+    names = list(table) if order is None else [_string(s, "slot_order[]") for s in _list(order, "slot_order")]
+    vocabularies = []
+    for slot in names:
+        if slot not in table:
+            raise InputError("slot_order", f"slots declared under [slots] {sorted(table)}", slot)
+        if slot not in known:
+            raise InputError(f"slots.{slot}", f"a slot used by some position {sorted(known)}", slot)
+        spec = _table(table[slot], f"slots.{slot}")
+        _unknown_keys(spec, {"generic", "views"}, f"slots.{slot}")
+        views_spec = _table(spec.get("views", {}), f"slots.{slot}.views")
+        if not views_spec:
+            raise InputError(f"slots.{slot}.views", "a non-empty vocabulary", "no views")
+        if len(views_spec) > MAX_VIEWS_PER_SLOT:
+            raise InputError(f"slots.{slot}.views", f"at most {MAX_VIEWS_PER_SLOT} views", len(views_spec))
+        views = []
+        for view_name, view_spec in views_spec.items():
+            field = f"slots.{slot}.views.{view_name}"
+            view_spec = _table(view_spec, field)
+            _unknown_keys(view_spec, {"text", "compatible", "specific"}, field)
+            text = view_spec.get("text", "")
+            if not isinstance(text, str):
+                raise InputError(f"{field}.text", "a string", text)
+            views.append(
+                View(
+                    name=view_name,
+                    text=text,
+                    compatible=_strings(view_spec.get("compatible", []), f"{field}.compatible"),
+                    specific=_strings(view_spec.get("specific", []), f"{field}.specific"),
+                )
+            )
+        generic = spec.get("generic")
+        if not isinstance(generic, str) or generic not in views_spec:
+            raise InputError(f"slots.{slot}.generic", f"the name of one of its views {sorted(views_spec)}", generic)
+        vocabularies.append(Vocabulary(slot=slot, views=tuple(views), generic=generic))
+    missing = sorted(known - set(names))
+    if missing:
+        raise InputError("slots", f"a vocabulary for every slot {sorted(known)}", f"none for {missing}")
+    return tuple(vocabularies)
+
+
+def _queries(
+    data: dict[str, Any], layout: Layout, vocabularies: tuple[Vocabulary, ...], attribute_names: tuple[str, ...]
+) -> tuple[Query, ...]:
+    entries = _list(data.get("queries"), "queries")
+    if not entries:
+        raise InputError("queries", "at least one query", "none")
+    if len(entries) > MAX_QUERIES:
+        raise InputError("queries", f"at most {MAX_QUERIES} queries", len(entries))
+    by_slot = {v.slot: v for v in vocabularies}
+    queries = []
+    for index, entry in enumerate(entries):
+        entry = _table(entry, f"queries[{index}]")
+        name = _string(entry.get("name"), f"queries[{index}].name")
+        field = f"queries.{name}"
+        _unknown_keys(entry, {"name", "text", "reads", "kind", "intent"}, field)
+        text = entry.get("text", name)
+        if not isinstance(text, str):
+            raise InputError(f"{field}.text", "a string", text)
+        reads_spec = _list(entry.get("reads"), f"{field}.reads")
+        if not reads_spec:
+            raise InputError(f"{field}.reads", "at least one slot read", "[]")
+        reads = []
+        for j, read_spec in enumerate(reads_spec):
+            rfield = f"{field}.reads[{j}]"
+            read_spec = _table(read_spec, rfield)
+            _unknown_keys(read_spec, {"slot", "positions", "relevance", "charge"}, rfield)
+            slot = _string(read_spec.get("slot"), f"{rfield}.slot")
+            if slot not in by_slot:
+                raise InputError(f"{rfield}.slot", f"a declared slot {sorted(by_slot)}", slot)
+            positions = _positions(read_spec.get("positions"), layout, f"{rfield}.positions")
+            relevance_spec = _table(read_spec.get("relevance", {}), f"{rfield}.relevance")
+            relevance = {}
+            for view_name, value in relevance_spec.items():
+                if view_name not in by_slot[slot].names:
+                    raise InputError(
+                        f"{rfield}.relevance.{view_name}",
+                        f"a view of slot {slot} {list(by_slot[slot].names)}",
+                        view_name,
+                    )
+                relevance[view_name] = unit_interval_fraction(value, f"{rfield}.relevance.{view_name}")
+            charge = None
+            if "charge" in read_spec:
+                charge = _strings(read_spec["charge"], f"{rfield}.charge")
+                unknown = sorted(charge - set(attribute_names))
+                if unknown:
+                    raise InputError(f"{rfield}.charge", f"attributes among {list(attribute_names)}", unknown[0])
+            reads.append(SlotRead(slot=slot, positions=positions, relevance=relevance, charge=charge))
+        if len({r.slot for r in reads}) != len(reads):
+            raise InputError(f"{field}.reads", "each slot at most once per query", [r.slot for r in reads])
+        queries.append(Query(name=name, text=text, reads=tuple(reads)))
+    return tuple(queries)
+
+
+def _stores(data: dict[str, Any], layout: Layout) -> dict[str, Store]:
+    table = _table(data.get("stores", {}), "stores")
+    stores = {}
+    for name, spec in table.items():
+        spec = _table(spec, f"stores.{name}")
+        contents: dict[int, MemoryItem] = {}
+        for key, item in spec.items():
+            field = f"stores.{name}.{key}"
+            try:
+                position = int(key)
+            except ValueError:
+                raise InputError(field, "a position number as key", key) from None
+            layout.check_position(position, field)
+            if isinstance(item, list):
+                contents[position] = MemoryItem(tags=_strings(item, field))
+            else:
+                item = _table(item, field)
+                _unknown_keys(item, {"tags", "text"}, field)
+                text = item.get("text", "")
+                if not isinstance(text, str):
+                    raise InputError(f"{field}.text", "a string", text)
+                contents[position] = MemoryItem(tags=_strings(item.get("tags", []), f"{field}.tags"), text=text)
+        stores[name] = Store.from_mapping(layout, contents, name=name)
+    return stores
+
+
+def _deployment(data: dict[str, Any]) -> tuple[Selector, CapRule, ControlRule]:
+    spec = _table(data.get("deployment", {}), "deployment")
+    _unknown_keys(spec, {"selector", "enforce_cap", "control"}, "deployment")
+    selector_name = spec.get("selector", "em")
+    if selector_name not in SELECTORS:
+        raise InputError("deployment.selector", f"one of {sorted(SELECTORS)}", selector_name)
+    enforce = spec.get("enforce_cap", True)
+    if not isinstance(enforce, bool):
+        raise InputError("deployment.enforce_cap", "true or false", enforce)
+    control_name = spec.get("control", "fallback")
+    if control_name not in CONTROLS:
+        raise InputError("deployment.control", f"one of {sorted(CONTROLS)}", control_name)
+    cap_rule: CapRule = ProspectiveCap() if enforce else NoCap()
+    return SELECTORS[selector_name], cap_rule, CONTROLS[control_name]
+
+
+def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFile:
+    """Build the interface and named stores from a parsed description."""
+    data = dict(data)
+    _unknown_keys(data, TOP_LEVEL_KEYS, "top level")
+    slots = _list(data.get("positions"), "positions")
+    layout = Layout(position_slots=tuple(_string(s, f"positions[{i + 1}]") for i, s in enumerate(slots)))
+    policy = Policy(layout=layout, attributes=_attributes(data, layout))
+    vocabularies = _vocabularies(data, layout)
+    selector, cap_rule, control = _deployment(data)
+    interface = Interface(
+        policy=policy,
+        vocabularies=vocabularies,
+        queries=_queries(data, layout, vocabularies, policy.attribute_names),
+        scorer=_scorer(data),
+        budget=_budget(data, policy.attribute_names),
+        selector=selector,
+        cap_rule=cap_rule,
+        control=control,
+        name=str(data.get("name", Path(path).stem or "interface")),
+    )
+    description = data.get("description", "")
+    return InterfaceFile(
+        interface=interface,
+        stores=_stores(data, layout),
+        description=description if isinstance(description, str) else "",
+        path=path,
+    )
+
+
+def load_interface_file(path: str | Path) -> InterfaceFile:
+    """Read and validate a TOML interface description."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError("file", "a readable TOML file", f"{path} ({error.strerror})") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("file", "UTF-8 text", str(path)) from None
+    except tomllib.TOMLDecodeError as error:
+        raise InputError("file", "valid TOML", f"{path}: {error}") from None
+    return interface_from_dict(data, path=str(path))

@@ -1,0 +1,39 @@
+"""Errors of the kernel: contract breaches (C1-C6) and bad input.
+
+Both carry one-line messages that name *where* (slot, attribute, field) and *what*,
+and never contain raw memory or internal scores.
+"""
+
+from __future__ import annotations
+
+CONDITIONS = ("C1", "C2", "C3", "C4", "C5", "C6")
+
+
+class ContractViolation(Exception):
+    """A DP-MemView interface-contract condition (Definition 1, C1-C6) is broken.
+
+    `condition` is one of C1..C6; the message names the offending slot, attribute or
+    value (public names only).
+    """
+
+    def __init__(self, condition: str, message: str) -> None:
+        if condition not in CONDITIONS:
+            raise ValueError(f"unknown contract condition {condition!r}")
+        self.condition = condition
+        self.message = message
+        super().__init__(f"{condition}: {message}")
+
+
+class InputError(ValueError):
+    """Malformed input: names the field, what was expected and what was found."""
+
+    def __init__(self, field: str, expected: str, found: object) -> None:
+        self.field = field
+        self.expected = expected
+        self.found = found
+        super().__init__(f"{field}: expected {expected}, found {_short(found)}")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

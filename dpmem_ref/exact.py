@@ -1,0 +1,79 @@
+"""Exact rationals for budgets, epsilons, scores and sensitivity bounds.
+
+Ledgers must add 2/3 + 2/3 + 2/3 to exactly 2 (C5), so nothing that feeds an
+admission decision is ever a float.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+from dpmem_ref.errors import InputError
+
+_RATIONAL = re.compile(r"^\s*[+-]?\d+(\s*/\s*\d+)?\s*$")
+_DECIMAL = re.compile(r"^\s*[+-]?\d*\.\d+\s*$")
+
+Rational = int | Fraction | str
+
+
+def to_fraction(value: object, field: str) -> Fraction:
+    """Parse an exact rational: an int, a Fraction, or a string like "2/3" or "0.25".
+
+    Floats are refused (they are rarely the number the author meant: 0.1 is not 1/10),
+    and so are booleans, NaN and infinities.
+    """
+    expected = 'an integer or an exact rational string like "2/3"'
+    if isinstance(value, bool):
+        raise InputError(field, expected, value)
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise InputError(field, "a finite " + expected, value)
+        raise InputError(field, expected + " (floats are not exact)", value)
+    if isinstance(value, str):
+        if _RATIONAL.match(value):
+            numerator, _, denominator = value.replace(" ", "").partition("/")
+            if denominator and int(denominator) == 0:
+                raise InputError(field, "a non-zero denominator", value)
+            return Fraction(int(numerator), int(denominator or 1))
+        if _DECIMAL.match(value):
+            return Fraction(value.strip())
+        raise InputError(field, expected, value)
+    raise InputError(field, expected, value)
+
+
+def positive_fraction(value: object, field: str) -> Fraction:
+    number = to_fraction(value, field)
+    if number <= 0:
+        raise InputError(field, "a positive number", value)
+    return number
+
+
+def nonnegative_fraction(value: object, field: str) -> Fraction:
+    number = to_fraction(value, field)
+    if number < 0:
+        raise InputError(field, "a non-negative number", value)
+    return number
+
+
+def unit_interval_fraction(value: object, field: str) -> Fraction:
+    number = to_fraction(value, field)
+    if not 0 <= number <= 1:
+        raise InputError(field, "a number in [0, 1]", value)
+    return number
+
+
+def decimal_string(value: Fraction, digits: int = 6) -> str:
+    """A short decimal rendering of an exact rational for humans ("2", "1.333333")."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    scaled = round(value * 10**digits)
+    sign = "-" if scaled < 0 else ""
+    scaled = abs(scaled)
+    whole, frac = divmod(scaled, 10**digits)
+    return f"{sign}{whole}.{frac:0{digits}d}".rstrip("0").rstrip(".")

@@ -1,0 +1,210 @@
+"""The exponential mechanism (Eq. 7): exact description, exact likelihoods, exact sampling.
+
+A release distribution is described exactly, then *consumed* three ways: sampled
+(exact, integer randomness only), evaluated (mpmath at high precision), or enclosed
+(mpmath interval arithmetic for certificates). The sampler, the auditor and the proofs
+therefore read one description and cannot drift apart.
+
+EM weights are exp(x_v) with rational exponents x_v = eps * u_v / (2 Delta).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from fractions import Fraction
+from typing import Protocol
+
+import attrs
+import mpmath
+
+from dpmem_ref.errors import ContractViolation, InputError
+from dpmem_ref.randomness import RandomSource
+
+DEFAULT_DPS = 60
+_IV_DPS = 70
+
+
+@contextmanager
+def iv_precision(dps: int) -> Iterator[None]:
+    """mpmath's interval context has no workdps: set and restore its precision."""
+    saved = mpmath.iv.dps
+    mpmath.iv.dps = max(saved, dps)
+    try:
+        yield
+    finally:
+        mpmath.iv.dps = saved
+
+
+def _iv_fraction(value: Fraction) -> mpmath.ctx_iv.ivmpf:
+    return mpmath.iv.mpf(value.numerator) / mpmath.iv.mpf(value.denominator)
+
+
+def _mpf_fraction(value: Fraction) -> mpmath.mpf:
+    return mpmath.mpf(value.numerator) / value.denominator
+
+
+class ReleaseDistribution(Protocol):
+    """The exact conditional distribution of one slot-level release."""
+
+    @property
+    def views(self) -> tuple[str, ...]: ...
+
+    def log_probability(self, view: str) -> mpmath.mpf:
+        """log Pr[v]; -inf outside the support. Evaluated at the current mp precision."""
+
+    def log_probability_interval(self, view: str) -> mpmath.ctx_iv.ivmpf | None:
+        """An interval enclosing log Pr[v]; None outside the support."""
+
+    def support(self) -> tuple[str, ...]:
+        """Views with positive probability."""
+
+    def sample(self, source: RandomSource) -> str:
+        """Draw one view exactly."""
+
+
+@attrs.frozen
+class PointMass:
+    """A deterministic release (generic fallback, or a broken argmax selector)."""
+
+    views: tuple[str, ...]
+    view: str
+
+    def log_probability(self, view: str) -> mpmath.mpf:
+        return mpmath.mpf(0) if view == self.view else mpmath.mpf("-inf")
+
+    def log_probability_interval(self, view: str) -> mpmath.ctx_iv.ivmpf | None:
+        return mpmath.iv.mpf(0) if view == self.view else None
+
+    def support(self) -> tuple[str, ...]:
+        return (self.view,)
+
+    def sample(self, source: RandomSource) -> str:
+        return self.view
+
+
+@attrs.frozen(repr=False)
+class ExponentialWeights:
+    """Pr[v] proportional to exp(x_v) with exact rational exponents x_v (Eq. 7).
+
+    The exponents are derived from internal scores, so the repr hides them.
+    """
+
+    views: tuple[str, ...]
+    exponents: tuple[Fraction, ...]
+    # Acceptance probabilities of the exact sampler are exp(-gap_v), gap_v = x_max - x_v.
+    _gaps: tuple[Fraction, ...] = attrs.field(init=False, eq=False, hash=False)
+
+    def __attrs_post_init__(self) -> None:
+        if len(self.views) != len(self.exponents) or not self.views:
+            raise InputError("exponential mechanism", "one exponent per view", len(self.exponents))
+        top = max(self.exponents)
+        object.__setattr__(self, "_gaps", tuple(top - x for x in self.exponents))
+
+    def __repr__(self) -> str:
+        return f"ExponentialWeights(views={self.views!r}, <private exponents>)"
+
+    def _log_normalizer(self) -> mpmath.mpf:
+        top = max(self.exponents)
+        total = mpmath.fsum(mpmath.exp(_mpf_fraction(x - top)) for x in self.exponents)
+        return _mpf_fraction(top) + mpmath.log(total)
+
+    def log_probability(self, view: str) -> mpmath.mpf:
+        if view not in self.views:
+            return mpmath.mpf("-inf")
+        return _mpf_fraction(self.exponents[self.views.index(view)]) - self._log_normalizer()
+
+    def probabilities(self) -> tuple[mpmath.mpf, ...]:
+        log_z = self._log_normalizer()
+        return tuple(mpmath.exp(_mpf_fraction(x) - log_z) for x in self.exponents)
+
+    def log_probability_interval(self, view: str) -> mpmath.ctx_iv.ivmpf | None:
+        if view not in self.views:
+            return None
+        with iv_precision(_IV_DPS):
+            top = max(self.exponents)
+            total = mpmath.iv.mpf(0)
+            for x in self.exponents:
+                total += mpmath.iv.exp(_iv_fraction(x - top))
+            return _iv_fraction(self.exponents[self.views.index(view)] - top) - mpmath.iv.log(total)
+
+    def support(self) -> tuple[str, ...]:
+        return self.views
+
+    def sample(self, source: RandomSource) -> str:
+        """Exact EM draw: uniform proposal, accepted with probability exp(-gap_v).
+
+        The accepted view has probability exp(x_v - x_max) / sum_w exp(x_w - x_max),
+        i.e. exactly Eq. (7); every decision is made on integers.
+        """
+        gaps = self._gaps
+        count = len(self.views)
+        while True:
+            index = source.randbelow(count)
+            if bernoulli_exp_minus(gaps[index], source):
+                return self.views[index]
+
+
+def bernoulli_rational(probability: Fraction, source: RandomSource) -> bool:
+    """Exact Bernoulli(p) for rational p in [0, 1]: a uniform integer below the denominator."""
+    return source.randbelow(probability.denominator) < probability.numerator
+
+
+def bernoulli_exp_minus(gamma: Fraction, source: RandomSource) -> bool:
+    """Exact Bernoulli(exp(-gamma)) for rational gamma >= 0.
+
+    Canonne, Kamath, Steinke (2020), Algorithm 1: for gamma in [0, 1], draw
+    A_k ~ Bernoulli(gamma / k) for k = 1, 2, ... until the first failure at K;
+    Pr[K odd] = exp(-gamma). For gamma > 1, exp(-gamma) = exp(-1)^floor(gamma) *
+    exp(-(gamma - floor(gamma))).
+    """
+    if gamma < 0:
+        raise InputError("gamma", "a non-negative rational", gamma)
+    if gamma == 0:
+        return True
+    whole = gamma.numerator // gamma.denominator
+    for _ in range(whole):
+        if not _bernoulli_exp_minus_unit(Fraction(1), source):
+            return False
+    return _bernoulli_exp_minus_unit(gamma - whole, source)
+
+
+def _bernoulli_exp_minus_unit(gamma: Fraction, source: RandomSource) -> bool:
+    numerator, denominator = gamma.numerator, gamma.denominator
+    k = 1
+    # Bernoulli(gamma / k) = [randbelow(denominator * k) < numerator].
+    while source.randbelow(denominator * k) < numerator:
+        k += 1
+    return k % 2 == 1
+
+
+def em_exponents(scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction) -> tuple[Fraction, ...]:
+    """x_v = eps * u_v / (2 Delta): the exponents of Eq. (7)."""
+    return tuple(epsilon * u / (2 * sensitivity) for u in scores)
+
+
+def validate_em_inputs(slot: str, scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction) -> None:
+    """C3: an admitted charged selection uses the EM with eps > 0, Delta > 0, u in [0, 1]."""
+    if not isinstance(epsilon, Fraction) or epsilon <= 0:
+        raise ContractViolation("C3", f"slot {slot}: epsilon must be a positive exact rational, found {epsilon}")
+    if not isinstance(sensitivity, Fraction) or sensitivity <= 0:
+        raise ContractViolation("C3", f"slot {slot}: sensitivity bound must be positive, found {sensitivity}")
+    for index, score in enumerate(scores):
+        # The value is internal: name only the position of the offending score.
+        if not isinstance(score, Fraction):
+            raise ContractViolation("C3", f"slot {slot}: score #{index} is not an exact rational")
+        if not 0 <= score <= 1:
+            raise ContractViolation("C3", f"slot {slot}: score #{index} lies outside [0, 1]")
+
+
+def exponential_mechanism(
+    views: tuple[str, ...], scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction
+) -> ExponentialWeights:
+    """Eq. (7) over a common vocabulary."""
+    return ExponentialWeights(views=views, exponents=em_exponents(scores, epsilon, sensitivity))
+
+
+def argmax_view(views: tuple[str, ...], scores: Sequence[Fraction]) -> PointMass:
+    """Deterministic highest-score selection (first index on ties): NOT private (C3)."""
+    best = max(range(len(views)), key=lambda i: (scores[i], -i))
+    return PointMass(views=views, view=views[best])
