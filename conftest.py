@@ -1,0 +1,27 @@
+"""Hypothesis profiles shared by every test suite.
+
+ci: derandomized (reproducible on every commit), bounded; selected when CI=true or by
+default. thorough: 20x the examples, random seeds, for deep runs
+(`HYPOTHESIS_PROFILE=thorough`).
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=50,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=1000,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
