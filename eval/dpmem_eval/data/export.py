@@ -1,0 +1,216 @@
+"""Versioned files, datacard and the interface TOML (paper, Appendix C.1-C.3).
+
+All writers sort keys and records, so the same seed gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from dpmem_eval.data.corpora import SOURCES_AND_LICENCES
+from dpmem_eval.data.queries import ALL_FAMILIES
+from dpmem_eval.data.records import DATA_VERSION, GoldRecord, MemoryItem, PairRecord, QueryRecord
+from dpmem_eval.data.scaffold import ATTRIBUTES, GENERIC_VIEW, LAYOUT, SLOTS, UNION_GROUPS, VIEWS
+
+FILES = ("stores.jsonl", "pairs.jsonl", "trajectories.jsonl", "gold.jsonl", "splits.jsonl")
+
+
+def _line(obj: dict) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def pair_rows(pair: PairRecord) -> dict[str, dict]:
+    """The five JSONL rows of one pair, keyed by file name."""
+    head = {"version": DATA_VERSION, "pair_id": pair.pair_id}
+    return {
+        "stores.jsonl": {**head, "M": [i.to_json() for i in pair.store_m],
+                         "M_prime": [i.to_json() for i in pair.store_m_prime]},
+        "pairs.jsonl": {**head, "track": pair.track, "attribute": pair.attribute,
+                        "template_id": pair.template_id, "overlap_partner": pair.overlap_partner,
+                        "groups": {a: list(g) for a, g in pair.groups},
+                        "target_positions": list(pair.target_positions), "selected": pair.selected,
+                        "matched_pair": pair.matched_pair, "history_id": pair.history_id,
+                        "validation": list(pair.validation)},
+        "trajectories.jsonl": {**head, "queries": [q.to_json() for q in pair.queries]},
+        "gold.jsonl": {**head, "gold": [g.to_json() for g in pair.gold]},
+        "splits.jsonl": {**head, "split": pair.split, "track": pair.track},
+    }
+
+
+def write_jsonl(pairs: list[PairRecord], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    lines: dict[str, list[str]] = {name: [] for name in FILES}
+    for pair in sorted(pairs, key=lambda p: (p.track, p.pair_id)):
+        for name, row in pair_rows(pair).items():
+            lines[name].append(_line(row))
+    for name, rows in lines.items():
+        (out / name).write_text("".join(rows), encoding="utf-8")
+
+
+def read_pairs(directory: Path) -> list[PairRecord]:
+    """Inverse of `write_jsonl`."""
+    tables: dict[str, dict[str, dict]] = {}
+    for name in FILES:
+        path = directory / name
+        if not path.is_file():
+            raise FileNotFoundError(f"missing data file {path} (run `dpmem-eval data build --out {directory}`)")
+        tables[name] = {}
+        for row in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(row)
+            if record.get("version") != DATA_VERSION:
+                raise ValueError(f"{path}: version {record.get('version')!r}, expected {DATA_VERSION!r}")
+            tables[name][record["pair_id"]] = record
+    pairs = []
+    for pair_id, meta in tables["pairs.jsonl"].items():
+        stores = tables["stores.jsonl"][pair_id]
+        pairs.append(PairRecord(
+            pair_id=pair_id, track=meta["track"], attribute=meta["attribute"],
+            split=tables["splits.jsonl"][pair_id]["split"], selected=meta["selected"],
+            template_id=meta["template_id"], overlap_partner=meta["overlap_partner"],
+            groups=tuple(sorted((a, tuple(g)) for a, g in meta["groups"].items())),
+            target_positions=tuple(meta["target_positions"]),
+            store_m=tuple(MemoryItem.from_json(i) for i in stores["M"]),
+            store_m_prime=tuple(MemoryItem.from_json(i) for i in stores["M_prime"]),
+            queries=tuple(QueryRecord.from_json(q) for q in tables["trajectories.jsonl"][pair_id]["queries"]),
+            gold=tuple(GoldRecord.from_json(g) for g in tables["gold.jsonl"][pair_id]["gold"]),
+            matched_pair=meta["matched_pair"], history_id=meta["history_id"],
+            validation=tuple(meta["validation"])))
+    return sorted(pairs, key=lambda p: (p.track, p.pair_id))
+
+
+def datacard(pairs: list[PairRecord], seed: int, transfer_stats: dict) -> dict:
+    """Counts per attribute / split / template / overlap, validation results, sources."""
+    pm = [p for p in pairs if p.track == "pairedmem"]
+    tr = [p for p in pairs if p.track == "transfer"]
+    selected = [p for p in pm if p.selected]
+
+    def count(items, key):
+        return dict(sorted(Counter(key(p) for p in items).items()))
+
+    def corpus_share(items, positions):
+        used = [p.store_m[i - 1].source for p in items for i in positions(p)]
+        return {"corpus": sum(not s.startswith("tpl:") for s in used),
+                "pairedmem_fallback": sum(s.startswith("tpl:") for s in used)}
+
+    failures = Counter(f.split(":")[0] for p in pairs for f in p.validation)
+    return {
+        "version": DATA_VERSION,
+        "seed": seed,
+        "scaffold": {"positions": len(LAYOUT), "slots": list(SLOTS), "layout": list(LAYOUT),
+                     "union_groups": {a: list(g) for a, g in UNION_GROUPS.items()}},
+        "pairedmem": {
+            "specifications": len(pm),
+            "per_attribute": count(pm, lambda p: p.attribute),
+            "overlapping": sum(p.overlapping for p in pm),
+            "overlapping_fraction": f"{sum(p.overlapping for p in pm)}/{len(pm)}",
+            "group_sizes": count(pm, lambda p: len(p.target_positions)),
+            "validation": {"passed": sum(not p.validation for p in pm),
+                           "failed": sum(bool(p.validation) for p in pm)},
+            "selected": len(selected),
+            "reserves": sum(p.split == "reserve" for p in pm),
+            "selected_per_attribute": count(selected, lambda p: p.attribute),
+            "selected_per_template": count(selected, lambda p: f"{p.attribute}/t{p.template_id}"),
+            "selected_overlapping": sum(p.overlapping for p in selected),
+            "selected_per_split": count(selected, lambda p: p.split),
+            "selected_per_attribute_split": count(selected, lambda p: f"{p.attribute}/{p.split}"),
+            "queries_per_pair": sorted({len(p.queries) for p in pm}),
+            "paired_query_turns_selected": sum(len(p.queries) for p in selected),
+        },
+        "transfer": {
+            "pairs": len(tr),
+            "per_attribute": count(tr, lambda p: p.attribute),
+            "histories": len({p.history_id for p in tr}),
+            "validation": {"passed": sum(not p.validation for p in tr),
+                           "failed": sum(bool(p.validation) for p in tr)},
+            "target_positions_text": corpus_share(tr, lambda p: p.target_positions),
+            "background_positions_text": corpus_share(
+                tr, lambda p: [i for i in range(1, len(LAYOUT) + 1)
+                               if i not in p.target_positions and not p.store_m[i - 1].source.startswith("tpl:evidence")]),
+            **transfer_stats,
+        },
+        "validation_failures_by_check": dict(sorted(failures.items())),
+        "sources": [{"source": s, "used_for": u, "licence": lic} for s, u, lic in SOURCES_AND_LICENCES]
+                   + [{"source": "PairedMem templates (this repository)", "used_for": "all synthetic text",
+                       "licence": "project licence; fully synthetic, no personal data"}],
+    }
+
+
+def datacard_markdown(card: dict) -> str:
+    pm, tr = card["pairedmem"], card["transfer"]
+    lines = [f"# PairedMem datacard ({card['version']}, seed {card['seed']})", "",
+             "Built by `dpmem-eval data build`; paper Appendix C.1-C.3. All counts are computed.", "",
+             "## PairedMem", ""]
+    for key in ("specifications", "per_attribute", "overlapping", "overlapping_fraction", "group_sizes",
+                "validation", "selected", "reserves", "selected_per_attribute", "selected_overlapping",
+                "selected_per_split", "selected_per_template", "queries_per_pair",
+                "paired_query_turns_selected"):
+        lines.append(f"- **{key}**: {json.dumps(pm[key], sort_keys=True)}")
+    lines += ["", "## Transfer track", ""]
+    for key in sorted(tr):
+        lines.append(f"- **{key}**: {json.dumps(tr[key], sort_keys=True)}")
+    lines += ["", "## Scaffold", "", f"- positions: {card['scaffold']['positions']}",
+              f"- slots: {', '.join(card['scaffold']['slots'])} (`household` holds home-life memories: "
+              "nursery preparation, household cost cutting, living arrangement, chores)",
+              f"- layout: {json.dumps(card['scaffold']['layout'])}",
+              f"- union groups (interface TOML): {json.dumps(card['scaffold']['union_groups'], sort_keys=True)}",
+              "", "## Validation failures by check", "",
+              f"{json.dumps(card['validation_failures_by_check'], sort_keys=True) or '{}'}",
+              "", "## Sources and licences", ""]
+    for s in card["sources"]:
+        lines.append(f"- {s['source']} - {s['used_for']} - {s['licence']}")
+    lines += ["", "Corpus files are read from the corpora directory and never copied into the repository.", ""]
+    return "\n".join(lines)
+
+
+def _toml_str(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _toml_list(items) -> str:
+    return "[" + ", ".join(_toml_str(i) if isinstance(i, str) else str(i) for i in items) + "]"
+
+
+def _toml_item(item: MemoryItem) -> str:
+    return f"{{ tags = {_toml_list(item.tags)}, text = {_toml_str(item.text)} }}"
+
+
+def interface_toml(example_pairs: list[PairRecord], *, cap: int = 2, k: int = 3) -> str:
+    """The evaluation configuration as one interface file (`dpmem check`/`dpmem audit`).
+
+    Groups are UNION_GROUPS (every pair's groups are subsets, so charging is complete for
+    every pair, C2); budget online with K; the paper's linear scorer with Delta = 3/5; one
+    `[[queries]]` per public query family with its single read; and the M/M' stores of
+    `example_pairs` as `<pair_id>.M` / `<pair_id>.M_prime` (dots replaced by underscores)."""
+    out = ['# PairedMem evaluation configuration (paper, Appendix C.2 / C.5), generated by',
+           '# `dpmem-eval data build`. Groups are the union policy; see docs/eval-data.md.',
+           'name = "pairedmem-eval"',
+           f'description = {_toml_str(f"PairedMem evaluation interface ({DATA_VERSION})")}',
+           f"positions = {_toml_list(LAYOUT)}", ""]
+    for a in ATTRIBUTES:
+        out += [f"[attributes.{a}]", f"group = {_toml_list(UNION_GROUPS[a])}", f"cap = {cap}", ""]
+    out += ["[budget]", 'rule = "online"', f"K = {k}", "",
+            "[scorer]", 'kind = "linear"', 'weights = { r = "2/5", c = "2/5", s = "1/5" }',
+            'sensitivity = "3/5"', ""]
+    for slot in SLOTS:
+        out += [f"[slots.{slot}]", f"generic = {_toml_str(GENERIC_VIEW[slot])}"]
+        for view in VIEWS[slot]:
+            out += [f"[slots.{slot}.views.{view.name}]", f"text = {_toml_str(view.text)}"]
+            if view.compatible:
+                out.append(f"compatible = {_toml_list(view.compatible)}")
+            if view.specific:
+                out.append(f"specific = {_toml_list(view.specific)}")
+        out.append("")
+    for family in ALL_FAMILIES:
+        relevance = ", ".join(f"{_toml_str(v)} = {_toml_str(r)}" for v, r in family.relevance)
+        out += ["[[queries]]", f"name = {_toml_str(family.family)}", f"text = {_toml_str(family.phrasings[0])}",
+                "[[queries.reads]]", f"slot = {_toml_str(family.slot)}",
+                f"positions = {_toml_list(family.read_positions)}", f"relevance = {{ {relevance} }}", ""]
+    for pair in example_pairs:
+        for side, store in (("M", pair.store_m), ("M_prime", pair.store_m_prime)):
+            name = f"{pair.pair_id}.{side}".replace("-", "_").replace(".", "__")
+            out.append(f"[stores.{name}]")
+            out += [f'"{i}" = {_toml_item(item)}' for i, item in enumerate(store, start=1)]
+            out.append("")
+    return "\n".join(out)
