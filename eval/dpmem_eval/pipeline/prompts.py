@@ -1,0 +1,75 @@
+"""What the response LLM receives (Eq. 2): q_t, the released conditioning and tau_<t.
+
+The only way the pipeline builds a prompt is `build_messages(conditioning, prefix)`, whose
+arguments are the public query, the conditioning text the interface released for this
+turn (DP-MemView: view texts; baselines: their memory text; Table 8), and the ordinary
+transcript prefix (query, response) pairs. No store, score, ledger, method name or store
+label can reach the model: the signature is the argument, and tests check the rendered
+prompt against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SYSTEM_INSTRUCTION = (
+    "You are a personal assistant answering requests from an application on the user's behalf. "
+    "Answer helpfully and concretely in a few sentences."
+)
+
+GUIDANCE_HEADERS = {
+    # DP-MemView and GenericOnly: public views (how to answer, never a user fact).
+    "views": "Response guidance:",
+    # RawReadSet, TypedMask, TaskMin, OutputFilter: memory text (Table 8).
+    "memory": "Notes from the user's memory:",
+}
+
+
+@dataclass(frozen=True)
+class TurnConditioning:
+    """The public inputs of one turn besides the transcript prefix.
+
+    kind: "views" (released view texts) or "memory" (memory text of a baseline);
+    lines: the texts, in slot / position order.
+    """
+
+    query: str
+    kind: str
+    lines: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if self.kind not in GUIDANCE_HEADERS:
+            raise ValueError(f"conditioning kind: expected one of {sorted(GUIDANCE_HEADERS)}, found {self.kind!r}")
+
+
+Prefix = tuple[tuple[str, str], ...]
+"""The ordinary transcript prefix tau_<t as (query, response) pairs (the control c_t carries
+no information the model needs and is left out; leaving public inputs out is allowed)."""
+
+
+def window(prefix: Prefix, history_turns: int | None) -> Prefix:
+    """The last `history_turns` turns of the prefix (None: all of it, as in Eq. 2)."""
+    if history_turns is None:
+        return prefix
+    if history_turns <= 0:
+        return ()
+    return prefix[-history_turns:]
+
+
+def build_messages(conditioning: TurnConditioning, prefix: Prefix) -> list[dict[str, str]]:
+    """Chat messages for K_LLM(y_t | q_t, v_t, tau_<t) (Eq. 2)."""
+    system = SYSTEM_INSTRUCTION
+    if conditioning.lines:
+        guidance = "\n".join(f"- {line}" for line in conditioning.lines)
+        system = f"{system}\n{GUIDANCE_HEADERS[conditioning.kind]}\n{guidance}"
+    messages = [{"role": "system", "content": system}]
+    for query, response in prefix:
+        messages.append({"role": "user", "content": query})
+        messages.append({"role": "assistant", "content": response})
+    messages.append({"role": "user", "content": conditioning.query})
+    return messages
+
+
+def render_plain(messages: list[dict[str, str]]) -> str:
+    """A template-free rendering (for backends or tokenizers without a chat template)."""
+    return "\n".join(f"<{m['role']}>\n{m['content']}" for m in messages) + "\n<assistant>\n"
