@@ -1,0 +1,213 @@
+"""Algorithm 1 over a durable ledger: charge-before-release, restartable, multi-process.
+
+`DurableSession.run_turn` is `dpmem_ref.turn.run_turn` with the ledgers and the released
+history living in a `LedgerStore` instead of an in-memory `InterfaceState`. The mechanism
+is the kernel's: every slot is planned with `plan_slot` (read set, charge set, eps,
+admission and the exact release distribution, all fixed before any view is drawn). Per
+slot, in this order:
+
+1. plan the slot from the committed ledgers and history (public prefix, C4);
+2. if admitted, draw the candidate view *privately* from the plan's distribution
+   (nothing is observable yet);
+3. ONE transaction (`charge_and_record`): re-check L_a + eps <= B_a against the committed
+   ledgers, charge every attribute of the charge set or none, persist the release row;
+4. only after the commit: release the committed view (the generic view if the
+   transaction refused because another process spent the budget meanwhile).
+
+A crash before 3 commits releases nothing and charges nothing; a crash after 3 and before
+4 leaves a charge for a view nobody saw (over-charge, safe); no path releases a view whose
+charge is not committed. A new process that opens the same (user, interaction) continues
+the same ledgers and history. See docs/durability.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Hashable
+from fractions import Fraction
+
+import attrs
+
+from dpmem_ref.errors import ContractViolation, InputError
+from dpmem_ref.interface import Interface, PublicPrefix, Query, TurnRecord
+from dpmem_ref.ledger_store import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease
+from dpmem_ref.policy import Store
+from dpmem_ref.randomness import RandomSource
+from dpmem_ref.turn import InterfaceState, LLMChannel, SlotPlan, active_slots, observe_control, plan_slot
+
+MAX_TURNS_PER_INTERACTION = 100_000
+"""The horizon limit of one durable interaction (turns); the next turn is refused."""
+
+logger = logging.getLogger(__name__)
+
+Checkpoint = Callable[[str], None]
+ReleaseListener = Callable[[SlotRelease], None]
+
+
+@attrs.frozen
+class DurableTurn:
+    """A completed turn: its record, the committed slot releases, and the state as this
+    process saw it (other processes may have charged the same ledgers meanwhile)."""
+
+    record: TurnRecord
+    releases: tuple[SlotRelease, ...]
+    state: InterfaceState
+    plans: tuple[SlotPlan, ...] = attrs.field(repr=False)
+
+
+def _ordered(interface: Interface, ledgers: tuple[tuple[str, Fraction], ...]) -> tuple[Fraction, ...]:
+    table = dict(ledgers)
+    return tuple(table[a] for a in interface.policy.attribute_names)
+
+
+@attrs.frozen(repr=False)
+class DurableSession:
+    """One (user, interaction) served by Algorithm 1 against a durable ledger.
+
+    `checkpoint` (tests only) is called with "turn:start", "slot:before-charge",
+    "slot:before-release", "slot:released", "turn:before-record" and "turn:recorded";
+    `on_release` receives every committed slot release at the moment it is released.
+    """
+
+    interface: Interface
+    ledgers: LedgerSession
+    memory: Store = attrs.field(repr=False)
+    source: RandomSource = attrs.field(repr=False)
+    channel: LLMChannel | None = None
+    checkpoint: Checkpoint | None = None
+    on_release: ReleaseListener | None = None
+
+    def __repr__(self) -> str:
+        key = self.ledgers.key
+        return f"DurableSession(interface={self.interface.name!r}, user={key.user!r}, interaction={key.interaction!r})"
+
+    @classmethod
+    def open(
+        cls,
+        interface: Interface,
+        store: LedgerStore,
+        user: str,
+        interaction: str,
+        memory: Store,
+        source: RandomSource,
+        channel: LLMChannel | None = None,
+        checkpoint: Checkpoint | None = None,
+        on_release: ReleaseListener | None = None,
+    ) -> DurableSession:
+        """Open (or resume) the session; refuses a contract-breaking interface (strict)."""
+        if not isinstance(interface, Interface):
+            raise InputError("interface", "a dpmem_ref Interface", type(interface).__name__)
+        if not isinstance(memory, Store) or memory.layout != interface.policy.layout:
+            raise InputError("memory", "a store over the interface's layout", type(memory).__name__)
+        if not isinstance(source, RandomSource):
+            raise InputError("source", "a RandomSource (randbelow)", type(source).__name__)
+        interface.require_contract()
+        session = store.open_session(user, interaction, interface.caps)
+        return cls(
+            interface=interface,
+            ledgers=session,
+            memory=memory,
+            source=source,
+            channel=channel,
+            checkpoint=checkpoint,
+            on_release=on_release,
+        )
+
+    def _at(self, point: str) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint(point)
+
+    def state(self) -> InterfaceState:
+        """The committed state: ledgers and completed-turn history."""
+        snapshot = self.ledgers.load()
+        return InterfaceState(
+            turn=len(snapshot.history),
+            ledgers=_ordered(self.interface, snapshot.ledgers),
+            history=snapshot.history,
+        )
+
+    def _query(self, query: Query | str) -> Query:
+        if isinstance(query, str):
+            return self.interface.query(query)
+        if not isinstance(query, Query) or self.interface.query(query.name) != query:
+            raise InputError("query", "a query from the interface's catalogue", getattr(query, "name", query))
+        return query
+
+    def run_turn(self, query: Query | str) -> DurableTurn:
+        """Algorithm 1 at the next turn, charge-before-release for every slot."""
+        interface = self.interface
+        query = self._query(query)
+        self._at("turn:start")
+        state = self.state()
+        if state.turn >= MAX_TURNS_PER_INTERACTION:
+            raise InputError("turn", f"at most {MAX_TURNS_PER_INTERACTION} turns per interaction", state.turn)
+        history = state.history
+        ledgers = state.ledgers
+        turn_id = secrets.token_hex(16)
+        released: tuple[tuple[str, str], ...] = ()
+        plans: list[SlotPlan] = []
+        releases: list[SlotRelease] = []
+        for index, slot in enumerate(active_slots(interface, query, history, self.memory)):
+            prefix = PublicPrefix(history=history, query=query, released=released)  # line 5
+            plan = plan_slot(interface, ledgers, prefix, slot, self.memory)
+            generic = plan.vocabulary.generic
+            # Drawn privately: not observable until the charge below has committed.
+            candidate = plan.distribution.sample(self.source) if plan.admitted else generic
+            request = ReleaseRequest(
+                release_id=secrets.token_hex(16),
+                turn_id=turn_id,
+                index=index,
+                slot=slot,
+                view=candidate,
+                fallback_view=generic,
+                charge_set=plan.charge_set,
+                epsilon=plan.epsilon,
+                requested=plan.admitted,
+            )
+            self._at("slot:before-charge")
+            outcome = self.ledgers.charge_and_record(request)  # lines 9 and 15, one transaction
+            ledgers = _ordered(interface, outcome.ledgers)
+            if plan.admitted and not outcome.admitted:
+                # Another process spent the budget since we read it: the committed ledgers
+                # refuse the charge, so the kernel's plan is now the generic fallback.
+                plan = plan_slot(interface, ledgers, prefix, slot, self.memory)
+                if plan.admitted:
+                    raise ContractViolation("C5", f"slot {slot}: the cap rule admits what the ledger store refused")
+            plans.append(plan)
+            self._at("slot:before-release")
+            release = outcome.release
+            releases.append(release)
+            released = released + ((slot, release.view),)
+            if self.on_release is not None:
+                self.on_release(release)
+            logger.debug(
+                "slot %s: %s, charged %s to %s",
+                slot,
+                "released" if release.admitted else "fallback",
+                release.epsilon,
+                sorted(release.charge_set),
+            )
+            self._at("slot:released")
+        control: Hashable = observe_control(interface, query, history, plans, released, ledgers)  # line 19
+        response = ""
+        if self.channel is not None:  # line 20: public inputs only (Eq. 2)
+            view_texts = tuple((slot, interface.vocabulary(slot).view(view).text or view) for slot, view in released)
+            response = self.channel.respond(query.text, view_texts, tuple(r.ordinary() for r in history))
+        record = TurnRecord(
+            query=query.name,
+            views=released,
+            control=control,
+            response=response,
+            admitted=tuple(p.admitted for p in plans),
+            charges=tuple(
+                (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
+                for p in plans
+            ),
+        )
+        self._at("turn:before-record")
+        self.ledgers.record_turn(turn_id, record)  # line 21: the history routing reads (C4)
+        self._at("turn:recorded")
+        logger.debug("turn %d of interaction recorded (%d slots)", state.turn + 1, len(releases))
+        new_state = InterfaceState(turn=state.turn + 1, ledgers=ledgers, history=history + (record,))
+        return DurableTurn(record=record, releases=tuple(releases), state=new_state, plans=tuple(plans))
