@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from fractions import Fraction
-from typing import Protocol
+from types import MappingProxyType
+from typing import Any, Protocol
 
 import attrs
 
@@ -32,7 +33,7 @@ def _relevance_items(
     return tuple(sorted(items))
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class SlotRead:
     """One active slot of a query: its read set R_{t,g}, public relevance r(q, v) and an
     optional declared charge set (None means the minimal sound Gamma*(R), Eq. 4)."""
@@ -41,10 +42,14 @@ class SlotRead:
     positions: frozenset[int]
     relevance: tuple[tuple[str, Fraction], ...] = attrs.field(default=(), converter=_relevance_items)
     charge: frozenset[str] | None = None
+    _relevance_map: Mapping[str, Fraction] = attrs.field(init=False, repr=False, eq=False, hash=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_relevance_map", MappingProxyType(dict(self.relevance)))
 
     @property
-    def relevance_map(self) -> dict[str, Fraction]:
-        return dict(self.relevance)
+    def relevance_map(self) -> Mapping[str, Fraction]:
+        return self._relevance_map
 
 
 @attrs.frozen
@@ -264,7 +269,10 @@ class FallbackControl:
     reads_views: bool = False
 
     def observe(self, context: ControlContext, private: PrivateTurnData | None) -> Hashable:
-        return tuple((slot, "released" if ok else "fallback") for (slot, _), ok in zip(context.views, context.admitted, strict=True))
+        return tuple(
+            (slot, "released" if ok else "fallback")
+            for (slot, _), ok in zip(context.views, context.admitted, strict=True)
+        )
 
 
 @attrs.frozen
@@ -369,6 +377,8 @@ class Interface:
     # Memo of the static contract check (the interface is frozen, so it is computed once).
     _violations: list[Violation] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=list)
     _checked: list[bool] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=list)
+    # Memo of (scores, release distribution) per (vocabulary, read, items, eps): pure in them.
+    selection_memo: dict[Any, Any] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         slots = [v.slot for v in self.vocabularies]
@@ -395,8 +405,8 @@ class Interface:
         return table[name]
 
     @property
-    def caps(self) -> dict[str, Fraction]:
-        return dict(self.policy.caps)
+    def caps(self) -> Mapping[str, Fraction]:
+        return self.policy.caps
 
     def contract_violations(self) -> list[Violation]:
         """Static check of Definition 1 on the declared parts and routes."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
+from functools import lru_cache
 from typing import Protocol
 
 import attrs
@@ -180,7 +181,8 @@ def _bernoulli_exp_minus_unit(gamma: Fraction, source: RandomSource) -> bool:
 
 def em_exponents(scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction) -> tuple[Fraction, ...]:
     """x_v = eps * u_v / (2 Delta): the exponents of Eq. (7)."""
-    return tuple(epsilon * u / (2 * sensitivity) for u in scores)
+    factor = epsilon / (2 * sensitivity)
+    return tuple(factor * u for u in scores)
 
 
 def validate_em_inputs(slot: str, scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction) -> None:
@@ -197,11 +199,18 @@ def validate_em_inputs(slot: str, scores: Sequence[Fraction], epsilon: Fraction,
             raise ContractViolation("C3", f"slot {slot}: score #{index} lies outside [0, 1]")
 
 
+@lru_cache(maxsize=65_536)
+def _exponential_mechanism(
+    views: tuple[str, ...], scores: tuple[Fraction, ...], epsilon: Fraction, sensitivity: Fraction
+) -> ExponentialWeights:
+    return ExponentialWeights(views=views, exponents=em_exponents(scores, epsilon, sensitivity))
+
+
 def exponential_mechanism(
     views: tuple[str, ...], scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction
 ) -> ExponentialWeights:
-    """Eq. (7) over a common vocabulary."""
-    return ExponentialWeights(views=views, exponents=em_exponents(scores, epsilon, sensitivity))
+    """Eq. (7) over a common vocabulary (a pure function; memoized on its inputs)."""
+    return _exponential_mechanism(tuple(views), tuple(scores), epsilon, sensitivity)
 
 
 def argmax_view(views: tuple[str, ...], scores: Sequence[Fraction]) -> PointMass:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
+from types import MappingProxyType
 
 import attrs
 
@@ -78,8 +79,13 @@ class Policy:
 
     layout: Layout
     attributes: tuple[Attribute, ...]
+    _caps: Mapping[str, Fraction] = attrs.field(init=False, repr=False, eq=False, hash=False)
+    _gamma_memo: dict[frozenset[int], frozenset[str]] = attrs.field(
+        init=False, repr=False, eq=False, hash=False, factory=dict
+    )
 
     def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_caps", MappingProxyType({a.name: a.cap for a in self.attributes}))
         names = [a.name for a in self.attributes]
         if len(set(names)) != len(names):
             raise InputError("attributes", "unique attribute names", names)
@@ -91,7 +97,7 @@ class Policy:
 
     @property
     def attribute_names(self) -> tuple[str, ...]:
-        return tuple(a.name for a in self.attributes)
+        return tuple(self._caps)
 
     def attribute(self, name: str) -> Attribute:
         for attribute in self.attributes:
@@ -101,15 +107,20 @@ class Policy:
 
     @property
     def caps(self) -> Mapping[str, Fraction]:
-        return {a.name: a.cap for a in self.attributes}
+        """B_a by attribute (read-only)."""
+        return self._caps
 
     def gamma_star(self, read_set: Iterable[int]) -> frozenset[str]:
         """Eq. (4): every attribute whose protected group intersects the read set."""
         reads = frozenset(read_set)
-        return frozenset(a.name for a in self.attributes if a.group & reads)
+        found = self._gamma_memo.get(reads)
+        if found is None:
+            found = frozenset(a.name for a in self.attributes if a.group & reads)
+            self._gamma_memo[reads] = found
+        return found
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class MemoryItem:
     """The content m_i at one position: evidence tags (what scorers read) and text.
 

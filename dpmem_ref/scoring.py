@@ -61,6 +61,11 @@ class LinearTagScorer:
 
     weights: LinearWeights = PAPER_WEIGHTS
     declared_sensitivity: Fraction = PAPER_SENSITIVITY
+    # u depends on the read items only through the set of tags present: memoize on it
+    # (a pure function of its sufficient statistic; the memo stays inside the interface).
+    _memo: dict[tuple[Vocabulary, tuple[tuple[str, Fraction], ...], frozenset[str]], tuple[Fraction, ...]] = (
+        attrs.field(init=False, repr=False, eq=False, hash=False, factory=dict)
+    )
 
     def __attrs_post_init__(self) -> None:
         positive_fraction(self.declared_sensitivity, "scorer.sensitivity")
@@ -69,6 +74,17 @@ class LinearTagScorer:
         self, relevance: Mapping[str, Fraction], vocabulary: Vocabulary, items: tuple[MemoryItem, ...]
     ) -> tuple[Fraction, ...]:
         present: frozenset[str] = frozenset().union(*(item.tags for item in items))
+        key = (vocabulary, tuple(sorted(relevance.items())), present)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._compute(relevance, vocabulary, present)
+            if len(self._memo) < 100_000:
+                self._memo[key] = found
+        return found
+
+    def _compute(
+        self, relevance: Mapping[str, Fraction], vocabulary: Vocabulary, present: frozenset[str]
+    ) -> tuple[Fraction, ...]:
         result = []
         for view in vocabulary.views:
             r = relevance.get(view.name, Fraction(0))

@@ -85,13 +85,42 @@ class SlotPlan:
         return (self.slot, self.charge_set, self.epsilon, self.admitted, self.vocabulary.names)
 
 
-def check_ledgers(interface: Interface, ledgers: Ledgers, where: str) -> None:
-    """C5: L_a <= B_a for every attribute, asserted after every update."""
+def check_ledgers(interface: Interface, ledgers: Ledgers, where: str, attributes: frozenset[str] | None = None) -> None:
+    """C5: L_a <= B_a, asserted after every update (for `attributes`, default all)."""
     for attribute, value in zip(interface.policy.attributes, ledgers, strict=True):
-        if value > attribute.cap:
+        if (attributes is None or attribute.name in attributes) and value > attribute.cap:
             raise ContractViolation(
                 "C5", f"{where}, attribute {attribute.name}: ledger {value} exceeds cap {attribute.cap}"
             )
+
+
+def _select(
+    interface: Interface,
+    vocabulary: Vocabulary,
+    read: SlotRead,
+    items: tuple[MemoryItem, ...],
+    epsilon: Fraction,
+    where: str,
+) -> tuple[tuple[Fraction, ...], ReleaseDistribution]:
+    """Lines 12-14: internal scores, the policy-fixed sensitivity bound, and the release
+    distribution of the selector. A pure function of its arguments (the scorer reads only
+    the query's public relevance and the read-set items, Eq. 5), memoized on them."""
+    key = (vocabulary, read, items, epsilon)
+    memo = interface.selection_memo
+    found: tuple[tuple[Fraction, ...], ReleaseDistribution] | None = memo.get(key)
+    if found is not None:
+        return found
+    scores = tuple(interface.scorer.scores(read.relevance_map, vocabulary, items))  # line 12
+    sensitivity = interface.scorer.sensitivity(vocabulary)  # line 13
+    if len(scores) != len(vocabulary.views):
+        raise ContractViolation(
+            "C3", f"{where}: scorer returned {len(scores)} scores for {len(vocabulary.views)} views"
+        )
+    validate_em_inputs(vocabulary.slot, scores, epsilon, sensitivity)  # C3
+    distribution = interface.selector.distribution(vocabulary.names, scores, epsilon, sensitivity)  # line 14
+    if len(memo) < 100_000:
+        memo[key] = (scores, distribution)
+    return scores, distribution
 
 
 def plan_slot(
@@ -121,14 +150,9 @@ def plan_slot(
     admitted = interface.cap_rule.admits(ledger_map, caps, charge_set, epsilon)  # line 9
     items = store.read(read.positions)
     scores: tuple[Fraction, ...] | None = None
+    distribution: ReleaseDistribution | None = None
     if admitted:
-        scores = interface.scorer.scores(read.relevance_map, vocabulary, items)  # line 12
-        sensitivity = interface.scorer.sensitivity(vocabulary)  # line 13
-        if len(scores) != len(vocabulary.views):
-            raise ContractViolation(
-                "C3", f"{where}: scorer returned {len(scores)} scores for {len(vocabulary.views)} views"
-            )
-        validate_em_inputs(slot, scores, epsilon, sensitivity)
+        scores, distribution = _select(interface, vocabulary, read, items, epsilon, where)  # lines 12-14
         if hooks.fallback is not None and hooks.fallback(scores):
             admitted = False
     if not admitted:
@@ -144,14 +168,14 @@ def plan_slot(
             items=items,
             scores=scores,
         )
-    assert scores is not None
-    distribution = interface.selector.distribution(vocabulary.names, scores, epsilon, sensitivity)  # line 14
+    assert distribution is not None
     # Line 15. The charge is part of the plan, fixed before any view is drawn.
     ledgers_after = tuple(
-        value + epsilon if name in charge_set else value for name, value in zip(policy.attribute_names, ledgers, strict=True)
+        value + epsilon if name in charge_set else value
+        for name, value in zip(policy.attribute_names, ledgers, strict=True)
     )
     if strict:
-        check_ledgers(interface, ledgers_after, where)
+        check_ledgers(interface, ledgers_after, where, charge_set)  # only charged ledgers moved
     return SlotPlan(
         slot=slot,
         read=read,

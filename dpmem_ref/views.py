@@ -13,7 +13,7 @@ from dpmem_ref.errors import ContractViolation, InputError
 MAX_VIEWS_PER_SLOT = 256
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class View:
     """A public view. `compatible`/`specific` are the evidence tags the linear scorer reads."""
 
@@ -23,15 +23,17 @@ class View:
     specific: frozenset[str] = frozenset()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Vocabulary:
     """V_g: the views of one slot, including its generic view (C1)."""
 
     slot: str
     views: tuple[View, ...]
     generic: str
+    _names: tuple[str, ...] = attrs.field(init=False, repr=False, eq=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_names", tuple(v.name for v in self.views))
         if not self.views:
             raise InputError(f"slots.{self.slot}.views", "a non-empty vocabulary", "no views")
         if len(self.views) > MAX_VIEWS_PER_SLOT:
@@ -44,7 +46,7 @@ class Vocabulary:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(v.name for v in self.views)
+        return self._names
 
     def view(self, name: str) -> View:
         for view in self.views:
