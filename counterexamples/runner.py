@@ -1,0 +1,148 @@
+"""Evaluate a construction: exact worst case, event probabilities, contract check, refusal.
+
+Nothing here types in a ratio: the worst case comes from the kernel's exact engine
+(`counterexamples.engine.exact_worst_case`), the event probabilities from replaying the
+engine's witness (`analysis.replay_transcript`) or from summing exact transcript
+probabilities (`analysis.enumerate_transcripts`), the kept conditions from
+`Interface.contract_violations()`, and the refusal from the strict kernel
+(`Interface.require_contract`, then `run_turn(strict=True)` along the witness).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import attrs
+import mpmath
+
+from counterexamples.base import Construction
+from counterexamples.engine import EngineResult, exact_worst_case, lenient_replay
+from dpmem_ref import analysis
+from dpmem_ref.errors import CONDITIONS, ContractViolation
+from dpmem_ref.interface import Violation
+from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.turn import InterfaceState, run_turn
+
+REPORT_DIGITS = 45
+
+
+@attrs.frozen
+class Refusal:
+    """Which strict kernel check refused the construction, with its condition."""
+
+    check: str
+    condition: str
+    message: str
+
+    def describe(self) -> str:
+        return f"{self.check}: {self.condition}"
+
+
+@attrs.frozen
+class Finding:
+    """The evaluated construction."""
+
+    construction: Construction
+    engine: EngineResult
+    violations: tuple[Violation, ...]
+    refusal: Refusal | None
+    probability_a: mpmath.mpf | None
+    probability_b: mpmath.mpf | None
+
+    @property
+    def worst(self) -> analysis.Direction:
+        return self.engine.worst_case.worst
+
+    @property
+    def is_infinite(self) -> bool:
+        return self.worst.is_infinite
+
+    @property
+    def log_ratio(self) -> mpmath.mpf:
+        """Midpoint of the engine's interval (its width is below 1e-60), or +inf."""
+        return mpmath.inf if self.is_infinite else self.worst.midpoint
+
+    @property
+    def interval(self) -> tuple[mpmath.mpf, mpmath.mpf]:
+        return (self.worst.lower, self.worst.upper)
+
+    @property
+    def violated_conditions(self) -> tuple[str, ...]:
+        return tuple(sorted({v.condition for v in self.violations}))
+
+    @property
+    def kept_conditions(self) -> tuple[str, ...]:
+        return tuple(c for c in CONDITIONS if c not in self.violated_conditions)
+
+    @property
+    def breaks_bound(self) -> bool:
+        """Certified: the interval's lower end exceeds B_a (or the loss is infinite)."""
+        if self.is_infinite:
+            return True
+        bound = self.construction.bound
+        return bool(self.worst.lower > mpmath.mpf(bound.numerator) / bound.denominator)
+
+    def log_ratio_text(self, digits: int = REPORT_DIGITS) -> str:
+        return "inf" if self.is_infinite else mpmath.nstr(self.log_ratio, digits, strip_zeros=False)
+
+
+def strict_refusal(construction: Construction) -> Refusal | None:
+    """Run the strict kernel: the static contract check, then `run_turn(strict=True)`
+    along the engine's query sequence under both stores. The first refusal wins."""
+    interface = construction.interface
+    try:
+        interface.require_contract()
+    except ContractViolation as error:
+        return Refusal("Interface.require_contract", error.condition, error.message)
+    queries = construction.queries or interface.queries
+    for store in (construction.store_a, construction.store_b):
+        state = InterfaceState.initial(interface)
+        source = SeededRandomSource(0)
+        try:
+            for t in range(construction.horizon):
+                query = queries[t % len(queries)]
+                state = run_turn(interface, state, query, store, source, strict=True).state
+        except ContractViolation as error:
+            return Refusal("run_turn(strict=True)", error.condition, error.message)
+    return None
+
+
+def _witness_probabilities(
+    construction: Construction, engine: EngineResult
+) -> tuple[mpmath.mpf | None, mpmath.mpf | None]:
+    worst_case = engine.worst_case
+    direction = worst_case.worst
+    side = "a" if worst_case.direction == "a_over_b" else "b"
+    witness = direction.witness
+    if not witness or any(turn.note for turn in witness):
+        return None, None
+    with mpmath.workdps(REPORT_DIGITS + 20):
+        log_a = lenient_replay(construction.interface, construction.store_a, witness, side)
+        log_b = lenient_replay(construction.interface, construction.store_b, witness, side)
+        return mpmath.exp(log_a), mpmath.exp(log_b)
+
+
+def evaluate(construction: Construction) -> Finding:
+    engine = exact_worst_case(
+        construction.interface,
+        construction.store_a,
+        construction.store_b,
+        construction.horizon,
+        construction.queries,
+    )
+    if construction.event_probabilities is not None:
+        probability_a, probability_b = construction.event_probabilities()
+    else:
+        probability_a, probability_b = _witness_probabilities(construction, engine)
+    return Finding(
+        construction=construction,
+        engine=engine,
+        violations=tuple(construction.interface.contract_violations()),
+        refusal=strict_refusal(construction),
+        probability_a=probability_a,
+        probability_b=probability_b,
+    )
+
+
+def bound_text(bound: Fraction) -> str:
+    return str(bound.numerator) if bound.denominator == 1 else f"{bound.numerator}/{bound.denominator}"
