@@ -379,6 +379,7 @@ class Interface:
     _checked: list[bool] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=list)
     # Memo of (scores, release distribution) per (vocabulary, read, items, eps): pure in them.
     selection_memo: dict[Any, Any] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=dict)
+    epsilon_memo: dict[frozenset[str], Fraction] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         slots = [v.slot for v in self.vocabularies]
@@ -397,6 +398,17 @@ class Interface:
         if slot not in table:
             raise ContractViolation("C1", f"slot {slot}: no fixed public vocabulary")
         return table[slot]
+
+    def epsilon_for(self, charge_set: frozenset[str]) -> Fraction:
+        """BudgetRule(q, g, h, Gamma, {(L_a, B_a)}) for the rules here, which read only the
+        charge set and the caps (both public and fixed): memoized per charge set. An
+        uncharged read (Gamma empty) is adjacency-invariant for every attribute (Lemma 1)
+        and runs at the policy-fixed `uncharged_epsilon`."""
+        found = self.epsilon_memo.get(charge_set)
+        if found is None:
+            found = self.budget.epsilon(charge_set, self.caps) if charge_set else self.uncharged_epsilon
+            self.epsilon_memo[charge_set] = found
+        return found
 
     def query(self, name: str) -> Query:
         table = self._query_by_name

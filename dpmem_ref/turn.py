@@ -145,7 +145,7 @@ def plan_slot(
             "C2", f"{where}, attribute {missing}: read touches I_{missing} but is not charged to it"
         )
     caps = interface.caps
-    epsilon = interface.budget.epsilon(charge_set, caps) if charge_set else interface.uncharged_epsilon  # line 8
+    epsilon = interface.epsilon_for(charge_set)  # line 8
     ledger_map = dict(zip(policy.attribute_names, ledgers, strict=True))
     admitted = interface.cap_rule.admits(ledger_map, caps, charge_set, epsilon)  # line 9
     items = store.read(read.positions)
