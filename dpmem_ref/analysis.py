@@ -25,13 +25,25 @@ from typing import Any
 import attrs
 import mpmath
 
-from dpmem_ref.interface import FixedRouter, Interface, PublicPrefix, Query, TurnRecord
+from dpmem_ref.interface import (
+    FallbackControl,
+    FixedRouter,
+    Interface,
+    NoControl,
+    PublicPrefix,
+    Query,
+    RawEvidenceControl,
+    TopScoreControl,
+    TurnRecord,
+)
 from dpmem_ref.mechanism import DEFAULT_DPS, ReleaseDistribution, iv_precision
 from dpmem_ref.policy import Store
 from dpmem_ref.turn import Ledgers, SlotPlan, active_slots, observe_control, plan_slot, zero_ledgers
 
 IV_DPS = 70
 MAX_HORIZON = 256
+# Controls known to read neither the history nor the released views (ledger programme).
+LEDGER_DP_CONTROLS = (FallbackControl, NoControl, RawEvidenceControl, TopScoreControl)
 
 
 class _Infinity:
@@ -159,6 +171,21 @@ class WorstCase:
 
 
 @attrs.frozen
+class _Move:
+    """One query at a ledger state, summarised over its slots (ledger programme)."""
+
+    query: str
+    ab: Value
+    ab_views: tuple[tuple[str, str], ...]
+    ba: Value
+    ba_views: tuple[tuple[str, str], ...]
+    next_state: int
+    control_a: Hashable
+    control_b: Hashable
+    note: str
+
+
+@attrs.frozen
 class _Best:
     ab: Value
     ab_path: Any
@@ -184,8 +211,17 @@ def _step_ratios(
 
 
 class _Engine:
-    def __init__(self, interface: Interface, store_a: Store, store_b: Store, horizon: int, queries: Sequence[Query]):
+    def __init__(
+        self,
+        interface: Interface,
+        store_a: Store,
+        store_b: Store,
+        horizon: int,
+        queries: Sequence[Query],
+        strict: bool = True,
+    ):
         self.interface = interface
+        self.strict = strict
         self.store_a = store_a
         self.store_b = store_b
         self.horizon = horizon
@@ -194,15 +230,33 @@ class _Engine:
         self.slot_memo: dict[Hashable, _Best] = {}
         self.plan_cache: dict[Hashable, tuple[SlotPlan, SlotPlan]] = {}
         self.ratio_cache: dict[Hashable, list[tuple[str, Value, Value]]] = {}
+        self.step_cache: dict[Hashable, tuple[Value, str, Value, str]] = {}
+        self.move_cache: dict[int, tuple[_Move, ...]] = {}
+        self.group_cache: dict[int, tuple[tuple[int, int, int, bool], ...]] = {}
+        self.ledger_memo: dict[tuple[int, int], tuple[Value, Any, Value, Any]] = {}
+        self.ledger_ids: dict[tuple[Ledgers, Ledgers], int] = {}
+        self.ledger_pairs: list[tuple[Ledgers, Ledgers]] = []
+        self.prec = mpmath.libmp.dps_to_prec(IV_DPS)
         # The rest of a turn and the future are independent of which view a slot released
         # when routing ignores released views and the control does not read them.
         self.views_irrelevant = isinstance(interface.router, FixedRouter) and not getattr(
             interface.control, "reads_views", True
         )
 
+        # The ledger programme needs, in addition, that routing and controls read neither
+        # the store nor the history: true of the fixed router and the kernel's controls.
+        self.ledger_dp = (
+            self.views_irrelevant
+            and interface.hooks.routing is None
+            and isinstance(interface.control, LEDGER_DP_CONTROLS)
+        )
+
     @property
     def states_explored(self) -> int:
-        return len(self.turn_memo) + len(self.slot_memo)
+        """Memoized states: (turn, ledgers) nodes plus (ledgers, query) turn summaries in the
+        ledger programme; (turn, ledgers, key[, query, slot]) nodes in the general search."""
+        moves = sum(len(m) for m in self.move_cache.values())
+        return len(self.turn_memo) + len(self.slot_memo) + len(self.ledger_memo) + moves
 
     def turn_value(self, t: int, la: Ledgers, lb: Ledgers, history: tuple[TurnRecord, ...]) -> _Best:
         if t == self.horizon:
@@ -242,19 +296,200 @@ class _Engine:
         if plans is None:
             prefix = PublicPrefix(history=history, query=query, released=released)
             plans = (
-                plan_slot(self.interface, la, prefix, slot, self.store_a, strict=True),
-                plan_slot(self.interface, lb, prefix, slot, self.store_b, strict=True),
+                plan_slot(self.interface, la, prefix, slot, self.store_a, strict=self.strict),
+                plan_slot(self.interface, lb, prefix, slot, self.store_b, strict=self.strict),
             )
             self.plan_cache[key] = plans
         return plans
 
     def _ratios(self, key: Hashable, pa: SlotPlan, pb: SlotPlan) -> list[tuple[str, Value, Value]]:
+        # The per-view log ratios are a function of the two exact release distributions
+        # (frozen, hashable descriptions from plan_slot) and the view names only, so
+        # plans at different ledgers or turns that describe the same release share them.
+        views = tuple(dict.fromkeys(pa.vocabulary.names + pb.vocabulary.names))
+        key = (pa.distribution, pb.distribution, views)
         ratios = self.ratio_cache.get(key)
         if ratios is None:
-            views = list(dict.fromkeys(pa.vocabulary.names + pb.vocabulary.names))
             ratios = _step_ratios(pa.distribution, pb.distribution, views)
             self.ratio_cache[key] = ratios
         return ratios
+
+    def _best_step(self, pa: SlotPlan, pb: SlotPlan) -> tuple[Value, str, Value, str]:
+        """max over released views of the step log ratio, each direction, with the view."""
+        views = tuple(dict.fromkeys(pa.vocabulary.names + pb.vocabulary.names))
+        key = ("best", pa.distribution, pb.distribution, views)
+        cached = self.step_cache.get(key)
+        if cached is None:
+            ab: Value = None
+            ab_view = pa.vocabulary.generic
+            ba: Value = None
+            ba_view = pa.vocabulary.generic
+            for view, step_ab, step_ba in self._ratios(key, pa, pb):
+                if _key(step_ab) > _key(ab):
+                    ab_view = view
+                if _key(step_ba) > _key(ba):
+                    ba_view = view
+                ab = INF if INF in (ab, step_ab) else _max(ab, step_ab)
+                ba = INF if INF in (ba, step_ba) else _max(ba, step_ba)
+            cached = (_to_raw(ab), ab_view, _to_raw(ba), ba_view)
+            self.step_cache[key] = cached
+        return cached
+
+    # ---- ledger dynamic programme (routing and controls ignore history and views) ----
+
+    def ledger_id(self, la: Ledgers, lb: Ledgers) -> int:
+        """A small integer naming the ledger pair (hashing tuples of Fractions is slow)."""
+        key = (la, lb)
+        found = self.ledger_ids.get(key)
+        if found is None:
+            found = len(self.ledger_pairs)
+            self.ledger_ids[key] = found
+            self.ledger_pairs.append(key)
+        return found
+
+    def moves(self, state: int) -> tuple[_Move, ...]:
+        """Every query the strategy may pick at a ledger state, summarised: the largest
+        step log ratio of its turn in each direction (with the views attaining it), the
+        ledger state after it, and whether the two stores release different slots or
+        controls (then the transcript is impossible under the other store: infinite).
+
+        Valid when the router is fixed and the control reads neither history nor views:
+        then a turn's plans depend on the prefix only through the ledgers, and the views
+        released by one slot change neither later plans nor the future.
+        """
+        cached = self.move_cache.get(state)
+        if cached is not None:
+            return cached
+        la, lb = self.ledger_pairs[state]
+        result = []
+        for query in self.queries:
+            slots_a = active_slots(self.interface, query, (), self.store_a)
+            slots_b = active_slots(self.interface, query, (), self.store_b)
+            if slots_a != slots_b:
+                note = f"active slots differ: {list(slots_a)} vs {list(slots_b)}"
+                result.append(_Move(query.name, INF, (), INF, (), state, None, None, note))
+                continue
+            ab: Value = _RAW_ZERO
+            ba: Value = _RAW_ZERO
+            ab_views: list[tuple[str, str]] = []
+            ba_views: list[tuple[str, str]] = []
+            released: tuple[tuple[str, str], ...] = ()
+            plans_a: list[SlotPlan] = []
+            plans_b: list[SlotPlan] = []
+            cur_a, cur_b = la, lb
+            for slot in slots_a:
+                pa, pb = self._plans(query, slot, cur_a, cur_b, (), released)
+                step_ab, view_ab, step_ba, view_ba = self._best_step(pa, pb)
+                ab = _raw_add(step_ab, ab, self.prec)
+                ba = _raw_add(step_ba, ba, self.prec)
+                ab_views.append((slot, view_ab))
+                ba_views.append((slot, view_ba))
+                released = released + ((slot, view_ab),)
+                plans_a.append(pa)
+                plans_b.append(pb)
+                cur_a, cur_b = pa.ledgers_after, pb.ledgers_after
+            control_a = observe_control(self.interface, query, (), plans_a, released, cur_a)
+            control_b = observe_control(self.interface, query, (), plans_b, released, cur_b)
+            note = ""
+            if control_a != control_b:
+                ab = None if ab is None else INF
+                ba = None if ba is None else INF
+                note = "control differs"
+            result.append(
+                _Move(
+                    query.name,
+                    ab,
+                    tuple(ab_views),
+                    ba,
+                    tuple(ba_views),
+                    self.ledger_id(cur_a, cur_b),
+                    control_a,
+                    control_b,
+                    note,
+                )
+            )
+        moves = tuple(result)
+        self.move_cache[state] = moves
+        return moves
+
+    def grouped_moves(self, state: int) -> tuple[tuple[int, int, int, bool], ...]:
+        """Moves grouped by the ledger state they lead to: within a group the future is the
+        same, so only the largest step matters (per direction). Returns (best index for
+        a-over-b, best index for b-over-a, next state, terminal)."""
+        cached = self.group_cache.get(state)
+        if cached is not None:
+            return cached
+        moves = self.moves(state)
+        groups: dict[Hashable, list[int]] = {}
+        for index, move in enumerate(moves):
+            target: Hashable = ("terminal", index) if move.note else move.next_state
+            best = groups.get(target)
+            if best is None:
+                groups[target] = [index, index]
+                continue
+            if _raw_greater(move.ab, moves[best[0]].ab):
+                best[0] = index
+            if _raw_greater(move.ba, moves[best[1]].ba):
+                best[1] = index
+        grouped = tuple(
+            (ab_index, ba_index, moves[ab_index].next_state, bool(moves[ab_index].note))
+            for ab_index, ba_index in groups.values()
+        )
+        self.group_cache[state] = grouped
+        return grouped
+
+    def ledger_value(self, t: int, state: int) -> tuple[Value, Value]:
+        """V(t, ledgers): the worst-case loss of the remaining turns, both directions."""
+        if t == self.horizon:
+            return _RAW_ZERO, _RAW_ZERO
+        key = (t, state)
+        cached = self.ledger_memo.get(key)
+        if cached is not None:
+            return cached[0], cached[2]
+        moves = self.moves(state)
+        prec = self.prec
+        ab: Value = None
+        ba: Value = None
+        ab_choice: tuple[int, bool] | None = None
+        ba_choice: tuple[int, bool] | None = None
+        for ab_index, ba_index, next_state, terminal in self.grouped_moves(state):
+            if terminal:
+                future_ab: Value = _RAW_ZERO
+                future_ba: Value = _RAW_ZERO
+            else:
+                future_ab, future_ba = self.ledger_value(t + 1, next_state)
+            candidate_ab = _raw_add(moves[ab_index].ab, future_ab, prec)
+            candidate_ba = _raw_add(moves[ba_index].ba, future_ba, prec)
+            if ab_choice is None or _raw_greater(candidate_ab, ab):
+                ab_choice = (ab_index, terminal)
+            if ba_choice is None or _raw_greater(candidate_ba, ba):
+                ba_choice = (ba_index, terminal)
+            ab = _raw_max(ab, candidate_ab)
+            ba = _raw_max(ba, candidate_ba)
+        self.ledger_memo[key] = (ab, ab_choice, ba, ba_choice)
+        return ab, ba
+
+    def ledger_witness(self, direction: str) -> Any:
+        """Follow the memoized choices from the start: the path of the worst transcript."""
+        state = self.ledger_id(zero_ledgers(self.interface), zero_ledgers(self.interface))
+        turns = []
+        for t in range(self.horizon):
+            entry = self.ledger_memo[(t, state)]
+            choice = entry[1] if direction == "ab" else entry[3]
+            if choice is None:
+                break
+            index, terminal = choice
+            move = self.moves(state)[index]
+            turns.append((move, move.ab_views if direction == "ab" else move.ba_views))
+            if terminal:
+                break
+            state = move.next_state
+        path: Any = ()
+        for move, views in reversed(turns):
+            path = ("end", move.query, move.control_a, move.control_b, move.note, path)
+            for slot, view in reversed(views):
+                path = ("v", slot, view, path)
+        return path
 
     def slot_value(
         self,
@@ -373,6 +608,57 @@ class _Engine:
         )
 
 
+# Raw intervals for the ledger programme: (lo, hi) pairs of mpmath's internal mpf tuples
+# with outward (directed) rounding, the representation mpmath.iv uses underneath, without
+# its per-operation object overhead. None and INF keep their meaning.
+_RAW_ZERO = (mpmath.libmp.fzero, mpmath.libmp.fzero)
+
+
+def _to_raw(value: Value) -> Value:
+    if value is None or value is INF:
+        return value
+    return tuple(value._mpi_)
+
+
+def _from_raw(value: Value) -> Value:
+    if value is None or value is INF:
+        return value
+    return mpmath.iv.make_mpf(value)
+
+
+def _raw_add(step: Value, rest: Value, prec: int) -> Value:
+    if step is None or rest is None:
+        return None
+    if step is INF or rest is INF:
+        return INF
+    return (
+        mpmath.libmp.mpf_add(step[0], rest[0], prec, mpmath.libmp.round_floor),
+        mpmath.libmp.mpf_add(step[1], rest[1], prec, mpmath.libmp.round_ceiling),
+    )
+
+
+def _raw_greater(a: Value, b: Value) -> bool:
+    """The witness order of `_key` on raw intervals: None < finite (by upper end) < INF."""
+    rank_a = 0 if a is None else (2 if a is INF else 1)
+    rank_b = 0 if b is None else (2 if b is INF else 1)
+    if rank_a != rank_b or rank_a != 1:
+        return rank_a > rank_b
+    return bool(mpmath.libmp.mpf_gt(a[1], b[1]))
+
+
+def _raw_max(a: Value, b: Value) -> Value:
+    """Encloses max(x, y) for x in a, y in b."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if a is INF or b is INF:
+        return INF
+    lo = a[0] if mpmath.libmp.mpf_ge(a[0], b[0]) else b[0]
+    hi = a[1] if mpmath.libmp.mpf_ge(a[1], b[1]) else b[1]
+    return (lo, hi)
+
+
 def _combine(a: _Best, b: _Best) -> _Best:
     ab, ab_path = (a.ab, a.ab_path) if _key(a.ab) >= _key(b.ab) else (b.ab, b.ab_path)
     ba, ba_path = (a.ba, a.ba_path) if _key(a.ba) >= _key(b.ba) else (b.ba, b.ba_path)
@@ -402,20 +688,31 @@ def worst_case_loss(
     store_b: Store,
     horizon: int,
     queries: Sequence[Query] | None = None,
+    strict: bool = True,
 ) -> WorstCase:
     """max over adaptive strategies and transcripts of |log Pr[w | A] / Pr[w | B]|, both ways.
 
     `queries` restricts the strategy's choices (default: the whole catalogue, every turn).
+    strict=True refuses a contract-breaking interface (ContractViolation, as `run_turn`);
+    strict=False audits it as deployed, so the loss shows how far a broken part breaks
+    the bound (the auditor's mode).
     """
     if isinstance(horizon, bool) or not isinstance(horizon, int) or not 1 <= horizon <= MAX_HORIZON:
         from dpmem_ref.errors import InputError
 
         raise InputError("horizon", f"an integer in 1..{MAX_HORIZON}", horizon)
     start = time.perf_counter()
-    engine = _Engine(interface, store_a, store_b, horizon, queries if queries is not None else interface.queries)
+    engine = _Engine(
+        interface, store_a, store_b, horizon, queries if queries is not None else interface.queries, strict=strict
+    )
     zero = zero_ledgers(interface)
     with iv_precision(IV_DPS):
-        best = engine.turn_value(0, zero, zero, ())
+        if engine.ledger_dp:
+            start_state = engine.ledger_id(zero, zero)
+            ab, ba = engine.ledger_value(0, start_state)
+            best = _Best(_from_raw(ab), engine.ledger_witness("ab"), _from_raw(ba), engine.ledger_witness("ba"))
+        else:
+            best = engine.turn_value(0, zero, zero, ())
     seconds = time.perf_counter() - start
     return WorstCase(
         a_over_b=Direction(best.ab, _flatten(best.ab_path)),
@@ -441,14 +738,22 @@ def replay_transcript(
     store: Store,
     turns: Sequence[TurnRecord | WitnessTurn],
     control_side: str = "a",
+    strict: bool = True,
 ) -> Replay:
     """log Pr[views and controls of `turns` | store, queries], from the same plans the
-    sampler uses. -inf if the store cannot produce the transcript."""
+    sampler uses. -inf if the store cannot produce the transcript. strict as in
+    `worst_case_loss`."""
     with mpmath.workdps(max(mpmath.mp.dps, DEFAULT_DPS)):
-        return _replay(interface, store, turns, control_side)
+        return _replay(interface, store, turns, control_side, strict)
 
 
-def _replay(interface: Interface, store: Store, turns: Sequence[TurnRecord | WitnessTurn], control_side: str) -> Replay:
+def _replay(
+    interface: Interface,
+    store: Store,
+    turns: Sequence[TurnRecord | WitnessTurn],
+    control_side: str,
+    strict: bool,
+) -> Replay:
     ledgers = zero_ledgers(interface)
     history: tuple[TurnRecord, ...] = ()
     total = mpmath.mpf(0)
@@ -464,7 +769,7 @@ def _replay(interface: Interface, store: Store, turns: Sequence[TurnRecord | Wit
         if not impossible:
             for slot, view in turn.views:
                 prefix = PublicPrefix(history=history, query=query, released=released)
-                plan = plan_slot(interface, ledgers, prefix, slot, store, strict=True)
+                plan = plan_slot(interface, ledgers, prefix, slot, store, strict=strict)
                 total += plan.distribution.log_probability(view)
                 ledgers = plan.ledgers_after
                 released = released + ((slot, view),)
@@ -496,11 +801,16 @@ def _replay(interface: Interface, store: Store, turns: Sequence[TurnRecord | Wit
 
 
 def enumerate_transcripts(
-    interface: Interface, store: Store, horizon: int, queries: Sequence[Query] | None = None
+    interface: Interface,
+    store: Store,
+    horizon: int,
+    queries: Sequence[Query] | None = None,
+    strict: bool = True,
 ) -> Iterator[tuple[tuple[TurnRecord, ...], mpmath.mpf]]:
     """Every (query sequence, release sequence) with positive probability under `store`,
     with its exact log probability: the naive reference the memoized engine is checked
-    against (exponential in the horizon; for small slices only)."""
+    against (exponential in the horizon; for small slices only). strict as in
+    `worst_case_loss`."""
     catalogue = tuple(queries if queries is not None else interface.queries)
 
     def extend(
@@ -540,7 +850,7 @@ def enumerate_transcripts(
             yield from extend(history + (record,), ledgers, logp, t + 1)
             return
         prefix = PublicPrefix(history=history, query=query, released=released)
-        plan = plan_slot(interface, ledgers, prefix, slots[j], store, strict=True)
+        plan = plan_slot(interface, ledgers, prefix, slots[j], store, strict=strict)
         for view in plan.distribution.support():
             step = plan.distribution.log_probability(view)
             yield from slots_extend(
