@@ -1,0 +1,267 @@
+"""Exact joint enumeration of augmented transcripts under two stores.
+
+For a generated `Case` (finite interface, adaptive strategy, LLM channel, horizon) this
+walks every augmented transcript omega = ((q_t, v_t, c_t, y_t))_t with positive
+probability under M or M', computing at each factor:
+
+- the strategy's probability of q_t and the channel's probability of y_t (exact
+  rationals, asserted *identical* under both stores: the proof's cancellation);
+- each slot-level release from `plan_slot` (the kernel's own description) at the same
+  prefix under each store: an exact-zero log ratio when the two descriptions are the
+  same distribution (equal exponents up to an additive constant: an exact rational
+  identity), otherwise an mpmath interval enclosing log Pr[v | h, M] - log Pr[v | h, M'];
+- the control under each store (C6: must agree, else the transcript is one-sided).
+
+Each leaf carries its exact log probability under each store (mpmath, >= 60 digits),
+the interval loss in both directions (or INF when only one store can produce it) and
+the pathwise ledgers L(omega) under each store. Nothing here samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from fractions import Fraction
+
+import attrs
+import mpmath
+from mpmath import libmp
+
+from dpmem_ref.interface import PublicPrefix, TurnRecord
+from dpmem_ref.mechanism import ExponentialWeights, PointMass, iv_precision
+from dpmem_ref.turn import Ledgers, SlotPlan, active_slots, observe_control, plan_slot, zero_ledgers
+
+from proofs_as_tests.strategies import Case, PublicTurn
+
+DPS = 60
+IV_DPS = 70
+
+
+class _Inf:
+    def __repr__(self) -> str:
+        return "INF"
+
+
+INF = _Inf()
+
+
+def log_fraction(value: Fraction) -> mpmath.mpf:
+    return mpmath.log(mpmath.mpf(value.numerator) / value.denominator)
+
+
+def same_distribution(a: object, b: object) -> bool:
+    """Exact identity of two release laws, decided on rationals (no numerics).
+
+    Two EM laws are equal iff their views agree and their exponents differ by one
+    constant (the normaliser absorbs it); a point mass equals a one-view law on it.
+    """
+    if isinstance(a, PointMass) and isinstance(b, PointMass):
+        return a.view == b.view
+    if isinstance(a, ExponentialWeights) and isinstance(b, ExponentialWeights):
+        if a.views != b.views:
+            return False
+        shift = a.exponents[0] - b.exponents[0]
+        return all(x - y == shift for x, y in zip(a.exponents, b.exponents, strict=True))
+    if isinstance(a, PointMass) and isinstance(b, ExponentialWeights):
+        return b.support() == (a.view,) and len(b.views) == 1
+    if isinstance(b, PointMass) and isinstance(a, ExponentialWeights):
+        return same_distribution(b, a)
+    return False
+
+
+@attrs.frozen
+class Leaf:
+    transcript: tuple[PublicTurn, ...]
+    logp_a: mpmath.mpf | None  # None: probability zero under M
+    logp_b: mpmath.mpf | None
+    loss_ab: object  # mpmath interval, INF, or None (not a transcript of M)
+    loss_ba: object
+    ledgers_a: Ledgers
+    ledgers_b: Ledgers
+    truncated: str = ""
+
+    @property
+    def ordinary(self) -> tuple[tuple[str, Hashable, str], ...]:
+        return tuple((q, c, y) for q, _, c, y in self.transcript)
+
+
+def _add(loss: object, step: object) -> object:
+    if loss is None or step is None:
+        return None
+    if loss is INF or step is INF:
+        return INF
+    return loss + step
+
+
+class _Walker:
+    def __init__(self, case: Case, strict: bool = True, visit=None) -> None:
+        self.visit = visit
+        self.case = case
+        self.interface = case.interface
+        self.strict = strict
+        self.ratio_cache: dict[tuple[object, object, str], tuple[object, object]] = {}
+        self.leaves: list[Leaf] = []
+
+    def step_losses(self, da: object, db: object, view: str) -> tuple[object, object, bool, bool]:
+        """(loss_ab, loss_ba, possible under a, possible under b) for releasing `view`."""
+        in_a = view in da.support()
+        in_b = view in db.support()
+        if in_a and in_b and same_distribution(da, db):
+            zero = mpmath.iv.mpf(0)
+            return zero, zero, True, True
+        key = (da, db, view)
+        cached = self.ratio_cache.get(key)
+        if cached is None:
+            la = da.log_probability_interval(view) if in_a else None
+            lb = db.log_probability_interval(view) if in_b else None
+            ab = None if la is None else (INF if lb is None else la - lb)
+            ba = None if lb is None else (INF if la is None else lb - la)
+            cached = (ab, ba)
+            self.ratio_cache[key] = cached
+        return cached[0], cached[1], in_a, in_b
+
+    def run(self) -> list[Leaf]:
+        zero = zero_ledgers(self.interface)
+        with mpmath.workdps(DPS), iv_precision(IV_DPS):
+            self.turn((), (), (), zero, zero, mpmath.mpf(0), mpmath.mpf(0), mpmath.iv.mpf(0), mpmath.iv.mpf(0))
+        return self.leaves
+
+    def turn(self, public, ha, hb, la, lb, pa, pb, ab, ba) -> None:
+        case = self.case
+        if len(public) == case.horizon:
+            self.leaves.append(Leaf(public, pa, pb, ab, ba, la, lb))
+            return
+        law_a = case.strategy.distribution(public)
+        law_b = case.strategy.distribution(public)
+        assert law_a == law_b, "the strategy reads public history only"
+        for name, probability in law_a:
+            query = self.interface.query(name)
+            lq = log_fraction(probability)
+            slots_a = active_slots(self.interface, query, ha, case.store_a)
+            slots_b = active_slots(self.interface, query, hb, case.store_b)
+            if slots_a != slots_b:
+                turn = (name, (), "routes differ", "")
+                self.leaves.append(Leaf(public + (turn,), pa, pb, INF, INF, la, lb, truncated="routes differ"))
+                continue
+            self.slot(public, ha, hb, query, slots_a, 0, (), (), (), la, lb,
+                      _madd(pa, lq), _madd(pb, lq), ab, ba)
+
+    def slot(self, public, ha, hb, query, slots, j, released, plans_a, plans_b, la, lb, pa, pb, ab, ba) -> None:
+        if j == len(slots):
+            self.end_turn(public, ha, hb, query, released, plans_a, plans_b, la, lb, pa, pb, ab, ba)
+            return
+        slot = slots[j]
+        plan_a = plan_slot(self.interface, la, PublicPrefix(ha, query, released), slot, self.case.store_a, strict=self.strict)
+        plan_b = plan_slot(self.interface, lb, PublicPrefix(hb, query, released), slot, self.case.store_b, strict=self.strict)
+        if self.visit is not None:
+            self.visit(plan_a, plan_b, PublicPrefix(ha, query, released))
+        views = tuple(dict.fromkeys(plan_a.distribution.support() + plan_b.distribution.support()))
+        for view in views:
+            sab, sba, in_a, in_b = self.step_losses(plan_a.distribution, plan_b.distribution, view)
+            next_pa = _madd(pa, plan_a.distribution.log_probability(view)) if in_a and pa is not None else None
+            next_pb = _madd(pb, plan_b.distribution.log_probability(view)) if in_b and pb is not None else None
+            self.slot(public, ha, hb, query, slots, j + 1, released + ((slot, view),), plans_a + (plan_a,),
+                      plans_b + (plan_b,), plan_a.ledgers_after, plan_b.ledgers_after, next_pa, next_pb,
+                      _add(ab, sab) if pa is not None else None, _add(ba, sba) if pb is not None else None)
+
+    def end_turn(self, public, ha, hb, query, released, plans_a, plans_b, la, lb, pa, pb, ab, ba) -> None:
+        interface = self.interface
+        control_a = observe_control(interface, query, ha, plans_a, released, la)
+        control_b = observe_control(interface, query, hb, plans_b, released, lb)
+        if control_a != control_b:
+            turn = (query.name, released, ("controls differ", control_a, control_b), "")
+            self.leaves.append(Leaf(public + (turn,), pa, pb, INF if pa is not None else None,
+                                    INF if pb is not None else None, la, lb, truncated="controls differ"))
+            return
+        texts = tuple((slot, interface.vocabulary(slot).view(view).text or view) for slot, view in released)
+        ordinary_prefix = tuple((q, c, y) for q, _, c, y in public)
+        law = self.case.channel.distribution(query.text, texts, ordinary_prefix)
+        assert law == self.case.channel.distribution(query.text, texts, ordinary_prefix)
+        for response, probability in law:
+            ly = log_fraction(probability)
+            record_a = _record(query.name, released, control_a, response, plans_a)
+            record_b = _record(query.name, released, control_b, response, plans_b)
+            turn = (query.name, released, control_a, response)
+            self.turn(public + (turn,), ha + (record_a,), hb + (record_b,), la, lb, _madd(pa, ly), _madd(pb, ly), ab, ba)
+
+
+def _madd(value: mpmath.mpf | None, step: mpmath.mpf) -> mpmath.mpf | None:
+    return None if value is None else value + step
+
+
+def _record(query: str, released, control, response: str, plans: tuple[SlotPlan, ...]) -> TurnRecord:
+    return TurnRecord(
+        query=query,
+        views=released,
+        control=control,
+        response=response,
+        admitted=tuple(p.admitted for p in plans),
+        charges=tuple(
+            (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
+            for p in plans
+        ),
+    )
+
+
+def enumerate_joint(case: Case, strict: bool = True, visit=None) -> list[Leaf]:
+    """Every augmented transcript with positive probability under M or M' (see module doc).
+
+    `visit(plan_a, plan_b, prefix)` is called at every slot-level operation reached."""
+    return _Walker(case, strict=strict, visit=visit).run()
+
+
+def upper(value: object) -> mpmath.mpf:
+    if value is INF:
+        return mpmath.mpf("inf")
+    with mpmath.workdps(IV_DPS):
+        return mpmath.mpf(value.b)
+
+
+def lower(value: object) -> mpmath.mpf:
+    if value is INF:
+        return mpmath.mpf("inf")
+    with mpmath.workdps(IV_DPS):
+        return mpmath.mpf(value.a)
+
+
+def is_exact_zero(value: object) -> bool:
+    return value is not INF and value is not None and value.a == 0 and value.b == 0
+
+
+def upper_fraction(value: object) -> Fraction | None:
+    """The exact rational upper end of an mpmath interval (None when it is +inf)."""
+    raw = value._mpi_[1]
+    if raw in (libmp.finf, libmp.fnan):
+        return None
+    p, q = libmp.to_rational(raw)
+    return Fraction(p, q)
+
+
+def lower_fraction(value: object) -> Fraction | None:
+    raw = value._mpi_[0]
+    if raw in (libmp.fninf, libmp.fnan):
+        return None
+    p, q = libmp.to_rational(raw)
+    return Fraction(p, q)
+
+
+def certified_le(value: object, bound: Fraction) -> bool:
+    """True iff the interval's upper end is <= bound, compared exactly on rationals."""
+    if value is INF:
+        return False
+    if value is None:
+        return True
+    if is_exact_zero(value):
+        return 0 <= bound
+    top = upper_fraction(value)
+    return top is not None and top <= bound
+
+
+def ledger_of(case: Case, ledgers: Ledgers, attribute: str) -> Fraction:
+    return ledgers[case.interface.policy.attribute_names.index(attribute)]
+
+
+def leaves_by_ordinary(leaves: list[Leaf]) -> Iterator[tuple[tuple, list[Leaf]]]:
+    groups: dict[tuple, list[Leaf]] = {}
+    for leaf in leaves:
+        groups.setdefault(leaf.ordinary, []).append(leaf)
+    yield from groups.items()
