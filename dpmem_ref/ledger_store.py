@@ -29,14 +29,16 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -52,6 +54,8 @@ _RELEASE_ID = re.compile(r"^[0-9a-f]{1,64}$")
 _FRACTION_TEXT = re.compile(r"^(0|[1-9][0-9]*)/([1-9][0-9]*)$")
 
 FaultHook = Callable[[str], None]
+_T = TypeVar("_T")
+_JITTER = random.SystemRandom()  # backoff jitter only; fresh after fork
 
 
 class LedgerStoreError(RuntimeError):
@@ -66,14 +70,14 @@ def fraction_to_text(value: Fraction) -> str:
 def fraction_from_text(text: object, where: str) -> Fraction:
     if not isinstance(text, str):
         raise LedgerStoreError(f"{where}: expected exact 'p/q' text, found {type(text).__name__}")
-    match = _FRACTION_TEXT.match(text)
+    match = _FRACTION_TEXT.fullmatch(text)
     if match is None:
         raise LedgerStoreError(f"{where}: expected exact non-negative 'p/q' text")
     return Fraction(int(match.group(1)), int(match.group(2)))
 
 
 def _check_key_part(value: object, field: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > MAX_KEY_LENGTH or not _KEY_TEXT.match(value):
+    if not isinstance(value, str) or not value or len(value) > MAX_KEY_LENGTH or not _KEY_TEXT.fullmatch(value):
         raise InputError(field, f"a printable ASCII id of 1..{MAX_KEY_LENGTH} characters", value)
     return value
 
@@ -85,7 +89,7 @@ def _check_name(value: object, field: str) -> str:
 
 
 def _check_turn_id(turn_id: object) -> str:
-    if not isinstance(turn_id, str) or not _RELEASE_ID.match(turn_id):
+    if not isinstance(turn_id, str) or not _RELEASE_ID.fullmatch(turn_id):
         raise InputError("turn_id", "1..64 lowercase hex digits", turn_id)
     return turn_id
 
@@ -132,7 +136,7 @@ class ReleaseRequest:
     def __attrs_post_init__(self) -> None:
         for field in ("release_id", "turn_id"):
             value = getattr(self, field)
-            if not isinstance(value, str) or not _RELEASE_ID.match(value):
+            if not isinstance(value, str) or not _RELEASE_ID.fullmatch(value):
                 raise InputError(field, "1..64 lowercase hex digits", value)
         if isinstance(self.index, bool) or not isinstance(self.index, int) or self.index < 0:
             raise InputError("index", "a non-negative integer", self.index)
@@ -464,19 +468,38 @@ class SQLiteLedgerStore:
     def __repr__(self) -> str:
         return f"SQLiteLedgerStore(path={str(self.path)!r})"
 
+    def _retrying(self, action: Callable[[], _T]) -> _T:
+        """Run `action`, retrying SQLITE_BUSY with short jittered sleeps up to busy_timeout_s.
+
+        SQLite's own busy handler sleeps in steps of up to 100 ms, which serialises
+        contending processes badly; the connection therefore has busy_timeout 0 and the
+        waiting happens here.
+        """
+        deadline = time.monotonic() + self._busy_timeout_s
+        delay = 0.0005
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as error:
+                text = str(error).lower()
+                if "locked" not in text and "busy" not in text:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise LedgerStoreError("ledger store: database busy for longer than busy_timeout_s") from None
+            time.sleep(_JITTER.uniform(0, delay))
+            delay = min(2 * delay, 0.01)
+
     def _connect(self) -> sqlite3.Connection:
         # A connection must not cross fork(): reopen in a child process.
         if self._connection is None or self._pid != os.getpid():
             try:
-                connection = sqlite3.connect(
-                    str(self.path), timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
-                )
-                connection.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
-                mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()
+                connection = sqlite3.connect(str(self.path), timeout=0, isolation_level=None, check_same_thread=False)
+                connection.execute("PRAGMA busy_timeout = 0")
+                mode = self._retrying(lambda: connection.execute("PRAGMA journal_mode = WAL").fetchone())
                 if mode is None or str(mode[0]).lower() != "wal":
                     raise LedgerStoreError("ledger store: could not enable the WAL journal")
                 connection.execute("PRAGMA synchronous = FULL")
-                connection.executescript(_SCHEMA)
+                self._retrying(lambda: connection.executescript(_SCHEMA))
             except sqlite3.DatabaseError as error:
                 raise LedgerStoreError(f"ledger store: cannot open the SQLite file ({type(error).__name__})") from None
             self._connection = connection
@@ -488,11 +511,12 @@ class SQLiteLedgerStore:
         """BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
         with self._lock:
             connection = self._connect()
-            connection.execute("BEGIN IMMEDIATE")
+            self._retrying(lambda: connection.execute("BEGIN IMMEDIATE"))
             try:
                 yield connection
             except BaseException:
-                connection.execute("ROLLBACK")
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
 
@@ -505,7 +529,8 @@ class SQLiteLedgerStore:
             try:
                 yield connection
             finally:
-                connection.execute("COMMIT")
+                if connection.in_transaction:
+                    connection.execute("COMMIT")
 
     def _fault(self, point: str) -> None:
         if self._fault_hook is not None:
@@ -578,28 +603,55 @@ def _decode_release(row: tuple[Any, ...]) -> SlotRelease:
     )
 
 
+@attrs.define
+class _LoadCache:
+    """Rows already decoded by this session object (append-only tables)."""
+
+    release_seq: int = 0
+    turn_seq: int = 0
+    releases: list[SlotRelease] = attrs.field(factory=list)
+    history: list[TurnRecord] = attrs.field(factory=list)
+
+
 @attrs.frozen
 class SQLiteLedgerSession:
     store: SQLiteLedgerStore = attrs.field(repr=False)
     key: SessionKey
+    _cache: _LoadCache = attrs.field(factory=lambda: _LoadCache(), init=False, eq=False, repr=False)
 
     def load(self) -> SessionSnapshot:
+        with self.store._lock:  # noqa: SLF001  # the cache below is shared by threads
+            return self.store._retrying(self._load_once)  # noqa: SLF001
+
+    def _load_once(self) -> SessionSnapshot:
+        # Rows are append-only and numbered in commit order (writes are serialised), so
+        # each load reads only the rows committed since the previous one.
         key = self.key
+        cache = self._cache
         with self.store._read() as connection:  # noqa: SLF001
             spent, caps = _ledger_rows(connection, key)
             releases = connection.execute(
                 "SELECT seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
-                "FROM releases WHERE user = ? AND interaction = ? ORDER BY seq",
-                (key.user, key.interaction),
+                "FROM releases WHERE user = ? AND interaction = ? AND seq > ? ORDER BY seq",
+                (key.user, key.interaction, cache.release_seq),
             ).fetchall()
             turns = connection.execute(
-                "SELECT record FROM turns WHERE user = ? AND interaction = ? ORDER BY seq", (key.user, key.interaction)
+                "SELECT seq, record FROM turns WHERE user = ? AND interaction = ? AND seq > ? ORDER BY seq",
+                (key.user, key.interaction, cache.turn_seq),
             ).fetchall()
+        new_releases = [_decode_release(tuple(row)) for row in releases]
+        new_turns = [decode_turn(str(text)) for _, text in turns]
+        cache.releases.extend(new_releases)
+        cache.history.extend(new_turns)
+        if new_releases:
+            cache.release_seq = new_releases[-1].seq
+        if turns:
+            cache.turn_seq = int(turns[-1][0])
         return SessionSnapshot(
             ledgers=tuple(sorted(spent.items())),
             caps=tuple(sorted(caps.items())),
-            history=tuple(decode_turn(str(text)) for (text,) in turns),
-            releases=tuple(_decode_release(tuple(row)) for row in releases),
+            history=tuple(cache.history),
+            releases=tuple(cache.releases),
         )
 
     def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
