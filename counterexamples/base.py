@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import attrs
 import mpmath
@@ -33,6 +34,7 @@ from dpmem_ref.interface import (
     ControlRule,
     ExponentialMechanismSelector,
     FallbackControl,
+    FixedRouter,
     Interface,
     PrivateHooks,
     ProspectiveCap,
@@ -40,7 +42,6 @@ from dpmem_ref.interface import (
     Router,
     Selector,
     SlotRead,
-    FixedRouter,
 )
 from dpmem_ref.policy import Attribute, Layout, MemoryItem, Policy, Store
 from dpmem_ref.scoring import LinearTagScorer, LinearWeights, Scorer
@@ -58,6 +59,13 @@ INDICATOR_SCORER = LinearTagScorer(
     weights=LinearWeights(relevance=Fraction(0), compatibility=Fraction(1), specificity=Fraction(0)),
     declared_sensitivity=Fraction(1),
 )
+
+# The compliant parts (module-level singletons: the defaults of build_interface).
+EM_SELECTOR = ExponentialMechanismSelector()
+PROSPECTIVE_CAP = ProspectiveCap()
+FALLBACK_CONTROL = FallbackControl()
+NO_HOOKS = PrivateHooks()
+FIXED_ROUTER = FixedRouter()
 
 ClosedForm = Callable[[], mpmath.mpf]
 
@@ -107,7 +115,9 @@ def adjacent_pair(policy: Policy) -> tuple[Store, Store]:
     return store_a, store_b
 
 
-def read_query(name: str = "q", positions: frozenset[int] = frozenset({1}), charge: frozenset[str] | None = None) -> Query:
+def read_query(
+    name: str = "q", positions: frozenset[int] = frozenset({1}), charge: frozenset[str] | None = None
+) -> Query:
     return Query(name=name, text=f"query {name}", reads=(SlotRead(slot=SLOT, positions=positions, charge=charge),))
 
 
@@ -118,11 +128,11 @@ def build_interface(
     budget: BudgetRule,
     vocabulary: Vocabulary | None = None,
     scorer: Scorer = INDICATOR_SCORER,
-    selector: Selector = ExponentialMechanismSelector(),
-    cap_rule: CapRule = ProspectiveCap(),
-    control: ControlRule = FallbackControl(),
-    hooks: PrivateHooks = PrivateHooks(),
-    router: Router = FixedRouter(),
+    selector: Selector = EM_SELECTOR,
+    cap_rule: CapRule = PROSPECTIVE_CAP,
+    control: ControlRule = FALLBACK_CONTROL,
+    hooks: PrivateHooks = NO_HOOKS,
+    router: Router = FIXED_ROUTER,
 ) -> Interface:
     return Interface(
         policy=setting.policy(),
@@ -170,7 +180,12 @@ class Construction:
     event_probabilities: Callable[[], tuple[mpmath.mpf, mpmath.mpf]] | None = None
     toml: str | None = None
     notes: str = ""
-    expressible_as_parts: bool = True
+    # For constructions that are not a set of kernel parts (an execution-order bug): the
+    # exact evaluation built on plan_slot, and why no strict kernel check sees the bug.
+    custom_engine: Callable[[], Any] | None = None
+    unrefusable_because: str = ""
+    # Extra facts for the JSON report (ledgers, admissions, ...), computed on demand.
+    extra: Callable[[], dict[str, Any]] | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.violates not in CONDITIONS:

@@ -26,7 +26,9 @@ def default_repetitions(cap_a: Fraction, epsilon: Fraction) -> int:
     return int(2 * cap_a / epsilon) + 1
 
 
-def build(cap_a: Fraction = Fraction(2), epsilon: Fraction = Fraction(1, 2), repetitions: int | None = None) -> Construction:
+def build(
+    cap_a: Fraction = Fraction(2), epsilon: Fraction = Fraction(1, 2), repetitions: int | None = None
+) -> Construction:
     n = default_repetitions(cap_a, epsilon) if repetitions is None else repetitions
     setting = Setting(cap_a=cap_a, cap_b=n * epsilon, overlap=True)
     store_a, store_b = adjacent_pair(setting.policy())

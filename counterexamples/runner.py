@@ -15,7 +15,7 @@ from fractions import Fraction
 import attrs
 import mpmath
 
-from counterexamples.base import Construction
+from counterexamples.base import DIGITS, Construction
 from counterexamples.engine import EngineResult, exact_worst_case, lenient_replay
 from dpmem_ref import analysis
 from dpmem_ref.errors import CONDITIONS, ContractViolation
@@ -123,13 +123,22 @@ def _witness_probabilities(
 
 
 def evaluate(construction: Construction) -> Finding:
-    engine = exact_worst_case(
-        construction.interface,
-        construction.store_a,
-        construction.store_b,
-        construction.horizon,
-        construction.queries,
-    )
+    """Evaluate at DIGITS decimal digits (the engine's intervals are at 70)."""
+    with mpmath.workdps(DIGITS):
+        return _evaluate(construction)
+
+
+def _evaluate(construction: Construction) -> Finding:
+    if construction.custom_engine is not None:
+        engine: EngineResult = construction.custom_engine()
+    else:
+        engine = exact_worst_case(
+            construction.interface,
+            construction.store_a,
+            construction.store_b,
+            construction.horizon,
+            construction.queries,
+        )
     if construction.event_probabilities is not None:
         probability_a, probability_b = construction.event_probabilities()
     else:
