@@ -279,20 +279,23 @@ def _stores(data: dict[str, Any], layout: Layout) -> dict[str, Store]:
         contents: dict[int, MemoryItem] = {}
         for key, item in spec.items():
             field = f"stores.{name}.{key}"
+            key_text = str(key)
+            if not (key_text.isascii() and key_text.isdigit()):
+                raise InputError(field, "a position number as key", key)
+            position = layout.check_position(int(key_text), field)
             try:
-                position = int(key)
-            except ValueError:
-                raise InputError(field, "a position number as key", key) from None
-            layout.check_position(position, field)
-            if isinstance(item, list):
-                contents[position] = MemoryItem(tags=_strings(item, field))
-            else:
-                item = _table(item, field)
-                _unknown_keys(item, {"tags", "text"}, field)
-                text = item.get("text", "")
-                if not isinstance(text, str):
-                    raise InputError(f"{field}.text", "a string", text)
-                contents[position] = MemoryItem(tags=_strings(item.get("tags", []), f"{field}.tags"), text=text)
+                if isinstance(item, list):
+                    contents[position] = MemoryItem(tags=_strings(item, field))
+                else:
+                    item = _table(item, field)
+                    _unknown_keys(item, {"tags", "text"}, field)
+                    text = item.get("text", "")
+                    if not isinstance(text, str):
+                        raise InputError(f"{field}.text", "a string", text)
+                    contents[position] = MemoryItem(tags=_strings(item.get("tags", []), f"{field}.tags"), text=text)
+            except InputError as error:
+                # Memory contents are private: name the field, never echo the value found.
+                raise InputError(error.field, error.expected, "<value withheld: memory is private>") from None
         stores[name] = Store.from_mapping(layout, contents, name=name)
     return stores
 
@@ -331,9 +334,11 @@ def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFil
         selector=selector,
         cap_rule=cap_rule,
         control=control,
-        name=str(data.get("name", Path(path).stem or "interface")),
+        name=_string(data.get("name", Path(path).stem or "interface"), "name"),
     )
     description = data.get("description", "")
+    if not isinstance(description, str):
+        raise InputError("description", "a string", type(description).__name__)
     return InterfaceFile(
         interface=interface,
         stores=_stores(data, layout),
@@ -355,4 +360,6 @@ def load_interface_file(path: str | Path) -> InterfaceFile:
         raise InputError("file", "UTF-8 text", str(path)) from None
     except tomllib.TOMLDecodeError as error:
         raise InputError("file", "valid TOML", f"{path}: {error}") from None
+    except (ValueError, RecursionError):  # integers past 4300 digits, nesting past the parser's depth
+        raise InputError("file", "TOML within the parser's limits", f"{path}: an oversized number or nesting") from None
     return interface_from_dict(data, path=str(path))

@@ -16,6 +16,7 @@ _RATIONAL = re.compile(r"^\s*[+-]?\d+(\s*/\s*\d+)?\s*$")
 _DECIMAL = re.compile(r"^\s*[+-]?\d*\.\d+\s*$")
 
 Rational = int | Fraction | str
+MAX_RATIONAL_TEXT = 200
 
 
 def to_fraction(value: object, field: str) -> Fraction:
@@ -36,6 +37,8 @@ def to_fraction(value: object, field: str) -> Fraction:
             raise InputError(field, "a finite " + expected, value)
         raise InputError(field, expected + " (floats are not exact)", value)
     if isinstance(value, str):
+        if len(value) > MAX_RATIONAL_TEXT:  # also keeps int() below its 4300-digit limit
+            raise InputError(field, f"a rational of at most {MAX_RATIONAL_TEXT} characters", f"{len(value)} characters")
         if _RATIONAL.match(value):
             numerator, _, denominator = value.replace(" ", "").partition("/")
             if denominator and int(denominator) == 0:
