@@ -240,7 +240,7 @@ class Channel:
     kind: str
     flip: Fraction = Fraction(0)
     seed: int = 0
-    _rng: list[random.Random] = attrs.field(factory=list, eq=False, repr=False, hash=False)
+    _rng: list[random.Random] = attrs.field(factory=list, eq=False, repr=False, hash=False, init=False)
 
     def distribution(
         self, query: str, views: tuple[tuple[str, str], ...], prefix: tuple[tuple[str, Hashable, str], ...]
