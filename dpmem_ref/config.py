@@ -78,21 +78,40 @@ class InterfaceFile:
         return self.stores[name]
 
 
+class _Nothing:
+    """Stands for an absent field in error messages ("found nothing")."""
+
+    def __repr__(self) -> str:
+        return "nothing"
+
+
+NOTHING = _Nothing()
+
+
+def _found(value: object) -> object:
+    """What an error message reports as found: the value, or its type for containers."""
+    if value is None:
+        return NOTHING
+    if isinstance(value, dict | list):
+        return type(value).__name__
+    return value
+
+
 def _table(value: object, field: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise InputError(field, "a table", type(value).__name__)
+        raise InputError(field, "a table", _found(value))
     return value
 
 
 def _list(value: object, field: str) -> list[Any]:
     if not isinstance(value, list):
-        raise InputError(field, "a list", type(value).__name__)
+        raise InputError(field, "a list", _found(value))
     return value
 
 
 def _string(value: object, field: str) -> str:
     if not isinstance(value, str) or not value:
-        raise InputError(field, "a non-empty string", value)
+        raise InputError(field, "a non-empty string", _found(value))
     return value
 
 
@@ -126,7 +145,7 @@ def _attributes(data: dict[str, Any], layout: Layout) -> tuple[Attribute, ...]:
         spec = _table(spec, field)
         _unknown_keys(spec, {"group", "cap", "description"}, field)
         if "cap" not in spec:
-            raise InputError(f"{field}.cap", "a positive cap", "nothing")
+            raise InputError(f"{field}.cap", "a positive cap", NOTHING)
         attributes.append(
             Attribute(
                 name=name,
@@ -189,7 +208,7 @@ def _vocabularies(data: dict[str, Any], layout: Layout) -> tuple[Vocabulary, ...
         _unknown_keys(spec, {"generic", "views"}, f"slots.{slot}")
         views_spec = _table(spec.get("views", {}), f"slots.{slot}.views")
         if not views_spec:
-            raise InputError(f"slots.{slot}.views", "a non-empty vocabulary", "no views")
+            raise InputError(f"slots.{slot}.views", "a non-empty vocabulary", "an empty table")
         if len(views_spec) > MAX_VIEWS_PER_SLOT:
             raise InputError(f"slots.{slot}.views", f"at most {MAX_VIEWS_PER_SLOT} views", len(views_spec))
         views = []
@@ -210,7 +229,9 @@ def _vocabularies(data: dict[str, Any], layout: Layout) -> tuple[Vocabulary, ...
             )
         generic = spec.get("generic")
         if not isinstance(generic, str) or generic not in views_spec:
-            raise InputError(f"slots.{slot}.generic", f"the name of one of its views {sorted(views_spec)}", generic)
+            raise InputError(
+                f"slots.{slot}.generic", f"the name of one of its views {sorted(views_spec)}", _found(generic)
+            )
         vocabularies.append(Vocabulary(slot=slot, views=tuple(views), generic=generic))
     missing = sorted(known - set(names))
     if missing:
@@ -357,9 +378,9 @@ def load_interface_file(path: str | Path) -> InterfaceFile:
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise InputError("file", "UTF-8 text", str(path)) from None
+        raise InputError(f"file {path}", "UTF-8 text", "undecodable bytes") from None
     except tomllib.TOMLDecodeError as error:
-        raise InputError("file", "valid TOML", f"{path}: {error}") from None
+        raise InputError(f"file {path}", "valid TOML", str(error)) from None
     except (ValueError, RecursionError):  # integers past 4300 digits, nesting past the parser's depth
         raise InputError("file", "TOML within the parser's limits", f"{path}: an oversized number or nesting") from None
     return interface_from_dict(data, path=str(path))

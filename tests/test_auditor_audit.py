@@ -1,0 +1,188 @@
+"""`dpmem audit`: adjacency, the exact worst case over adaptive strategies, its certificate,
+the witness and its pathwise ledgers; the naive enumeration and the general search agree
+with the memoized ledger programme."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Hashable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import mpmath
+import pytest
+
+from dpmem_ref import analysis
+from dpmem_ref.analysis import enumerate_transcripts, replay_transcript, worst_case_loss
+from dpmem_ref.auditor import decide_adjacency
+from dpmem_ref.cli import main
+from dpmem_ref.config import load_interface_file
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+FIGURE2 = EXAMPLES / "figure2.toml"
+EVALUATION = EXAMPLES / "evaluation.toml"
+
+
+def audit_json(capsys: pytest.CaptureFixture[str], path: Path, a: str, b: str, horizon: int) -> tuple[int, Any]:
+    code = main(["audit", str(path), "--store-a", a, "--store-b", b, "--horizon", str(horizon), "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_figure2_diabetes_pair_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    code, report = audit_json(capsys, FIGURE2, "M", "M_no_diabetes", 16)
+    assert code == 0
+    for key in ("attribute", "bound", "worst_case_loss", "holds", "witness", "states_explored", "seconds"):
+        assert key in report
+    assert report["attribute"] == "diabetes" and report["cover"] is None
+    assert report["bound"] == "2"
+    assert report["holds"] is True and report["certified"] is True
+    loss = mpmath.mpf(report["worst_case_loss"])
+    assert 0 < loss <= 2
+    assert len(report["worst_case_loss"].replace(".", "").lstrip("0")) >= 40
+    lo, hi = (mpmath.mpf(x) for x in report["interval"])
+    assert lo <= loss <= hi <= 2
+    assert len(report["witness"]) == 16
+    assert report["witness_replayed_loss"][:30] == report["worst_case_loss"][:30]
+    # L_a(omega): the witness spends the whole diabetes budget and no more (Theorem 1 proof).
+    assert report["pathwise_ledgers"] == {"diabetes": "2", "debt": "2"}
+
+
+def test_figure2_charge_omission_breaks_the_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    code, report = audit_json(capsys, EXAMPLES / "broken" / "charge-omits-diabetes.toml", "M", "M_no_diabetes", 16)
+    assert code == 1
+    assert report["holds"] is False and report["certified"] is True
+    assert mpmath.mpf(report["interval"][0]) > 2
+    assert report["contract_violations"][0]["condition"] == "C2"
+    # The ledger of the omitted attribute stays within its cap while the loss exceeds it.
+    assert Fraction(report["pathwise_ledgers"]["diabetes"]) <= 2
+
+
+@pytest.mark.parametrize(
+    ("name", "a", "b", "infinite"),
+    [
+        ("argmax.toml", "M", "M_no_debt", True),
+        ("raw-evidence-control.toml", "M", "M_no_diabetes", True),
+        ("top-score-control.toml", "M", "M_no_diabetes", True),
+        ("no-cap.toml", "M", "M_no_diabetes", False),
+        ("sensitivity-too-small.toml", "M", "M_no_diabetes", False),
+    ],
+)
+def test_broken_variants_break(capsys: pytest.CaptureFixture[str], name: str, a: str, b: str, infinite: bool) -> None:
+    code, report = audit_json(capsys, EXAMPLES / "broken" / name, a, b, 16)
+    assert code == 1 and report["holds"] is False and report["certified"] is True
+    if infinite:
+        assert report["worst_case_loss"] == "inf"
+    else:
+        assert mpmath.mpf(report["interval"][0]) > 2
+
+
+def test_private_controls_are_withheld_in_the_witness(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = audit_json(capsys, EXAMPLES / "broken" / "top-score-control.toml", "M", "M_no_diabetes", 4)
+    last = report["witness"][-1]
+    assert last["controls_differ"] is True
+    assert last["control"].startswith("<withheld")
+
+
+@pytest.mark.parametrize(
+    ("path", "a", "b", "kind", "attribute", "cover", "bound"),
+    [
+        (FIGURE2, "M", "M_no_debt", "attribute", "debt", None, Fraction(2)),
+        (FIGURE2, "M", "neutral", "cover", None, ("debt", "diabetes"), Fraction(4)),
+        (FIGURE2, "M", "M", "identical", None, None, Fraction(0)),
+        (EVALUATION, "M_debt_and_job_loss", "M_job_loss", "attribute", "debt", None, Fraction(2)),
+        (EVALUATION, "M_debt_and_job_loss", "neutral", "cover", None, ("debt", "job_loss"), Fraction(4)),
+        (EVALUATION, "neutral", "neutral_non_runner", "not coverable", None, None, None),
+    ],
+)
+def test_adjacency_decision(
+    path: Path, a: str, b: str, kind: str, attribute: str | None, cover: tuple[str, ...] | None, bound: Fraction | None
+) -> None:
+    adjacency = decide_adjacency(load_interface_file(path), a, b)
+    assert (adjacency.kind, adjacency.attribute, adjacency.cover, adjacency.bound) == (kind, attribute, cover, bound)
+
+
+def test_not_coverable_pair_is_stated(capsys: pytest.CaptureFixture[str]) -> None:
+    code, report = audit_json(capsys, EVALUATION, "neutral", "neutral_non_runner", 2)
+    assert report["adjacency"] == "not coverable" and report["bound"] == "inf"
+    assert code == 0 and report["holds"] is True
+    main(["audit", str(EVALUATION), "--store-a", "neutral", "--store-b", "neutral_non_runner", "--horizon", "2"])
+    assert "not coverable, kappa = inf (Eq. 8)" in capsys.readouterr().out
+
+
+def test_evaluation_configuration_t32_under_10_seconds() -> None:
+    loaded = load_interface_file(EVALUATION)
+    start = time.perf_counter()
+    result = worst_case_loss(loaded.interface, loaded.store("M_pregnancy"), loaded.store("neutral"), 32, strict=False)
+    assert time.perf_counter() - start < 10
+    assert result.holds(Fraction(2))
+
+
+def _naive(interface: Any, store_a: Any, store_b: Any, horizon: int, queries: Any) -> tuple[Any, Any]:
+    def table(store: Any) -> dict[Hashable, Any]:
+        return {
+            tuple((t.query, t.views, t.control) for t in turns): logp
+            for turns, logp in enumerate_transcripts(interface, store, horizon, queries=queries, strict=False)
+        }
+
+    on_a, on_b = table(store_a), table(store_b)
+    assert set(on_a) == set(on_b)  # common support under a contract-compliant interface
+    return max(on_a[k] - on_b[k] for k in on_a), max(on_b[k] - on_a[k] for k in on_a)
+
+
+def test_naive_enumeration_agrees_to_40_digits() -> None:
+    """T = 6 slice of the evaluation configuration, catalogue restricted to two diabetes reads
+    (the benchmark runs four; see benchmarks/bench_audit.py --naive)."""
+    loaded = load_interface_file(EVALUATION)
+    interface = loaded.interface
+    queries = [interface.query("checkup-prep"), interface.query("after-dinner-activity")]
+    a, b = loaded.store("M_diabetes"), loaded.store("neutral")
+    with mpmath.workdps(60):
+        naive_ab, naive_ba = _naive(interface, a, b, 6, queries)
+        memo = worst_case_loss(interface, a, b, 6, queries=queries, strict=False)
+        for naive, direction in ((naive_ab, memo.a_over_b), (naive_ba, memo.b_over_a)):
+            assert abs(naive - direction.midpoint) <= mpmath.mpf(10) ** -40 * abs(naive)
+
+
+def test_ledger_programme_agrees_with_general_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ledger programme and the lead's general memoized search give the same loss."""
+    loaded = load_interface_file(FIGURE2)
+    pairs = [("M", "M_no_diabetes"), ("M", "neutral"), ("M_no_debt", "M")]
+    fast = [worst_case_loss(loaded.interface, loaded.store(a), loaded.store(b), 7) for a, b in pairs]
+    original = analysis._Engine.__init__
+
+    def general(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.ledger_dp = False
+
+    monkeypatch.setattr(analysis._Engine, "__init__", general)
+    slow = [worst_case_loss(loaded.interface, loaded.store(a), loaded.store(b), 7) for a, b in pairs]
+    with mpmath.workdps(70):
+        for x, y in zip(fast, slow, strict=True):
+            for dx, dy in ((x.a_over_b, y.a_over_b), (x.b_over_a, y.b_over_a)):
+                assert abs(dx.midpoint - dy.midpoint) < mpmath.mpf(10) ** -60
+
+
+def test_witness_replays_to_the_reported_loss() -> None:
+    loaded = load_interface_file(EVALUATION)
+    a, b = loaded.store("M_debt_and_job_loss"), loaded.store("M_job_loss")
+    result = worst_case_loss(loaded.interface, a, b, 8, strict=False)
+    witness = result.a_over_b.witness
+    assert len(witness) == 8
+    with mpmath.workdps(60):
+        ratio = (
+            replay_transcript(loaded.interface, a, witness).log_probability
+            - replay_transcript(loaded.interface, b, witness, control_side="b").log_probability
+        )
+        assert result.a_over_b.lower - mpmath.mpf(10) ** -50 <= ratio <= result.a_over_b.upper + mpmath.mpf(10) ** -50
+
+
+def test_human_output_has_table_and_witness(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", str(FIGURE2), "--store-a", "M", "--store-b", "M_no_diabetes", "--horizon", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "M ~_diabetes M_no_diabetes" in out
+    assert "holds                yes" in out
+    assert "checkup-reminder" in out and "ledgers after" in out
+    assert "metformin" not in out  # raw memory never appears
