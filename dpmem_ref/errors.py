@@ -20,20 +20,27 @@ class ContractViolation(Exception):
         if condition not in CONDITIONS:
             raise ValueError(f"unknown contract condition {condition!r}")
         self.condition = condition
-        self.message = message
-        super().__init__(f"{condition}: {message}")
+        self.message = one_line(message)
+        super().__init__(f"{condition}: {self.message}")
 
 
 class InputError(ValueError):
     """Malformed input: names the field, what was expected and what was found."""
 
     def __init__(self, field: str, expected: str, found: object) -> None:
-        self.field = field
-        self.expected = expected
+        self.field = one_line(field)
+        self.expected = one_line(expected)
         self.found = found
-        super().__init__(f"{field}: expected {expected}, found {_short(found)}")
+        super().__init__(f"{self.field}: expected {self.expected}, found {_short(found)}")
 
 
 def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def one_line(text: str) -> str:
+    """Escape line breaks and other non-printable characters (names come from input files)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
