@@ -31,7 +31,7 @@ def prefix_features(turn_embeddings: np.ndarray) -> np.ndarray:
 
 def tpr_at_fpr(labels: Sequence[int], scores: Sequence[float], fpr_level: float = 0.05) -> float:
     """The largest TPR among ROC points with FPR <= fpr_level: the points of
-    sklearn.metrics.roc_curve (one per distinct score, plus the origin), in numpy (the
+    sklearn.metrics.roc_curve(drop_intermediate=False) (one per distinct score, plus the origin), in numpy (the
     bootstrap calls this thousands of times; tests check it against sklearn)."""
     y = np.asarray(labels, dtype=int)
     s = np.asarray(scores, dtype=float)
