@@ -13,6 +13,14 @@ dynamic programming over a state that determines the future: the turn index, bot
 ledger vectors and the part of the history the router reads (`Router.state_key`).
 Values are mpmath intervals, so `loss <= bound` is a certificate, not a float compare.
 Every probability comes from `plan_slot`, the same description the sampler draws from.
+
+Two searches share those parts. When routing is fixed and the control reads neither the
+history nor the released views (every file format interface), a turn's plans depend on the
+prefix only through the ledgers, so the engine runs a *ledger programme*
+V(t, L) = max_q [max step of q at L + V(t + 1, L')], with each query's turn summarised once
+per ledger state and queries leading to the same L' merged; the state count is
+T x (reachable ledger states). Otherwise it runs the general memoized search over
+(turn, ledgers, router state, released views). Both use outward-rounded intervals.
 """
 
 from __future__ import annotations
