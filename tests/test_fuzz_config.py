@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpmem_ref.cli import main
+from dpmem_ref.errors import one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE: dict[str, Any] = tomllib.loads((ROOT / "examples" / "figure2.toml").read_text())
@@ -97,7 +98,7 @@ def assert_refused(code: int, err: str, field: str | None, kind: str) -> None:
     assert len(lines) == 1, err
     assert lines[0].startswith("dpmem: error: "), err
     if field is not None:
-        assert field in lines[0], (field, lines[0])
+        assert one_line(field) in lines[0], (field, lines[0])
 
 
 def run_config(workdir: Path, text: str | bytes, field: str | None, kind: str, store: str = "M") -> None:

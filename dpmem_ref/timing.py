@@ -1,0 +1,171 @@
+"""The timing side channel of the exact EM sampler, and a fixed-deadline mitigation.
+
+The exact sampler (`ExponentialWeights.sample`) proposes a view uniformly and accepts it
+with probability exp(-gap_v), gap_v = x_max - x_v. The number of proposals is geometric
+with success probability p = (1/n) sum_v exp(-gap_v), which depends on the internal
+scores: a store with one strongly supported view (large gaps) needs more rounds than a
+neutral one (all gaps 0, one round). If release latency is observable, the running time
+is a side channel outside the DP accounting (measured in benchmarks/timing_side_channel.py).
+
+Mitigation: release at a fixed deadline after the selection starts. The deadline is a
+function of public parameters only (eps, Delta, vocabulary size): scores lie in [0, 1],
+so every gap is at most g = eps / (2 Delta) and p >= exp(-g) whatever the store. Hence
+Pr[more than R proposals] <= (1 - exp(-g))^R, and `public_round_bound` gives the R that
+makes an overrun rarer than a chosen failure probability. `calibrate_deadline` times the
+sampler on the public worst-case distribution (every non-top view at gap g) and returns a
+deadline; `DeadlineRelease` waits until start + deadline before handing the view out (an
+overrun, which the bound makes rare, is reported and releases late).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from fractions import Fraction
+
+import attrs
+
+from dpmem_ref.errors import InputError
+from dpmem_ref.mechanism import ExponentialWeights, ReleaseDistribution
+from dpmem_ref.randomness import RandomSource
+
+MAX_DEADLINE_S = 10.0
+_SPIN_NS = 200_000  # busy-wait the last 0.2 ms: sleep() alone jitters by tens of microseconds
+
+Clock = Callable[[], int]
+
+
+def _positive_fraction(value: object, field: str) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, Fraction | int):
+        raise InputError(field, "a positive exact rational (Fraction or int)", type(value).__name__)
+    number = Fraction(value)
+    if number <= 0:
+        raise InputError(field, "a positive exact rational", str(number))
+    return number
+
+
+def _probability(value: object, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | Fraction) or not 0 < float(value) < 1:
+        raise InputError(field, "a probability in (0, 1)", value)
+    return float(value)
+
+
+def public_round_bound(epsilon: Fraction, sensitivity: Fraction, failure_probability: float) -> int:
+    """R with Pr[more than R proposals] <= failure_probability for ANY scores in [0, 1].
+
+    Each proposal is accepted with probability p >= exp(-eps / (2 Delta)), so
+    Pr[> R proposals] = (1 - p)^R <= (1 - exp(-eps / (2 Delta)))^R.
+    """
+    epsilon = _positive_fraction(epsilon, "epsilon")
+    sensitivity = _positive_fraction(sensitivity, "sensitivity")
+    delta = _probability(failure_probability, "failure_probability")
+    worst_acceptance = math.exp(-float(epsilon / (2 * sensitivity)))
+    if worst_acceptance >= 1.0:
+        return 1
+    return max(1, math.ceil(math.log(delta) / math.log1p(-worst_acceptance)))
+
+
+def worst_case_distribution(views: int, epsilon: Fraction, sensitivity: Fraction) -> ExponentialWeights:
+    """The public slowest case: one view at score 1, all others at score 0 (gap eps/(2 Delta))."""
+    if isinstance(views, bool) or not isinstance(views, int) or not 1 <= views <= 4096:
+        raise InputError("views", "a vocabulary size in 1..4096", views)
+    top = _positive_fraction(epsilon, "epsilon") / (2 * _positive_fraction(sensitivity, "sensitivity"))
+    names = tuple(f"v{i}" for i in range(views))
+    return ExponentialWeights(views=names, exponents=(top,) + (Fraction(0),) * (views - 1))
+
+
+def calibrate_deadline(
+    views: int,
+    epsilon: Fraction,
+    sensitivity: Fraction,
+    source: RandomSource,
+    trials: int = 2000,
+    quantile: float = 0.999,
+    margin: float = 3.0,
+    clock: Clock = time.perf_counter_ns,
+) -> float:
+    """A release deadline (seconds) from public parameters only.
+
+    Times `trials` draws from the public worst-case distribution and returns `margin`
+    times their `quantile` (a quantile, not the maximum: one scheduler stall would
+    otherwise set the deadline). The result depends on eps, Delta, the vocabulary size
+    and the machine, never on a store.
+    """
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 1_000_000:
+        raise InputError("trials", "an integer in 1..1000000", trials)
+    if isinstance(quantile, bool) or not isinstance(quantile, int | float) or not 0.5 <= quantile <= 1:
+        raise InputError("quantile", "a number in [0.5, 1]", quantile)
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 1 <= margin <= 1000:
+        raise InputError("margin", "a number in [1, 1000]", margin)
+    distribution = worst_case_distribution(views, epsilon, sensitivity)
+    latencies = []
+    for _ in range(trials):
+        start = clock()
+        distribution.sample(source)
+        latencies.append(clock() - start)
+    latencies.sort()
+    chosen = latencies[min(len(latencies) - 1, math.ceil(quantile * len(latencies)) - 1)]
+    return min(MAX_DEADLINE_S, margin * chosen / 1e9)
+
+
+@attrs.frozen
+class TimedRelease:
+    """A view released at a fixed deadline: `elapsed_ns` runs from start to release."""
+
+    view: str
+    elapsed_ns: int
+    overran: bool
+
+
+def _check_deadline(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_DEADLINE_S:
+        raise InputError("deadline_s", f"a number of seconds in (0, {MAX_DEADLINE_S}]", value)
+
+
+@attrs.frozen
+class DeadlineRelease:
+    """Draw exactly (the kernel's sampler, unchanged), then release at start + deadline."""
+
+    deadline_s: float = attrs.field(validator=_check_deadline)
+    clock: Clock = attrs.field(default=time.perf_counter_ns, repr=False)
+
+    def sample(self, distribution: ReleaseDistribution, source: RandomSource) -> TimedRelease:
+        start = self.clock()
+        view = distribution.sample(source)
+        target = start + int(self.deadline_s * 1e9)
+        now = self.clock()
+        overran = now > target
+        if not overran:
+            remaining = target - now
+            if remaining > _SPIN_NS:
+                time.sleep((remaining - _SPIN_NS) / 1e9)
+            while self.clock() < target:
+                pass
+        return TimedRelease(view=view, elapsed_ns=self.clock() - start, overran=overran)
+
+
+def plain_release(
+    distribution: ReleaseDistribution, source: RandomSource, clock: Clock = time.perf_counter_ns
+) -> TimedRelease:
+    """The unmitigated release: as soon as the sampler returns."""
+    start = clock()
+    view = distribution.sample(source)
+    return TimedRelease(view=view, elapsed_ns=clock() - start, overran=False)
+
+
+def ks_statistic(sample_a: list[int] | list[float], sample_b: list[int] | list[float]) -> float:
+    """Two-sample Kolmogorov-Smirnov statistic sup_x |F_a(x) - F_b(x)|, exact (ties handled)."""
+    if not sample_a or not sample_b:
+        raise InputError("samples", "two non-empty samples", (len(sample_a), len(sample_b)))
+    a, b = sorted(sample_a), sorted(sample_b)
+    i = j = 0
+    best = Fraction(0)
+    while i < len(a) and j < len(b):
+        x = min(a[i], b[j])
+        while i < len(a) and a[i] == x:
+            i += 1
+        while j < len(b) and b[j] == x:
+            j += 1
+        best = max(best, abs(Fraction(i, len(a)) - Fraction(j, len(b))))
+    return float(best)
