@@ -484,6 +484,18 @@ class Interface:
                     declared = self.scorer.sensitivity(vocabulary)
                     if declared <= 0:
                         found.append(Violation("C3", f"{where}: sensitivity bound must be positive"))
+                    # Eq. (6): where the scorer's form gives the exact sup, a smaller declared
+                    # bound is refused rather than trusted.
+                    exact_sensitivity = getattr(self.scorer, "exact_sensitivity", None)
+                    if exact_sensitivity is not None:
+                        exact = exact_sensitivity(vocabulary)
+                        if declared < exact:
+                            found.append(
+                                Violation(
+                                    "C3",
+                                    f"{where}: declared sensitivity {declared} is below the scorer's bound {exact} (Eq. 6)",
+                                )
+                            )
         return found
 
     def require_contract(self) -> None:

@@ -5,9 +5,8 @@ eps u / (2 Delta) are doubled. One admitted release charged eps = B_a (K = 1) ov
 k-view spread has log ratio l_k(2 eps) (counterexamples.base), which exceeds eps = B_a for
 k >= 2: with B_a = 2 and k = 3 it is 2 + log((1 + 3e^2)/(e^2 + 3)) = 2.80.
 
-The kernel trusts the declared bound: `Interface.contract_violations()` lists nothing and
-`run_turn(strict=True)` runs it. `LinearTagScorer.exact_sensitivity` does expose it (1 > 1/2);
-the lead has been asked to make the static check compare the two.
+The kernel's static check compares the declared bound with `LinearTagScorer.exact_sensitivity`
+(1 > 1/2) and refuses the interface with C3; the auditor measures how far it breaks.
 """
 
 from __future__ import annotations
@@ -47,5 +46,4 @@ def build(cap: Fraction = Fraction(2), k: int = 3) -> Construction:
         bound=cap,
         event="O = {v_1,s = v1}: ratio e^(l_k(2 eps)) > e^(B_a)",
         closed_form=lambda: spread_log_ratio(2 * cap, k),
-        unrefusable_because="the kernel trusts the declared sensitivity (exact_sensitivity is not checked)",
     )
