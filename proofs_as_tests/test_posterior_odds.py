@@ -64,3 +64,25 @@ def test_posterior_odds_move_at_most_e_b(case, prior, data):
         # The appendix's identity: odds factor = likelihood ratio.
         ratio = p_a / p_b
         assert abs(mpmath.mpf(factor.mid) - mpmath.mpf(ratio.mid)) <= mpmath.mpf(10) ** -45 * mpmath.mpf(ratio.mid)
+
+
+@given(st.sampled_from([Fraction(1, 2), Fraction(1)]), PRIORS)
+def test_tightness_odds_factor_nearly_e_b(cap, prior):
+    """The extreme 256-view pair with one charge of eps = B_a: the event {v_0 released}
+    moves the odds by more than e^{0.99 B_a} (and never by e^{B_a})."""
+    from proofs_as_tests.test_theorem1 import _extreme_interface
+    from dpmem_ref.analysis import replay_transcript
+    from dpmem_ref import TurnRecord
+
+    interface, store, other = _extreme_interface(cap, 1)
+    turn = TurnRecord(query="q", views=(("g", "g.gen"),), control=(("g", "released"),), response="",
+                      admitted=(True,), charges=())
+    with mpmath.workdps(70), iv_precision(70):
+        p_a = mpmath.iv.exp(_iv(replay_transcript(interface, store, [turn]).log_probability))
+        p_b = mpmath.iv.exp(_iv(replay_transcript(interface, other, [turn]).log_probability))
+        h1, h0 = _ivq(prior), _ivq(1 - prior)
+        evidence = p_a * h1 + p_b * h0
+        factor = ((p_a * h1 / evidence) / (p_b * h0 / evidence)) / (h1 / h0)
+        log_factor = mpmath.iv.log(factor)
+    assert tx.certified_le(log_factor, cap)
+    assert tx.lower_fraction(log_factor) > cap * Fraction(99, 100)

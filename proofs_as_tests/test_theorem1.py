@@ -19,6 +19,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import mpmath
+import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
@@ -133,9 +134,8 @@ def _swap_interface(cap: Fraction, K: int) -> tuple[Interface, Store, Store]:
     return interface, store, other
 
 
-@given(st.sampled_from([(Fraction(2), 3), (Fraction(3, 10), 3), (Fraction(1), 7), (Fraction(7, 10), 10)]))
-def test_tightness_ledger_reaches_cap(cap_k):
-    cap, K = cap_k
+@pytest.mark.parametrize(("cap", "K"), [(Fraction(2), 3), (Fraction(3, 10), 3), (Fraction(1), 7), (Fraction(7, 10), 10)])
+def test_tightness_ledger_reaches_cap(cap, K):
     interface, store, other = _swap_interface(cap, K)
     result = worst_case_loss(interface, store, other, K + 2)
     # K charges of eps = B/K are admitted, the (K+1)-th falls back: L_a = B_a exactly.
@@ -149,3 +149,41 @@ def test_tightness_ledger_reaches_cap(cap_k):
     with mpmath.workdps(60):
         expected = mpmath.mpf(cap.numerator) / cap.denominator / 2
         assert abs(result.a_over_b.midpoint - expected) < mpmath.mpf(10) ** -50
+
+
+# ---------------------------------------------------------------------------------------
+# Tightness twin: with 128 views at the sensitivity extreme, K charges nearly exhaust B_a.
+
+
+def _extreme_interface(cap: Fraction, K: int, n: int = 256) -> tuple[Interface, Store, Store]:
+    from dpmem_ref import FunctionScorer, View, Vocabulary
+
+    layout = Layout(("g",))
+    policy = Policy(layout, (Attribute("a", frozenset({1}), cap),))
+    names = ["g.gen"] + [f"g.v{k}" for k in range(1, n)]
+    vocabulary = Vocabulary("g", tuple(View(name) for name in names), "g.gen")
+
+    def score(relevance, vocab, items):
+        # M: (1, 0, ..., 0); M': (0, 1, ..., 1): every view moves by Delta = 1.
+        bit = 1 if "x" in items[0].tags else 0
+        return (Fraction(bit),) + (Fraction(1 - bit),) * (n - 1)
+
+    interface = Interface(
+        policy=policy,
+        vocabularies=(vocabulary,),
+        queries=(Query("q", "q", (SlotRead("g", frozenset({1})),)),),
+        scorer=FunctionScorer(score, Fraction(1)),
+        budget=OnlineBudget(K),
+    )
+    store = Store.from_mapping(layout, {1: MemoryItem(frozenset({"x"}))})
+    other = Store.from_mapping(layout, {1: MemoryItem(frozenset())})
+    return interface, store, other
+
+
+@pytest.mark.parametrize(("cap", "K"), [(Fraction(1, 2), 1), (Fraction(1), 1), (Fraction(1), 2), (Fraction(3, 2), 3)])
+def test_tightness_bound_nearly_attained(cap, K):
+    interface, store, other = _extreme_interface(cap, K, n=128)
+    result = worst_case_loss(interface, store, other, K + 1)
+    assert result.holds(cap)  # Theorem 1 at B_a ...
+    lower = tx.lower_fraction(result.a_over_b.value)
+    assert lower > cap * Fraction(99, 100)  # ... and certified to fail at 0.99 B_a
