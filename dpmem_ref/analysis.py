@@ -35,7 +35,6 @@ import mpmath
 
 from dpmem_ref.interface import (
     FallbackControl,
-    FixedRouter,
     Interface,
     NoControl,
     PublicPrefix,
@@ -247,7 +246,8 @@ class _Engine:
         self.prec = mpmath.libmp.dps_to_prec(IV_DPS)
         # The rest of a turn and the future are independent of which view a slot released
         # when routing ignores released views and the control does not read them.
-        self.views_irrelevant = isinstance(interface.router, FixedRouter) and not getattr(
+        router = interface.router
+        self.views_irrelevant = not getattr(router, "reads_released_views", True) and not getattr(
             interface.control, "reads_views", True
         )
 
@@ -255,6 +255,7 @@ class _Engine:
         # the store nor the history: true of the fixed router and the kernel's controls.
         self.ledger_dp = (
             self.views_irrelevant
+            and not getattr(router, "reads_history", True)
             and interface.hooks.routing is None
             and isinstance(interface.control, LEDGER_DP_CONTROLS)
         )

@@ -113,6 +113,11 @@ class FixedRouter:
     """Each query activates its declared slots in order, with fixed read sets; the history
     is not consulted, so the future depends on no part of it (state_key is constant)."""
 
+    # Optional router flags read by the exact engine (absent means True, the safe answer):
+    # whether routing reads the views released earlier in the turn, or the history.
+    reads_released_views: bool = False
+    reads_history: bool = False
+
     def active_slots(self, query: Query, history: tuple[TurnRecord, ...]) -> tuple[str, ...]:
         return tuple(read.slot for read in query.reads)
 
