@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Callable, Hashable
 from fractions import Fraction
 
@@ -34,6 +35,7 @@ from dpmem_ref.interface import Interface, PublicPrefix, Query, TurnRecord
 from dpmem_ref.ledger_store import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease
 from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
+from dpmem_ref.timing import check_deadline, wait_until
 from dpmem_ref.turn import InterfaceState, LLMChannel, SlotPlan, active_slots, observe_control, plan_slot
 
 MAX_TURNS_PER_INTERACTION = 100_000
@@ -54,6 +56,7 @@ class DurableTurn:
     releases: tuple[SlotRelease, ...]
     state: InterfaceState
     plans: tuple[SlotPlan, ...] = attrs.field(repr=False)
+    overran: bool = False  # the turn missed its release deadline (turn_deadline_s)
 
 
 def _ordered(interface: Interface, ledgers: tuple[tuple[str, Fraction], ...]) -> tuple[Fraction, ...]:
@@ -77,6 +80,11 @@ class DurableSession:
     channel: LLMChannel | None = None
     checkpoint: Checkpoint | None = None
     on_release: ReleaseListener | None = None
+    turn_deadline_s: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.turn_deadline_s is not None:
+            check_deadline(self.turn_deadline_s, "turn_deadline_s")
 
     def __repr__(self) -> str:
         key = self.ledgers.key
@@ -94,6 +102,7 @@ class DurableSession:
         channel: LLMChannel | None = None,
         checkpoint: Checkpoint | None = None,
         on_release: ReleaseListener | None = None,
+        turn_deadline_s: float | None = None,
     ) -> DurableSession:
         """Open (or resume) the session; refuses a contract-breaking interface (strict)."""
         if not isinstance(interface, Interface):
@@ -112,6 +121,7 @@ class DurableSession:
             channel=channel,
             checkpoint=checkpoint,
             on_release=on_release,
+            turn_deadline_s=turn_deadline_s,
         )
 
     def _at(self, point: str) -> None:
@@ -136,6 +146,7 @@ class DurableSession:
 
     def run_turn(self, query: Query | str) -> DurableTurn:
         """Algorithm 1 at the next turn, charge-before-release for every slot."""
+        started = time.perf_counter_ns()
         interface = self.interface
         query = self._query(query)
         self._at("turn:start")
@@ -210,4 +221,10 @@ class DurableSession:
         self._at("turn:recorded")
         logger.debug("turn %d of interaction recorded (%d slots)", state.turn + 1, len(releases))
         new_state = InterfaceState(turn=state.turn + 1, ledgers=ledgers, history=history + (record,))
-        return DurableTurn(record=record, releases=tuple(releases), state=new_state, plans=tuple(plans))
+        overran = False
+        if self.turn_deadline_s is not None:
+            # Timing side channel: hand the turn out at a fixed deadline (dpmem_ref.timing).
+            overran = wait_until(started + int(self.turn_deadline_s * 1e9))
+        return DurableTurn(
+            record=record, releases=tuple(releases), state=new_state, plans=tuple(plans), overran=overran
+        )

@@ -31,7 +31,7 @@ from dpmem_ref.mechanism import ExponentialWeights, ReleaseDistribution
 from dpmem_ref.randomness import RandomSource
 
 MAX_DEADLINE_S = 10.0
-_SPIN_NS = 200_000  # busy-wait the last 0.2 ms: sleep() alone jitters by tens of microseconds
+_SPIN_NS = 1_000_000  # busy-wait the last 1 ms: sleep() wake-ups jitter by tens to hundreds of microseconds
 
 Clock = Callable[[], int]
 
@@ -81,7 +81,7 @@ def calibrate_deadline(
     sensitivity: Fraction,
     source: RandomSource,
     trials: int = 2000,
-    quantile: float = 0.999,
+    quantile: float = 0.99,
     margin: float = 3.0,
     clock: Clock = time.perf_counter_ns,
 ) -> float:
@@ -119,8 +119,7 @@ class TimedRelease:
 
 
 def _check_deadline(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_DEADLINE_S:
-        raise InputError("deadline_s", f"a number of seconds in (0, {MAX_DEADLINE_S}]", value)
+    check_deadline(value)
 
 
 @attrs.frozen
@@ -133,16 +132,27 @@ class DeadlineRelease:
     def sample(self, distribution: ReleaseDistribution, source: RandomSource) -> TimedRelease:
         start = self.clock()
         view = distribution.sample(source)
-        target = start + int(self.deadline_s * 1e9)
-        now = self.clock()
-        overran = now > target
-        if not overran:
-            remaining = target - now
-            if remaining > _SPIN_NS:
-                time.sleep((remaining - _SPIN_NS) / 1e9)
-            while self.clock() < target:
-                pass
+        overran = wait_until(start + int(self.deadline_s * 1e9), self.clock)
         return TimedRelease(view=view, elapsed_ns=self.clock() - start, overran=overran)
+
+
+def wait_until(target_ns: int, clock: Clock = time.perf_counter_ns) -> bool:
+    """Block until clock() >= target_ns (sleep, then spin the last stretch); True if already past."""
+    now = clock()
+    if now > target_ns:
+        return True
+    remaining = target_ns - now
+    if remaining > _SPIN_NS:
+        time.sleep((remaining - _SPIN_NS) / 1e9)
+    while clock() < target_ns:
+        pass
+    return False
+
+
+def check_deadline(value: object, field: str = "deadline_s") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_DEADLINE_S:
+        raise InputError(field, f"a number of seconds in (0, {MAX_DEADLINE_S}]", value)
+    return float(value)
 
 
 def plain_release(

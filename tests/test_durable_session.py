@@ -197,3 +197,38 @@ def test_repr_hides_memory() -> None:
     turn = session.run_turn("affordable-dinner")
     for text in (repr(session), repr(turn), repr(session.ledgers)):
         assert "metformin" not in text and "blood-sugar" not in text
+
+
+def test_turn_deadline_releases_at_a_fixed_time() -> None:
+    import time
+
+    loaded = load_interface_file(FIGURE2)
+    session = DurableSession.open(
+        loaded.interface,
+        MemoryLedgerStore(),
+        "u",
+        "i",
+        loaded.store("M"),
+        SeededRandomSource(0),
+        turn_deadline_s=0.02,
+    )
+    for query in ["affordable-dinner", "weeknight-plan"]:
+        started = time.perf_counter()
+        turn = session.run_turn(query)
+        assert time.perf_counter() - started >= 0.02
+        assert not turn.overran or time.perf_counter() - started > 0.02
+
+
+@pytest.mark.parametrize("deadline", [0, -1.0, float("nan"), float("inf"), 11, True])
+def test_bad_turn_deadlines_are_refused(deadline: object) -> None:
+    loaded = load_interface_file(FIGURE2)
+    with pytest.raises(InputError, match="^turn_deadline_s: "):
+        DurableSession.open(
+            loaded.interface,
+            MemoryLedgerStore(),
+            "u",
+            "i",
+            loaded.store("M"),
+            SeededRandomSource(0),
+            turn_deadline_s=deadline,  # type: ignore[arg-type]
+        )
