@@ -1,9 +1,10 @@
 """Run configuration: presets, a TOML file, and the command line (CLI > file > preset).
 
 Presets (docs/eval.md has the measured times):
-- smoke: every method and every table end to end on a 2-core CPU in minutes; a few pairs,
-  T=3, one EM seed, SmolLM2-135M-Instruct, MiniLM auditor, proxy judge. Tests the pipeline;
-  its numbers mean nothing.
+- smoke: every method and every table end to end on a 2-core CPU in minutes; one pair per
+  attribute and split, T=2, one EM seed, 12 new tokens, no transcript prefix in the prompt
+  (history_turns=0), SmolLM2-135M-Instruct, MiniLM auditor, proxy judge. It tests the
+  pipeline; its numbers mean nothing.
 - cpu: enough pairs for a meaningful auditor on a CPU (hours): 8/4/8 train/val/test pairs
   per attribute, 5 transfer pairs per attribute, T=8, EM seeds {0,1,2}.
 - paper: the paper's setting on one GPU: all 320 pairs and 80 transfer pairs, T=16, seeds
@@ -90,7 +91,7 @@ class RunConfig:
 
 PRESETS: dict[str, RunConfig] = {
     "smoke": RunConfig(preset="smoke", train_pairs=1, validation_pairs=1, test_pairs=1, transfer_pairs=1,
-                       horizon=3, seeds=(0,), max_new_tokens=16, history_turns=1, batch_size=48, n_boot=100),
+                       horizon=2, seeds=(0,), max_new_tokens=12, history_turns=0, batch_size=48, n_boot=100),
     "cpu": RunConfig(preset="cpu", train_pairs=8, validation_pairs=4, test_pairs=8, transfer_pairs=5,
                      horizon=8, seeds=(0, 1, 2), max_new_tokens=32, history_turns=1, batch_size=48, n_boot=1000),
     "paper": RunConfig(preset="paper", train_pairs=None, validation_pairs=None, test_pairs=None, transfer_pairs=None,

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SYSTEM_INSTRUCTION = (
-    "You are a personal assistant answering requests from an application on the user's behalf. "
-    "Answer helpfully and concretely in a few sentences."
-)
+SYSTEM_INSTRUCTION = "You are the user's personal assistant. Answer helpfully and concretely in a few sentences."
 
 GUIDANCE_HEADERS = {
     # DP-MemView and GenericOnly: public views (how to answer, never a user fact).
