@@ -245,9 +245,14 @@ def handle_run(args: argparse.Namespace) -> int:
         from dpmem_eval.pipeline.config import ConfigError
         from dpmem_eval.pipeline.models import ModelNotFound
 
-        if isinstance(exc, (ConfigError, ModelNotFound, FileNotFoundError, OSError)):
+        if isinstance(exc, (ConfigError, ModelNotFound, FileNotFoundError, OSError)) or _is_data_error(exc):
             return _fail(str(exc))
         raise
+
+
+def _is_data_error(exc: BaseException) -> bool:
+    """The data package's input errors (e.g. a missing corpus file) are user errors too."""
+    return type(exc).__name__ in ("CorpusError", "DataError")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -391,7 +396,7 @@ def _stage_handler(stage: str):
             from dpmem_eval.pipeline.config import ConfigError
             from dpmem_eval.pipeline.models import ModelNotFound
 
-            if isinstance(exc, (ConfigError, ModelNotFound, FileNotFoundError, OSError, json.JSONDecodeError)):
+            if isinstance(exc, (ConfigError, ModelNotFound, FileNotFoundError, OSError, json.JSONDecodeError)) or _is_data_error(exc):
                 return _fail(str(exc))
             raise
     return handler

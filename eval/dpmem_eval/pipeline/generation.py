@@ -54,12 +54,17 @@ class GenerationStats:
     load_seconds: float = 0.0
 
     @property
+    def generate_seconds(self) -> float:
+        """Time spent generating, without the model load (which happens on the first miss)."""
+        return max(self.seconds - self.load_seconds, 0.0)
+
+    @property
     def tokens_per_second(self) -> float:
-        return self.new_tokens / self.seconds if self.seconds else 0.0
+        return self.new_tokens / self.generate_seconds if self.generate_seconds else 0.0
 
     @property
     def generations_per_second(self) -> float:
-        return self.generated / self.seconds if self.seconds else 0.0
+        return self.generated / self.generate_seconds if self.generate_seconds else 0.0
 
     def as_dict(self) -> dict[str, float]:
         out = asdict(self)
