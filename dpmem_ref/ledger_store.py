@@ -331,6 +331,8 @@ class _MemoryData:
     ledgers: dict[str, Fraction]
     releases: list[SlotRelease] = attrs.field(factory=list)
     turns: list[tuple[str, TurnRecord]] = attrs.field(factory=list)
+    release_ids: set[str] = attrs.field(factory=set)
+    turn_ids: set[str] = attrs.field(factory=set)
 
 
 @attrs.define(repr=False)
@@ -380,7 +382,7 @@ class MemoryLedgerSession:
     def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
         with self.store._lock:  # noqa: SLF001
             data = self._data()
-            if any(r.release_id == request.release_id for r in data.releases):
+            if request.release_id in data.release_ids:
                 raise InputError("release_id", "an id not used before", request.release_id)
             admitted = _admit(data.ledgers, data.caps, request)
             ledgers = _charged(data.ledgers, data.caps, request) if admitted else dict(data.ledgers)
@@ -388,6 +390,7 @@ class MemoryLedgerSession:
             release = _release_row(self.store._seq[0], request, admitted)  # noqa: SLF001
             data.ledgers = ledgers
             data.releases.append(release)
+            data.release_ids.add(release.release_id)
             return ReleaseOutcome(release=release, ledgers=tuple(sorted(ledgers.items())))
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
@@ -395,9 +398,10 @@ class MemoryLedgerSession:
         decoded = decode_turn(encode_turn(record))  # same validation and round trip as SQLite
         with self.store._lock:  # noqa: SLF001
             data = self._data()
-            if any(t == turn_id for t, _ in data.turns):
+            if turn_id in data.turn_ids:
                 raise InputError("turn_id", "an id not used before", turn_id)
             data.turns.append((turn_id, decoded))
+            data.turn_ids.add(turn_id)
 
 
 def _release_row(seq: int, request: ReleaseRequest, admitted: bool) -> SlotRelease:
