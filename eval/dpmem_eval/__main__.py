@@ -1,0 +1,3 @@
+from dpmem_eval.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,40 @@
+"""`dpmem-eval`: data generation, benchmark runs, audits, judging and tables.
+
+Heavy imports (torch, transformers, scikit-learn) are deferred into the subcommand
+that needs them, so `dpmem-eval --help` and `dpmem-eval data ...` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpmem-eval",
+        description="DP-MemView evaluation: PairedMem data, runs, auditors, judge, tables.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    from dpmem_eval.data.commands import add_data_parser
+
+    add_data_parser(sub)
+    from dpmem_eval.pipeline.commands import add_pipeline_parsers
+
+    add_pipeline_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print("interrupted; rerun the same command to resume from the cache", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
