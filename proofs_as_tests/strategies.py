@@ -591,9 +591,16 @@ def cases(
         attribute = None
         changed = set(draw(st.sets(st.sampled_from(list(base)), min_size=1, max_size=layout.size)))
     else:
-        attribute = draw(st.sampled_from(policy.attribute_names))
+        # Prefer an attribute some read touches, and always change a read position of
+        # its group when there is one: otherwise the pair is trivially indistinguishable.
+        reads = frozenset().union(*(r.positions for q in queries for r in q.reads))
+        touched = [a for a in policy.attribute_names if policy.attribute(a).group & reads]
+        attribute = draw(st.sampled_from(touched or list(policy.attribute_names)))
         group = sorted(policy.attribute(attribute).group)
         changed = set(draw(st.sets(st.sampled_from(group), min_size=1, max_size=len(group))))
+        hit = sorted(policy.attribute(attribute).group & reads)
+        if hit:
+            changed.add(draw(st.sampled_from(hit)))
     other = dict(base)
     for p in changed:
         other[p] = draw(content().filter(lambda lv, p=p: lv != base[p]))
