@@ -45,7 +45,7 @@ from dpmem_ref.interface import (
 )
 from dpmem_ref.mechanism import DEFAULT_DPS, ReleaseDistribution, iv_precision
 from dpmem_ref.policy import Store
-from dpmem_ref.turn import Ledgers, SlotPlan, active_slots, observe_control, plan_slot, zero_ledgers
+from dpmem_ref.turn import Ledgers, SlotPlan, active_slots, observe_control, plan_slot, turn_record, zero_ledgers
 
 IV_DPS = 70
 MAX_HORIZON = 256
@@ -597,17 +597,7 @@ class _Engine:
         if control_a != control_b:
             path = ("end", query.name, control_a, control_b, "control differs", ())
             return _Best(INF, path, INF, path)
-        record = TurnRecord(
-            query=query.name,
-            views=released,
-            control=control_a,
-            response="",
-            admitted=tuple(p.admitted for p in plans_a),
-            charges=tuple(
-                (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
-                for p in plans_a
-            ),
-        )
+        record = turn_record(query, released, control_a, "", plans_a)
         future = self.turn_value(t + 1, la, lb, history + (record,))
         return _Best(
             future.ab,
@@ -792,16 +782,12 @@ def _replay(
             if control != expected:
                 impossible = True
         per_turn.append(ledgers)
-        record = TurnRecord(
-            query=query.name,
-            views=tuple(turn.views),
-            control=turn.control if isinstance(turn, TurnRecord) else turn.control_a,
-            response=turn.response if isinstance(turn, TurnRecord) else "",
-            admitted=tuple(p.admitted for p in plans),
-            charges=tuple(
-                (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
-                for p in plans
-            ),
+        record = turn_record(
+            query,
+            tuple(turn.views),
+            turn.control if isinstance(turn, TurnRecord) else turn.control_a,
+            turn.response if isinstance(turn, TurnRecord) else "",
+            plans,
         )
         history = history + (record,)
     if impossible:
@@ -845,17 +831,7 @@ def enumerate_transcripts(
     ) -> Iterator[tuple[tuple[TurnRecord, ...], mpmath.mpf]]:
         if j == len(slots):
             control = observe_control(interface, query, history, plans, released, ledgers)
-            record = TurnRecord(
-                query=query.name,
-                views=released,
-                control=control,
-                response="",
-                admitted=tuple(p.admitted for p in plans),
-                charges=tuple(
-                    (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
-                    for p in plans
-                ),
-            )
+            record = turn_record(query, released, control, "", plans)
             yield from extend(history + (record,), ledgers, logp, t + 1)
             return
         prefix = PublicPrefix(history=history, query=query, released=released)

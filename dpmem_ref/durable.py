@@ -36,7 +36,7 @@ from dpmem_ref.ledger_store import LedgerSession, LedgerStore, ReleaseRequest, S
 from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
 from dpmem_ref.timing import check_deadline, wait_until
-from dpmem_ref.turn import InterfaceState, LLMChannel, SlotPlan, active_slots, observe_control, plan_slot
+from dpmem_ref.turn import InterfaceState, LLMChannel, SlotPlan, active_slots, observe_control, plan_slot, turn_record
 
 MAX_TURNS_PER_INTERACTION = 100_000
 """The horizon limit of one durable interaction (turns); the next turn is refused."""
@@ -205,17 +205,7 @@ class DurableSession:
         if self.channel is not None:  # line 20: public inputs only (Eq. 2)
             view_texts = tuple((slot, interface.vocabulary(slot).view(view).text or view) for slot, view in released)
             response = self.channel.respond(query.text, view_texts, tuple(r.ordinary() for r in history))
-        record = TurnRecord(
-            query=query.name,
-            views=released,
-            control=control,
-            response=response,
-            admitted=tuple(p.admitted for p in plans),
-            charges=tuple(
-                (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
-                for p in plans
-            ),
-        )
+        record = turn_record(query, released, control, response, plans)
         self._at("turn:before-record")
         self.ledgers.record_turn(turn_id, record)  # line 21: the history routing reads (C4)
         self._at("turn:recorded")

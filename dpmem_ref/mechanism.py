@@ -99,6 +99,11 @@ class ExponentialWeights:
     def __attrs_post_init__(self) -> None:
         if len(self.views) != len(self.exponents) or not self.views:
             raise InputError("exponential mechanism", "one exponent per view", len(self.exponents))
+        for index, exponent in enumerate(self.exponents):
+            if not isinstance(exponent, Fraction):
+                raise InputError(
+                    f"exponential mechanism exponent #{index}", "an exact rational (Fraction)", type(exponent).__name__
+                )
         top = max(self.exponents)
         object.__setattr__(self, "_gaps", tuple(top - x for x in self.exponents))
 

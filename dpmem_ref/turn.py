@@ -256,6 +256,28 @@ class TurnResult:
     plans: tuple[SlotPlan, ...] = attrs.field(repr=False)
 
 
+def turn_record(
+    query: Query,
+    views: tuple[tuple[str, str], ...],
+    control: Hashable,
+    response: str,
+    plans: Sequence[SlotPlan],
+) -> TurnRecord:
+    """Algorithm 1, line 21: the turn appended to the history, with the public accounting
+    facts (charge set and eps of each admitted selection; nothing for a fallback)."""
+    return TurnRecord(
+        query=query.name,
+        views=views,
+        control=control,
+        response=response,
+        admitted=tuple(p.admitted for p in plans),
+        charges=tuple(
+            (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
+            for p in plans
+        ),
+    )
+
+
 def run_turn(
     interface: Interface,
     state: InterfaceState,
@@ -293,17 +315,7 @@ def run_turn(
     if channel is not None:
         view_texts = tuple((slot, interface.vocabulary(slot).view(view).text or view) for slot, view in released)
         response = channel.respond(query.text, view_texts, tuple(r.ordinary() for r in history))
-    record = TurnRecord(
-        query=query.name,
-        views=released,
-        control=control,
-        response=response,
-        admitted=tuple(p.admitted for p in plans),
-        charges=tuple(
-            (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
-            for p in plans
-        ),
-    )
+    record = turn_record(query, released, control, response, plans)
     new_state = InterfaceState(turn=state.turn + 1, ledgers=ledgers, history=history + (record,))
     return TurnResult(state=new_state, record=record, plans=tuple(plans))
 
