@@ -5,7 +5,6 @@ with the memoized ledger programme."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Hashable
 from fractions import Fraction
 from pathlib import Path
@@ -112,12 +111,12 @@ def test_not_coverable_pair_is_stated(capsys: pytest.CaptureFixture[str]) -> Non
     assert "not coverable, kappa = inf (Eq. 8)" in capsys.readouterr().out
 
 
-def test_evaluation_configuration_t32_under_10_seconds() -> None:
+def test_evaluation_configuration_t32_holds() -> None:
+    # Its run time (< 10 s) is measured by benchmarks/bench_audit.py, not asserted here.
     loaded = load_interface_file(EVALUATION)
-    start = time.perf_counter()
     result = worst_case_loss(loaded.interface, loaded.store("M_pregnancy"), loaded.store("neutral"), 32, strict=False)
-    assert time.perf_counter() - start < 10
     assert result.holds(Fraction(2))
+    assert result.worst.lower > 0
 
 
 def _naive(interface: Any, store_a: Any, store_b: Any, horizon: int, queries: Any) -> tuple[Any, Any]:
