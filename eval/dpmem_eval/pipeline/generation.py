@@ -73,6 +73,16 @@ class GenerationStats:
         return out
 
 
+def fold_system(messages: Messages) -> Messages:
+    """Fold the system message into the first user turn, for chat templates without a
+    system role (Gemma-2). The content the model receives is unchanged."""
+    if not messages or messages[0]["role"] != "system":
+        return messages
+    folded = [dict(m) for m in messages[1:]]
+    folded[0]["content"] = messages[0]["content"] + "\n\n" + folded[0]["content"]
+    return folded
+
+
 class EchoBackend:
     """Deterministic stand-in: restates the conditioning and the query (tests, dry runs)."""
 
@@ -137,10 +147,8 @@ class HFBackend:
         if getattr(self._tokenizer, "chat_template", None):
             try:
                 return self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-            except Exception:  # e.g. Gemma-2 templates refuse a system role: fold it into the first user turn
-                folded = [dict(m) for m in messages[1:]]
-                folded[0]["content"] = messages[0]["content"] + "\n\n" + folded[0]["content"]
-                return self._tokenizer.apply_chat_template(folded, tokenize=False, add_generation_prompt=True)
+            except Exception:  # e.g. Gemma-2 templates refuse a system role
+                return self._tokenizer.apply_chat_template(fold_system(messages), tokenize=False, add_generation_prompt=True)
         return render_plain(messages)
 
     def generate(self, batch: Sequence[Messages], decoding: DecodingConfig) -> list[tuple[str, int]]:
@@ -196,7 +204,10 @@ class VLLMBackend:
             self.load_seconds = time.perf_counter() - start
         params = SamplingParams(max_tokens=decoding.max_new_tokens, temperature=decoding.temperature,
                                 top_p=decoding.top_p, seed=decoding.seed)
-        outputs = self._llm.chat(list(batch), params, use_tqdm=False)
+        try:
+            outputs = self._llm.chat(list(batch), params, use_tqdm=False)
+        except Exception:  # e.g. Gemma-2 templates refuse a system role
+            outputs = self._llm.chat([fold_system(m) for m in batch], params, use_tqdm=False)
         return [(o.outputs[0].text.strip(), len(o.outputs[0].token_ids)) for o in outputs]
 
 

@@ -22,6 +22,8 @@ def _f(value: Any, digits: int = 3) -> str:
         return "n/a"
     if isinstance(value, float) and math.isinf(value):
         return "inf"
+    if isinstance(value, int):
+        return str(value)
     return f"{value:.{digits}f}"
 
 
@@ -88,7 +90,7 @@ def table3(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict
     header = ["model", "sweep", "B_a", "K", "eps_t,g", "AUC", "tRec", "Unsup", "paper eps", "paper AUC", "paper tRec", "paper Unsup"]
     rows = []
     main = M.method_by_key(M.MAIN_METHODS, "dp_on")
-    settings = [(c, 3) for c in config["caps"]] + [(2, k) for k in config["ks"]]
+    settings = list(dict.fromkeys([(c, 3) for c in config["caps"]] + [(2, k) for k in config["ks"]]))
     for model in config["models"]:
         for cap, k in settings:
             method = main if (cap, k) == (2, 3) else next((g for g in grid if g.cap == cap and g.K == k), None)
@@ -96,7 +98,7 @@ def table3(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict
                 continue
             m = _metric(audit, judge, model, method.key, "pairedmem")
             paper = P.TABLE3.get((cap, k), (None,) * 4)
-            sweep = "cap magnitude (K=3)" if k == 3 and (cap, k) in [(c, 3) for c in config["caps"]] else "granularity (B_a=2)"
+            sweep = "main setting (both sweeps)" if (cap, k) == (2, 3) else ("cap magnitude (K=3)" if k == 3 else "granularity (B_a=2)")
             rows.append([model, sweep, cap, k, f"{cap / k:.3f}", m["auc"], m["tRec"], m["Unsup"], *paper])
     notes = ["DP-MemView (on), PairedMem test pairs, eps_t,g = B_a/K.", f"Utility judge: {judge_label}.",
              "Paper columns: Qwen2.5-7B at T=16 (Table 3)."]
@@ -116,7 +118,7 @@ def table4(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict
             bound = b.get("reconstructed_max", float("nan"))
             ledger = b.get("ledger_max", float("nan"))
             cap = float(method.cap)
-            relation = "inf" if math.isinf(bound) else (f"{bound:.2f} <= B_a" if bound <= cap + 1e-12 else f"{bound:.2f} > B_a")
+            relation = "n/a" if math.isnan(bound) else "inf" if math.isinf(bound) else (f"{bound:.2f} <= B_a" if bound <= cap + 1e-12 else f"{bound:.2f} > B_a")
             paper = P.TABLE4.get(method.name, ("", "", None, None, None, None))
             rows.append([model, method.name, method.violates or "-", relation, _f(ledger, 2), m["auc"], m["tRec"], m["U"],
                          m["Unsup"], paper[1], *paper[2:]])
