@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 import mpmath
@@ -95,6 +95,8 @@ class ExponentialWeights:
     exponents: tuple[Fraction, ...]
     # Acceptance probabilities of the exact sampler are exp(-gap_v), gap_v = x_max - x_v.
     _gaps: tuple[Fraction, ...] = attrs.field(init=False, eq=False, hash=False)
+    # log sum_w exp(x_w - x_max), per working precision: shared by every view's likelihood.
+    _log_sums: dict[tuple[str, int], Any] = attrs.field(init=False, eq=False, hash=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         if len(self.views) != len(self.exponents) or not self.views:
@@ -111,9 +113,12 @@ class ExponentialWeights:
         return f"ExponentialWeights(views={self.views!r}, <private exponents>)"
 
     def _log_normalizer(self) -> mpmath.mpf:
-        top = max(self.exponents)
-        total = mpmath.fsum(mpmath.exp(_mpf_fraction(x - top)) for x in self.exponents)
-        return _mpf_fraction(top) + mpmath.log(total)
+        key = ("mp", mpmath.mp.prec)
+        log_sum = self._log_sums.get(key)
+        if log_sum is None:
+            log_sum = mpmath.log(mpmath.fsum(mpmath.exp(-_mpf_fraction(gap)) for gap in self._gaps))
+            self._log_sums[key] = log_sum
+        return _mpf_fraction(max(self.exponents)) + log_sum
 
     def log_probability(self, view: str) -> mpmath.mpf:
         if view not in self.views:
@@ -128,11 +133,15 @@ class ExponentialWeights:
         if view not in self.views:
             return None
         with iv_precision(_IV_DPS):
-            top = max(self.exponents)
-            total = mpmath.iv.mpf(0)
-            for x in self.exponents:
-                total += mpmath.iv.exp(_iv_fraction(x - top))
-            return _iv_fraction(self.exponents[self.views.index(view)] - top) - mpmath.iv.log(total)
+            key = ("iv", mpmath.iv.prec)
+            log_sum = self._log_sums.get(key)
+            if log_sum is None:
+                total = mpmath.iv.mpf(0)
+                for gap in self._gaps:
+                    total += mpmath.iv.exp(-_iv_fraction(gap))
+                log_sum = mpmath.iv.log(total)
+                self._log_sums[key] = log_sum
+            return -_iv_fraction(self._gaps[self.views.index(view)]) - log_sum
 
     def support(self) -> tuple[str, ...]:
         return self.views
