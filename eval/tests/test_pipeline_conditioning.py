@@ -163,3 +163,35 @@ def test_response_llm_receives_nothing_but_query_conditioning_and_prefix(tmp_pat
             if spec.kind not in ("raw", "task-min"):
                 assert not any(text in message["content"] for text in store_texts)
             assert "M'" not in message["content"] and spec.name not in message["content"]
+
+
+def test_fixed_policy_groups_take_precedence_over_the_pair_groups(pair, policy):
+    """The evaluation policy is fixed before any store is seen (the data package's union
+    groups); a pair's own groups are only the fallback."""
+    union = replace(policy, groups={"diabetes": (1, 2, 3), "debt": (2, 3, 4)})
+    interface = M.kernel_interface(method("dp_on"), pair, union, H)
+    assert interface.policy.attribute("debt").group == frozenset({2, 3, 4})
+    assert M.baseline_conditioning(method("typed_mask"), pair, "M", union, H)[1].lines == ("[finance item withheld]",)
+
+
+@pytest.mark.slow
+def test_table4_dp_bounds_from_kernel_charge_traces_at_the_paper_setting():
+    """Table 4's DP-bound column at T=16, B_a=2, K=3 on PairedMem test pairs, from the
+    kernel's slot plans: 2.0 (compliant), > B_a with the ledger still reporting 2.0
+    (IncompleteCharge), inf (CappedArgmax), 16/3 = 5.33 (NoCap)."""
+    from dpmem_eval.data import build_dataset
+
+    test_pairs = build_dataset(0, transfer=False).split("test")
+    real = M.load_public_policy()
+
+    def worst(key):
+        spec = method(key)
+        traces = [M.kernel_trace(spec, p, side, seed, real, 16) for p in test_pairs for side in M.SIDES
+                  for seed in ((0, 1, 2) if spec.stochastic else (0,))]
+        return max(t.final_reconstructed for t in traces), max(t.final_ledger for t in traces), traces[0].selector_violates
+
+    assert worst("dp_on") == (Fraction(2), Fraction(2), None)
+    recon, ledger, _ = worst("incomplete_charge")
+    assert ledger == Fraction(2) and recon > Fraction(2)
+    assert worst("capped_argmax")[2] == "C3"  # reported as inf: no finite pure-DP bound
+    assert worst("no_cap")[0] == Fraction(16, 3)

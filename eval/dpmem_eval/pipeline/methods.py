@@ -124,6 +124,13 @@ class PublicPolicy:
     views: Mapping[str, tuple[Any, ...]]  # slot -> views with name/text/compatible/specific
     relevance: Mapping[str, tuple[tuple[str, str], ...]]  # query family -> (view, rational)
     protected_terms: Mapping[str, tuple[str, ...]]  # attribute -> labels and state phrases
+    groups: Mapping[str, tuple[int, ...]] | None = None  # fixed I_a of the evaluation policy
+
+    def groups_for(self, pair: Any) -> dict[str, tuple[int, ...]]:
+        """The protected groups the interface uses: the fixed evaluation policy when there is
+        one (the data package's union groups, as in its exported interface TOML; every pair's
+        own groups are subsets, so charging is complete for every pair, C2), else the pair's."""
+        return dict(self.groups) if self.groups is not None else dict(pair.groups)
 
     @property
     def generic(self) -> dict[str, str]:
@@ -139,6 +146,7 @@ def load_public_policy() -> PublicPolicy:
         views=dict(scaffold.VIEWS),
         relevance={name: tuple(f.relevance) for name, f in queries.FAMILY_BY_NAME.items()},
         protected_terms={a: tuple(scaffold.EVIDENCE_CUES[a]) for a in scaffold.EVIDENCE_CUES},
+        groups={a: tuple(g) for a, g in scaffold.UNION_GROUPS.items()},
     )
 
 
@@ -159,10 +167,10 @@ def kernel_store(policy: PublicPolicy, store: Sequence[Any], name: str) -> Any:
     return Store(layout=layout, items=items, name=name)
 
 
-def planned_counts(pair: Any, horizon: int) -> dict[str, int]:
+def planned_counts(pair: Any, horizon: int, groups: Mapping[str, Sequence[int]] | None = None) -> dict[str, int]:
     """C_a: charged selections of a planned over the first T queries (public: the trajectory
     and the groups are fixed before the interaction, C4)."""
-    groups = {a: set(g) for a, g in pair.groups}
+    groups = {a: set(g) for a, g in (groups.items() if groups is not None else pair.groups)}
     counts: dict[str, int] = {}
     for query in pair.queries[:horizon]:
         for attribute, group in groups.items():
@@ -190,8 +198,9 @@ def kernel_interface(method: MethodSpec, pair: Any, policy: PublicPolicy, horizo
     from dpmem_ref.views import View, Vocabulary
 
     layout = Layout(tuple(policy.layout))
+    groups = policy.groups_for(pair)
     attributes = tuple(
-        Attribute(name=a, group=frozenset(group), cap=Fraction(method.cap)) for a, group in sorted(pair.groups)
+        Attribute(name=a, group=frozenset(group), cap=Fraction(method.cap)) for a, group in sorted(groups.items())
     )
     kpolicy = Policy(layout=layout, attributes=attributes)
     vocabularies = tuple(
@@ -216,7 +225,7 @@ def kernel_interface(method: MethodSpec, pair: Any, policy: PublicPolicy, horizo
     if method.budget == "online":
         budget = OnlineBudget(K=method.K)
     else:
-        budget = PreallocatedBudget.from_mapping({a: n for a, n in planned_counts(pair, horizon).items() if n > 0})
+        budget = PreallocatedBudget.from_mapping({a: n for a, n in planned_counts(pair, horizon, groups).items() if n > 0})
     return Interface(
         policy=kpolicy,
         vocabularies=vocabularies,
@@ -299,8 +308,8 @@ def kernel_trace(method: MethodSpec, pair: Any, side: str, seed: int, policy: Pu
 # --- baselines (Table 8) ------------------------------------------------------------------
 
 
-def _protected_positions(pair: Any) -> set[int]:
-    return set().union(*(set(g) for _, g in pair.groups))
+def _protected_positions(pair: Any, policy: PublicPolicy) -> set[int]:
+    return set().union(*(set(g) for g in policy.groups_for(pair).values()))
 
 
 def task_min_positions(pair: Any) -> frozenset[int]:
@@ -316,7 +325,7 @@ def _store(pair: Any, side: str) -> Sequence[Any]:
 def baseline_conditioning(method: MethodSpec, pair: Any, side: str, policy: PublicPolicy, horizon: int) -> tuple[TurnConditioning, ...]:
     """Per-turn response-LLM input of a deterministic baseline (Table 8)."""
     store = _store(pair, side)
-    protected = _protected_positions(pair)
+    protected = _protected_positions(pair, policy)
     taskmin = task_min_positions(pair)
     out = []
     for query in pair.queries[:horizon]:
