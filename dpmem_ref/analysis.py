@@ -119,29 +119,22 @@ class Direction:
     def is_infinite(self) -> bool:
         return self.value is INF
 
-    @property
-    def upper(self) -> mpmath.mpf:
-        with mpmath.workdps(IV_DPS), iv_precision(IV_DPS):
-            return self._upper()
-
-    def _upper(self) -> mpmath.mpf:
+    def _endpoint(self, end: str) -> mpmath.mpf:
+        """The interval's lower ("a") or upper ("b") end at the engine's precision."""
         if self.value is None:
             return mpmath.mpf("-inf")
         if self.value is INF:
             return mpmath.mpf("inf")
-        return mpmath.mpf(self.value.b)
+        with mpmath.workdps(IV_DPS), iv_precision(IV_DPS):
+            return mpmath.mpf(getattr(self.value, end))
+
+    @property
+    def upper(self) -> mpmath.mpf:
+        return self._endpoint("b")
 
     @property
     def lower(self) -> mpmath.mpf:
-        with mpmath.workdps(IV_DPS), iv_precision(IV_DPS):
-            return self._lower()
-
-    def _lower(self) -> mpmath.mpf:
-        if self.value is None:
-            return mpmath.mpf("-inf")
-        if self.value is INF:
-            return mpmath.mpf("inf")
-        return mpmath.mpf(self.value.a)
+        return self._endpoint("a")
 
     @property
     def midpoint(self) -> mpmath.mpf:
