@@ -80,3 +80,14 @@ def decimal_string(value: Fraction, digits: int = 6) -> str:
     scaled = abs(scaled)
     whole, frac = divmod(scaled, 10**digits)
     return f"{sign}{whole}.{frac:0{digits}d}".rstrip("0").rstrip(".")
+
+
+def require_positive_rational(value: object, field: str) -> Fraction:
+    """A positive Fraction or int passed by code (not parsed from text): floats (NaN, inf,
+    0.1) and booleans never reach an admission decision."""
+    if isinstance(value, bool) or not isinstance(value, Fraction | int):
+        raise InputError(field, "a positive exact rational (Fraction or int)", type(value).__name__)
+    number = Fraction(value)
+    if number <= 0:
+        raise InputError(field, "a positive exact rational", str(number))
+    return number

@@ -43,6 +43,7 @@ from typing import Any, Protocol, TypeVar
 import attrs
 
 from dpmem_ref.errors import ContractViolation, InputError
+from dpmem_ref.exact import require_positive_rational
 from dpmem_ref.interface import TurnRecord
 
 MAX_KEY_LENGTH = 256
@@ -94,16 +95,6 @@ def _check_turn_id(turn_id: object) -> str:
     return turn_id
 
 
-def _check_positive_fraction(value: object, field: str) -> Fraction:
-    # Exact rationals only: floats (NaN, inf, 0.1) never reach an admission decision.
-    if isinstance(value, bool) or not isinstance(value, Fraction | int):
-        raise InputError(field, "a positive exact rational (Fraction or int)", type(value).__name__)
-    number = Fraction(value)
-    if number <= 0:
-        raise InputError(field, "a positive exact rational", str(number))
-    return number
-
-
 @attrs.frozen
 class SessionKey:
     """(user, interaction): one ledger vector and one released history."""
@@ -145,7 +136,7 @@ class ReleaseRequest:
         _check_name(self.fallback_view, "fallback_view")
         if not isinstance(self.charge_set, frozenset) or not all(isinstance(a, str) for a in self.charge_set):
             raise InputError("charge_set", "a frozenset of attribute names", type(self.charge_set).__name__)
-        _check_positive_fraction(self.epsilon, "epsilon")
+        require_positive_rational(self.epsilon, "epsilon")
         if not isinstance(self.requested, bool):
             raise InputError("requested", "true or false", self.requested)
 
@@ -229,7 +220,7 @@ class LedgerStore(Protocol):
 def _check_caps(caps: Mapping[str, Fraction]) -> dict[str, Fraction]:
     if not isinstance(caps, Mapping) or not caps:
         raise InputError("caps", "a non-empty mapping attribute -> cap", type(caps).__name__)
-    return {_check_name(a, "caps"): _check_positive_fraction(c, f"caps.{a}") for a, c in caps.items()}
+    return {_check_name(a, "caps"): require_positive_rational(c, f"caps.{a}") for a, c in caps.items()}
 
 
 def _admit(ledgers: dict[str, Fraction], caps: Mapping[str, Fraction], request: ReleaseRequest) -> bool:

@@ -27,6 +27,7 @@ from fractions import Fraction
 import attrs
 
 from dpmem_ref.errors import InputError
+from dpmem_ref.exact import require_positive_rational
 from dpmem_ref.mechanism import ExponentialWeights, ReleaseDistribution
 from dpmem_ref.randomness import RandomSource
 
@@ -34,15 +35,6 @@ MAX_DEADLINE_S = 10.0
 _SPIN_NS = 1_000_000  # busy-wait the last 1 ms: sleep() wake-ups jitter by tens to hundreds of microseconds
 
 Clock = Callable[[], int]
-
-
-def _positive_fraction(value: object, field: str) -> Fraction:
-    if isinstance(value, bool) or not isinstance(value, Fraction | int):
-        raise InputError(field, "a positive exact rational (Fraction or int)", type(value).__name__)
-    number = Fraction(value)
-    if number <= 0:
-        raise InputError(field, "a positive exact rational", str(number))
-    return number
 
 
 def _probability(value: object, field: str) -> float:
@@ -57,8 +49,8 @@ def public_round_bound(epsilon: Fraction, sensitivity: Fraction, failure_probabi
     Each proposal is accepted with probability p >= exp(-eps / (2 Delta)), so
     Pr[> R proposals] = (1 - p)^R <= (1 - exp(-eps / (2 Delta)))^R.
     """
-    epsilon = _positive_fraction(epsilon, "epsilon")
-    sensitivity = _positive_fraction(sensitivity, "sensitivity")
+    epsilon = require_positive_rational(epsilon, "epsilon")
+    sensitivity = require_positive_rational(sensitivity, "sensitivity")
     delta = _probability(failure_probability, "failure_probability")
     worst_acceptance = math.exp(-float(epsilon / (2 * sensitivity)))
     if worst_acceptance >= 1.0:
@@ -70,7 +62,7 @@ def worst_case_distribution(views: int, epsilon: Fraction, sensitivity: Fraction
     """The public slowest case: one view at score 1, all others at score 0 (gap eps/(2 Delta))."""
     if isinstance(views, bool) or not isinstance(views, int) or not 1 <= views <= 4096:
         raise InputError("views", "a vocabulary size in 1..4096", views)
-    top = _positive_fraction(epsilon, "epsilon") / (2 * _positive_fraction(sensitivity, "sensitivity"))
+    top = require_positive_rational(epsilon, "epsilon") / (2 * require_positive_rational(sensitivity, "sensitivity"))
     names = tuple(f"v{i}" for i in range(views))
     return ExponentialWeights(views=names, exponents=(top,) + (Fraction(0),) * (views - 1))
 

@@ -26,10 +26,9 @@ import attrs
 import mpmath
 from mpmath import libmp
 
-from dpmem_ref.interface import PublicPrefix, TurnRecord
+from dpmem_ref.interface import PublicPrefix
 from dpmem_ref.mechanism import ExponentialWeights, PointMass, iv_precision
-from dpmem_ref.turn import Ledgers, SlotPlan, active_slots, observe_control, plan_slot, zero_ledgers
-
+from dpmem_ref.turn import Ledgers, active_slots, observe_control, plan_slot, turn_record, zero_ledgers
 from proofs_as_tests.strategies import Case, PublicTurn
 
 DPS = 60
@@ -178,8 +177,8 @@ class _Walker:
         assert law == self.case.channel.distribution(query.text, texts, ordinary_prefix)
         for response, probability in law:
             ly = log_fraction(probability)
-            record_a = _record(query.name, released, control_a, response, plans_a)
-            record_b = _record(query.name, released, control_b, response, plans_b)
+            record_a = turn_record(query, released, control_a, response, plans_a)
+            record_b = turn_record(query, released, control_b, response, plans_b)
             turn = (query.name, released, control_a, response)
             self.turn(public + (turn,), ha + (record_a,), hb + (record_b,), la, lb, _madd(pa, ly), _madd(pb, ly), ab, ba)
 
@@ -188,18 +187,6 @@ def _madd(value: mpmath.mpf | None, step: mpmath.mpf) -> mpmath.mpf | None:
     return None if value is None else value + step
 
 
-def _record(query: str, released, control, response: str, plans: tuple[SlotPlan, ...]) -> TurnRecord:
-    return TurnRecord(
-        query=query,
-        views=released,
-        control=control,
-        response=response,
-        admitted=tuple(p.admitted for p in plans),
-        charges=tuple(
-            (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
-            for p in plans
-        ),
-    )
 
 
 def enumerate_joint(case: Case, strict: bool = True, visit=None) -> list[Leaf]:
