@@ -109,7 +109,7 @@ def git_commit() -> dict[str, Any]:
     root = Path(__file__).resolve().parents[3]
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip())
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip())
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": commit or None, "dirty": dirty}
@@ -270,6 +270,7 @@ def _run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     total_start = time.perf_counter()
     timings: dict[str, float] = {}
+    git = git_commit()  # the code the run starts with
     seed_everything(config.seed, torch_too=config.backend in ("hf", "vllm"))
 
     from dpmem_eval.pipeline import methods as M
@@ -327,11 +328,11 @@ def _run(args: argparse.Namespace) -> int:
     timings["generation_s"] = round(sum(s["wall_s"] for s in generation_stats.values()), 2)
     stage_audit(out, config, timings)
     _, label = stage_judge(out, config, {p.pair_id: p for p in pairs}, timings)
-    run_info = _run_json(config, pairs, generation_stats, timings, label)
+    run_info = _run_json(config, pairs, generation_stats, timings, label, git)
     (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
     plots = stage_report(out, config, timings)
     timings["total_s"] = round(time.perf_counter() - total_start, 2)
-    run_info = _run_json(config, pairs, generation_stats, timings, label)
+    run_info = _run_json(config, pairs, generation_stats, timings, label, git)
     run_info["plots"] = plots
     (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
     print(f"wrote {out}/table2.md, table3.md, table4.md, plots/, run.json in {timings['total_s']:.0f}s", file=sys.stderr)
@@ -344,7 +345,7 @@ def _fresh(template):
     return replace(template, responses=[])
 
 
-def _run_json(config, pairs, generation_stats, timings, judge_label) -> dict[str, Any]:
+def _run_json(config, pairs, generation_stats, timings, judge_label, git) -> dict[str, Any]:
     from collections import Counter
 
     from dpmem_eval.pipeline.models import default_cache_dir
@@ -352,7 +353,7 @@ def _run_json(config, pairs, generation_stats, timings, judge_label) -> dict[str
     source = (Path(config.cache_dir) if config.cache_dir else default_cache_dir()) / "models" / "smollm2-135m-instruct-q4_1" / "SOURCE"
     return {
         "config": config.as_dict(),
-        "git": git_commit(),
+        "git": git,
         "packages": package_versions(),
         "python": sys.version.split()[0],
         "seeds": {"run": config.seed, "em": list(config.seeds), "data": config.data_seed},
