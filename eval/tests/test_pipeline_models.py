@@ -42,7 +42,7 @@ def test_join_split_zip_refuses_wrong_hash_and_missing_piece(tmp_path):
     parts = _fake_split_zip(tmp_path, b"x" * 5000)
     with pytest.raises(models.ModelNotFound, match="differs from the pinned"):
         models.join_split_zip(parts, tmp_path / "a", "0" * 64)
-    with pytest.raises(Exception):
+    with pytest.raises(zipfile.BadZipFile):
         models.join_split_zip(parts[:-1], tmp_path / "b")
 
 

@@ -136,6 +136,14 @@ def _fit_one(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y_val:
     return calibrated
 
 
+def _design(rows: Sequence[Sample], split: str, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """Features at prefix length t and labels (1 = M) of one split."""
+    chosen = [s for s in rows if s.split == split]
+    x = np.array([s.features[t - 1] for s in chosen]) if chosen else np.zeros((0, 1))
+    y = np.array([1 if s.side == "M" else 0 for s in chosen])
+    return x, y
+
+
 @dataclass
 class AuditResult:
     """Per track: prefix length -> metrics; plus the scored pairs at the full horizon."""
@@ -162,14 +170,8 @@ def audit(samples: Sequence[Sample], attributes: Sequence[str], horizon: int, se
         for attribute in attributes:
             rows = [s for s in samples if s.attribute == attribute]
 
-            def xy(split: str):
-                chosen = [s for s in rows if s.split == split]
-                x = np.array([s.features[t - 1] for s in chosen]) if chosen else np.zeros((0, 1))
-                y = np.array([1 if s.side == "M" else 0 for s in chosen])
-                return x, y
-
-            x_tr, y_tr = xy("train")
-            x_va, y_va = xy("validation")
+            x_tr, y_tr = _design(rows, "train", t)
+            x_va, y_va = _design(rows, "validation", t)
             model = _fit_one(x_tr, y_tr, x_va, y_va, seed) if len(x_tr) else None
             for track in ("test", "transfer"):
                 chosen = [s for s in rows if s.split == track]

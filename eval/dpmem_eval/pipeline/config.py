@@ -16,7 +16,7 @@ Presets (docs/eval.md has the measured times):
 from __future__ import annotations
 
 import tomllib
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 

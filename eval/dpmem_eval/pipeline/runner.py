@@ -173,8 +173,6 @@ def identical_sides(rows: Sequence[dict[str, Any]]) -> bool:
 
 def audit_model(rows: Sequence[dict[str, Any]], encoder, config: RunConfig, attributes: Sequence[str]) -> dict[str, Any]:
     """Embedding auditor per method; the score-channel diagnostic from exposed controls."""
-    import numpy as np
-
     from dpmem_eval.pipeline.auditor import Sample, audit, control_features, prefix_features
 
     by_method: dict[str, list[dict[str, Any]]] = {}
@@ -203,7 +201,6 @@ def audit_model(rows: Sequence[dict[str, Any]], encoder, config: RunConfig, attr
             "n_test_pairs": len(result.scored.get("test", [])),
             "n_transfer_pairs": len(result.scored.get("transfer", [])),
         }
-        _ = np  # numpy used by the auditor helpers
     return results
 
 
@@ -213,9 +210,9 @@ def audit_model(rows: Sequence[dict[str, Any]], encoder, config: RunConfig, attr
 def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], judge) -> dict[str, Any]:
     """U, tRec, Unsup per method and track (test pairs and transfer pairs), seeds averaged
     within a pair side before averaging over pairs (C.5)."""
-    from dpmem_eval.pipeline.judge import JudgeItem
-
     import numpy as np
+
+    from dpmem_eval.pipeline.judge import JudgeItem
 
     chosen = [r for r in rows if r["split"] in ("test", "transfer") and r["responses"]]
     items = []
@@ -232,7 +229,7 @@ def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], jud
         items.append(JudgeItem(tuple(zip(row["queries"], row["responses"])), tuple(behaviours)))
     judgements = judge.judge(items) if items else []
     acc: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = {}
-    for row, item, verdict in zip(chosen, items, judgements):
+    for row, verdict in zip(chosen, judgements):
         track = "transfer" if row["split"] == "transfer" else "pairedmem"
         per_pair = acc.setdefault((row["method"], track), {}).setdefault(row["pair_id"], {"U": [], "tRec": [], "Unsup": []})
         per_pair["U"].append(verdict.utility)
@@ -241,11 +238,11 @@ def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], jud
             per_pair[key].append(float(np.mean(verdict.behaviours)))
     out: dict[str, Any] = {}
     for (method, track), per_pair in acc.items():
-        def mean_of(key: str) -> float:
+        means = {}
+        for key in ("U", "tRec", "Unsup"):
             values = [float(np.mean(v[key])) for v in per_pair.values() if v[key]]
-            return float(np.mean(values)) if values else float("nan")
-        out.setdefault(method, {})[track] = {"U": mean_of("U"), "tRec": mean_of("tRec"), "Unsup": mean_of("Unsup"),
-                                             "n_pairs": len(per_pair)}
+            means[key] = float(np.mean(values)) if values else float("nan")
+        out.setdefault(method, {})[track] = {**means, "n_pairs": len(per_pair)}
     return out
 
 
