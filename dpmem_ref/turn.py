@@ -85,7 +85,9 @@ class SlotPlan:
         return (self.slot, self.charge_set, self.epsilon, self.admitted, self.vocabulary.names)
 
 
-def check_ledgers(interface: Interface, ledgers: Ledgers, where: str, attributes: frozenset[str] | None = None) -> None:
+def check_ledgers(
+    interface: Interface, ledgers: Ledgers, where: object, attributes: frozenset[str] | None = None
+) -> None:
     """C5: L_a <= B_a, asserted after every update (for `attributes`, default all)."""
     for attribute, value in zip(interface.policy.attributes, ledgers, strict=True):
         if (attributes is None or attribute.name in attributes) and value > attribute.cap:
@@ -100,7 +102,7 @@ def _select(
     read: SlotRead,
     items: tuple[MemoryItem, ...],
     epsilon: Fraction,
-    where: str,
+    where: object,
 ) -> tuple[tuple[Fraction, ...], ReleaseDistribution]:
     """Lines 12-14: internal scores, the policy-fixed sensitivity bound, and the release
     distribution of the selector. A pure function of its arguments (the scorer reads only
@@ -123,6 +125,22 @@ def _select(
     return scores, distribution
 
 
+class _Where:
+    """`query Q, slot S` for messages, formatted only when an error is raised."""
+
+    __slots__ = ("query", "slot")
+
+    def __init__(self, query: str, slot: str) -> None:
+        self.query = query
+        self.slot = slot
+
+    def __str__(self) -> str:
+        return f"query {self.query}, slot {self.slot}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 def plan_slot(
     interface: Interface,
     ledgers: Ledgers,
@@ -133,7 +151,7 @@ def plan_slot(
 ) -> SlotPlan:
     """Algorithm 1, lines 5-16, for one slot, as an exact description (nothing sampled)."""
     policy = interface.policy
-    where = f"query {prefix.query.name}, slot {slot}"
+    where = _Where(prefix.query.name, slot)
     hooks = interface.hooks
     vocabulary = hooks.vocabulary(slot, store) if hooks.vocabulary is not None else interface.vocabulary(slot)
     read = interface.router.read(prefix, slot)  # line 6: public prefix only (C4)
@@ -144,10 +162,9 @@ def plan_slot(
         raise ContractViolation(
             "C2", f"{where}, attribute {missing}: read touches I_{missing} but is not charged to it"
         )
-    caps = interface.caps
     epsilon = interface.epsilon_for(charge_set)  # line 8
     ledger_map = dict(zip(policy.attribute_names, ledgers, strict=True))
-    admitted = interface.cap_rule.admits(ledger_map, caps, charge_set, epsilon)  # line 9
+    admitted = interface.cap_rule.admits(ledger_map, interface.caps, charge_set, epsilon)  # line 9
     items = store.read(read.positions)
     scores: tuple[Fraction, ...] | None = None
     distribution: ReleaseDistribution | None = None
