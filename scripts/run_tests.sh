@@ -12,3 +12,13 @@ echo "== mypy --strict (kernel)"
 "$VENV/bin/mypy" --strict dpmem_ref
 echo "== pytest"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+if [ "${DPMEM_SKIP_SMOKE:-0}" != "1" ]; then
+  # The evaluation end to end on the CPU (SmolLM2-135M, MiniLM auditor, proxy judge): every
+  # method, every table. A few minutes cold; reruns are served by the response cache.
+  echo "== dpmem-eval run --preset smoke (end to end)"
+  rm -rf runs/ci-smoke
+  "$VENV/bin/dpmem-eval" run --preset smoke --out runs/ci-smoke
+  for table in table2 table3 table4; do
+    test -s "runs/ci-smoke/$table.md" || { echo "smoke run wrote no $table.md" >&2; exit 1; }
+  done
+fi

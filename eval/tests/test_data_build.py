@@ -96,3 +96,19 @@ def test_cli_build_fails_cleanly_without_corpora(tmp_path, capsys):
     assert _cli(["data", "build", "--out", str(tmp_path / "o"), "--corpora", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: missing corpus file") and "locomo10.json" in err and "\n" not in err
+
+
+def test_exported_interface_passes_dpmem_check_and_audits(built, capsys):
+    """Issue 4: the exported evaluation interface passes the kernel's static contract check,
+    and an exported M/M' pair is audited exactly within its cap at T = 16."""
+    import json
+
+    from dpmem_ref.cli import main as dpmem_main
+
+    toml_path = built["a"] / "interface.toml"
+    assert dpmem_main(["check", str(toml_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"ok": True, "violations": []}
+    code = dpmem_main(["audit", str(toml_path), "--store-a", "pm_debt_004__M", "--store-b", "pm_debt_004__M_prime",
+                       "--horizon", "16", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["attribute"] == "debt" and report["holds"] is True
