@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: lint and types on the kernel, then every pytest suite.
+# The whole test suite: lint and types on the kernel, the evaluation's smoke preset end to
+# end, then every pytest suite (last, so that its summary is the closing line).
 # CI=true selects the derandomized Hypothesis `ci` profile (also the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,8 +11,6 @@ echo "== ruff (kernel, counterexamples)"
 "$VENV/bin/ruff" check dpmem_ref counterexamples
 echo "== mypy --strict (kernel)"
 "$VENV/bin/mypy" --strict dpmem_ref
-echo "== pytest"
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
 if [ "${DPMEM_SKIP_SMOKE:-0}" != "1" ]; then
   # The evaluation end to end on the CPU (SmolLM2-135M, MiniLM auditor, proxy judge): every
   # method, every table. A few minutes cold; reruns are served by the response cache.
@@ -22,3 +21,5 @@ if [ "${DPMEM_SKIP_SMOKE:-0}" != "1" ]; then
     test -s "runs/ci-smoke/$table.md" || { echo "smoke run wrote no $table.md" >&2; exit 1; }
   done
 fi
+echo "== pytest"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
