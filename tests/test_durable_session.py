@@ -84,7 +84,7 @@ def test_restart_in_a_new_process_continues_ledgers_and_history(tmp_path: Path) 
     assert after.turn == 2 and after.history[0] == before.history[0]
     assert [str(x) for x in after.ledgers] == child["end"]
     # Turn 1 charges food to {diabetes, debt} and finance to {debt}; turn 2 the food slot only.
-    assert after.ledgers == (Fraction(4, 3), Fraction(2))
+    assert after.ledgers == (Fraction(4, 3), Fraction(20, 3))
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])

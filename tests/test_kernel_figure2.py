@@ -23,18 +23,21 @@ def test_ten_affordable_dinner_queries_exact_ledgers_then_fallback() -> None:
         state = result.state
         trace.append(result)
     food = [r.plans[0] for r in trace]
-    # The food read {2, 3} touches both groups: every admitted food selection charges 2/3 to both.
+    # The food read {2, 3} touches both groups: every admitted food selection charges
+    # eps = min(B_diabetes, B_debt) / K = 2/3 to both.
     assert food[0].admitted and food[0].charge_set == frozenset({"diabetes", "debt"}) and food[0].epsilon == Fraction(2, 3)
-    debt = [r.state.ledger_map(interface)["debt"] for r in trace]
     diabetes = [r.state.ledger_map(interface)["diabetes"] for r in trace]
-    assert debt[:2] == [Fraction(4, 3), Fraction(2)]  # 2/3 + 2/3 + 2/3 == 2 exactly, admitted
-    assert diabetes[:2] == [Fraction(2, 3), Fraction(4, 3)]
+    debt = [r.state.ledger_map(interface)["debt"] for r in trace]
+    assert diabetes[:3] == [Fraction(2, 3), Fraction(4, 3), Fraction(2)]  # 2/3 + 2/3 + 2/3 == 2, admitted
+    assert debt[:3] == [Fraction(10, 3), Fraction(20, 3), Fraction(22, 3)]  # finance charges 8/3 = B_debt / K
     assert all(isinstance(v, Fraction) for v in debt + diabetes)
-    # Once a cap would be exceeded: the generic view at zero cost, ledgers unchanged.
-    for result in trace[2:]:
+    # Turn 3: the finance selection would exceed B_debt; from turn 4 the food selection would
+    # exceed B_diabetes: the generic view at zero cost, ledgers unchanged.
+    assert [p.admitted for p in trace[2].plans] == [True, False]
+    for result in trace[3:]:
         assert not any(p.admitted for p in result.plans)
         assert result.record.views == (("food", "balanced-meals"), ("finance", "finance-generic"))
-    assert debt[-1] == Fraction(2) and diabetes[-1] == Fraction(4, 3)
+    assert diabetes[-1] == Fraction(2) and debt[-1] == Fraction(22, 3)
 
 
 def test_dpmem_run_prints_exact_ledgers(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -43,7 +46,7 @@ def test_dpmem_run_prints_exact_ledgers(capsys) -> None:  # type: ignore[no-unty
     out = capsys.readouterr().out
     assert code == 0
     assert "charged 2/3 to debt, diabetes" in out
-    assert "debt 4/3 of 2" in out and "debt 2 of 2" in out and "diabetes 4/3 of 2" in out
+    assert "diabetes 2/3 of 2" in out and "diabetes 4/3 of 2" in out and "diabetes 2 of 2" in out
     assert "fallback, cost 0" in out
     assert "1.99" not in out and "0.666" not in out
 
@@ -55,8 +58,8 @@ def test_dpmem_run_json_and_console_script() -> None:
         cwd=ROOT, capture_output=True, text=True, check=True,
     )
     report = json.loads(completed.stdout)
-    assert [t["ledgers"]["debt"] for t in report["turns"]][:3] == ["4/3", "2", "2"]
-    assert report["turns"][2]["slots"][0]["status"] == "fallback"
+    assert [t["ledgers"]["diabetes"] for t in report["turns"]][:4] == ["2/3", "4/3", "2", "2"]
+    assert report["turns"][3]["slots"][0]["status"] == "fallback"
 
 
 def test_dpmem_run_bad_store_is_one_line_exit_2() -> None:
