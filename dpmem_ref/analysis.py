@@ -652,11 +652,10 @@ def _raw_max(a: Value, b: Value) -> Value:
 
 
 def _combine(a: _Best, b: _Best) -> _Best:
-    ab, ab_path = (a.ab, a.ab_path) if _key(a.ab) >= _key(b.ab) else (b.ab, b.ab_path)
-    ba, ba_path = (a.ba, a.ba_path) if _key(a.ba) >= _key(b.ba) else (b.ba, b.ba_path)
-    return _Best(
-        _max(a.ab, b.ab) if ab is not INF else INF, ab_path, _max(a.ba, b.ba) if ba is not INF else INF, ba_path
-    )
+    """The interval max of both directions; the witness path of the larger upper end."""
+    ab_path = a.ab_path if _key(a.ab) >= _key(b.ab) else b.ab_path
+    ba_path = a.ba_path if _key(a.ba) >= _key(b.ba) else b.ba_path
+    return _Best(_max(a.ab, b.ab), ab_path, _max(a.ba, b.ba), ba_path)
 
 
 def _flatten(path: Any) -> tuple[WitnessTurn, ...]:
