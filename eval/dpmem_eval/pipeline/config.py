@@ -5,8 +5,11 @@ Presets (docs/eval.md has the measured times):
   attribute and split, T=2, one EM seed, 12 new tokens, no transcript prefix in the prompt
   (history_turns=0), SmolLM2-135M-Instruct, MiniLM auditor, proxy judge. It tests the
   pipeline; its numbers mean nothing.
-- cpu: enough pairs for a meaningful auditor on a CPU (hours): 8/4/8 train/val/test pairs
-  per attribute, 5 transfer pairs per attribute, T=8, EM seeds {0,1,2}.
+- cpu: a meaningful auditor on a CPU (about 1-1.5 h on 2 cores): every PairedMem pair
+  (48/16/16 train/val/test per attribute) and 20 transfer pairs per attribute, T=8, EM seeds
+  {0,1,2}, 32 new tokens, no transcript prefix in the prompt (history_turns=0: prefill
+  dominates on a CPU, and without a prefix identical (conditioning, query) prompts are
+  generated once - 7,521 distinct generations instead of ~211,000 prompts).
 - paper: the paper's setting on one GPU: all 320 pairs and 80 transfer pairs, T=16, seeds
   {0,1,2}, the three 7-9B instruct models (bf16), all-mpnet-base-v2, 256 new tokens, full
   transcript prefix. The judge must be named (`--judge openai:URL#MODEL` for the paper's
@@ -100,8 +103,8 @@ class RunConfig:
 PRESETS: dict[str, RunConfig] = {
     "smoke": RunConfig(preset="smoke", train_pairs=1, validation_pairs=1, test_pairs=1, transfer_pairs=1,
                        horizon=2, seeds=(0,), max_new_tokens=12, history_turns=0, batch_size=48, n_boot=100),
-    "cpu": RunConfig(preset="cpu", train_pairs=8, validation_pairs=4, test_pairs=8, transfer_pairs=5,
-                     horizon=8, seeds=(0, 1, 2), max_new_tokens=32, history_turns=1, batch_size=48, n_boot=1000),
+    "cpu": RunConfig(preset="cpu", train_pairs=None, validation_pairs=None, test_pairs=None, transfer_pairs=20,
+                     horizon=8, seeds=(0, 1, 2), max_new_tokens=32, history_turns=0, batch_size=64, n_boot=1000),
     "paper": RunConfig(preset="paper", train_pairs=None, validation_pairs=None, test_pairs=None, transfer_pairs=None,
                        horizon=16, seeds=(0, 1, 2), models=PAPER_RESPONSE_MODELS, max_new_tokens=256,
                        history_turns=None, batch_size=64, encoder="mpnet", pairwise=True,
