@@ -80,6 +80,17 @@ def test_pipeline_end_to_end_with_echo_backend(tmp_path):
     proc = dpmem_eval("report", "--out", str(out), "--cache-dir", str(cache), "--no-progress")
     assert proc.returncode == 0, proc.stderr[-2000:]
     check_outputs(out, ("smollm2",))
+    # committed result directories keep the large jsonl files gzip-compressed: the stages read them
+    import gzip
+
+    tables = {stem: (out / f"{stem}.csv").read_text() for stem in ("table2", "table3", "table4")}
+    for name in ("transcripts-smollm2.jsonl", "traces.jsonl", "score-channel.jsonl"):
+        plain = out / name
+        (out / (name + ".gz")).write_bytes(gzip.compress(plain.read_bytes()))
+        plain.unlink()
+    proc = dpmem_eval("report", "--out", str(out), "--cache-dir", str(cache), "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert {stem: (out / f"{stem}.csv").read_text() for stem in tables} == tables
 
 
 @pytest.mark.slow

@@ -155,6 +155,15 @@ def write_transcripts(path: Path, model: str, transcripts: Sequence[Transcript])
 
 
 def read_transcripts(path: Path) -> list[dict[str, Any]]:
+    """Rows of a `.jsonl` file, or of its gzip-compressed sibling `<name>.jsonl.gz` when the
+    plain file is absent (committed result directories keep the large files compressed)."""
+    import gzip
+
+    path = Path(path)
+    packed = path.with_name(path.name + ".gz")
+    if not path.exists() and packed.exists():
+        with gzip.open(packed, "rt", encoding="utf-8") as handle:
+            return [json.loads(line) for line in handle if line.strip()]
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
