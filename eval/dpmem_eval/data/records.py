@@ -24,7 +24,7 @@ class MemoryItem:
         return {"tags": list(self.tags), "text": self.text, "source": self.source}
 
     @staticmethod
-    def from_json(d: dict) -> "MemoryItem":
+    def from_json(d: dict) -> MemoryItem:
         return MemoryItem(tuple(d["tags"]), d["text"], d["source"])
 
 
@@ -50,7 +50,7 @@ class QueryRecord:
                 "read_positions": list(self.read_positions), "text": self.text}
 
     @staticmethod
-    def from_json(d: dict) -> "QueryRecord":
+    def from_json(d: dict) -> QueryRecord:
         return QueryRecord(d["query_id"], d["block"], d["kind"], d["family"], d["slot"],
                            tuple(d["read_positions"]), d["text"])
 
@@ -70,7 +70,7 @@ class GoldRecord:
                 "unsupported_target_specific": list(self.unsupported_target_specific)}
 
     @staticmethod
-    def from_json(d: dict) -> "GoldRecord":
+    def from_json(d: dict) -> GoldRecord:
         return GoldRecord(d["query_id"], tuple(d["target_required"]),
                           tuple(d["unsupported_target_specific"]))
 

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import lru_cache, cache
 
 from dpmem_eval.data.records import PairRecord
 from dpmem_eval.data.scaffold import (
@@ -37,7 +37,7 @@ TARGET_TAGS: dict[str, frozenset[str]] = {
 """Scorer tags that are evidence of each attribute (disjoint across attributes)."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pattern(words: tuple[str, ...]) -> re.Pattern[str]:
     alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
     return re.compile(r"(?<![\w])(?:" + alternatives + r")(?:s|es)?(?![\w])", re.IGNORECASE)
