@@ -64,13 +64,13 @@ def bench_samplers(draws: int) -> None:
         views = tuple(f"v{i}" for i in range(len(scores)))
         distribution = exponential_mechanism(views, scores, EPSILON, SENSITIVITY)
         source = SeededRandomSource(0)
-        exact = per_second(lambda: distribution.sample(source), draws)
+        exact = per_second(lambda d=distribution, s=source: d.sample(s), draws)
 
         rng = np.random.default_rng(0)
         float_scores = np.array([float(s) for s in scores])
         scale = float(EPSILON) / (2 * float(SENSITIVITY))
 
-        def float_draw() -> int:
+        def float_draw(rng: np.random.Generator = rng, float_scores: np.ndarray = float_scores, scale: float = scale) -> int:
             weights = np.exp(scale * (float_scores - float_scores.max()))
             return int(rng.choice(len(weights), p=weights / weights.sum()))
 
@@ -80,7 +80,7 @@ def bench_samplers(draws: int) -> None:
             space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
             measurement = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=2 * float(SENSITIVITY) / float(EPSILON))
             values = [float(s) for s in scores]
-            opendp_rate = per_second(lambda: measurement(values), draws)
+            opendp_rate = per_second(lambda m=measurement, v=values: m(v), draws)
         print(
             f"  {label:<24}{exact:>12,.0f}{floating:>14,.0f}{opendp_rate:>12,.0f}"
             f"{floating / exact:>13.2f}{opendp_rate / exact:>14.2f}"

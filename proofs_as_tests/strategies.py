@@ -395,7 +395,7 @@ def policies(draw: st.DrawFn, layout: Layout | None = None, max_attributes: int 
         groups[1].add(shared)
     caps = [draw(st.sampled_from(CAPS)) for _ in range(n_attributes)]
     attributes = tuple(
-        Attribute(name=f"a{k}", group=frozenset(group), cap=cap) for k, (group, cap) in enumerate(zip(groups, caps))
+        Attribute(name=f"a{k}", group=frozenset(group), cap=cap) for k, (group, cap) in enumerate(zip(groups, caps, strict=True))
     )
     return Policy(layout=layout, attributes=attributes)
 

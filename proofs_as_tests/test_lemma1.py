@@ -50,7 +50,7 @@ def test_reads_outside_every_differing_group_are_free(case):
     """The same identity for multi-group pairs: any admitted read that misses every
     differing position sees equal read-set contents, hence the same law."""
     note(repr(case))
-    differing = {i for i, (x, y) in enumerate(zip(case.store_a.items, case.store_b.items), 1) if x != y}
+    differing = {i for i, (x, y) in enumerate(zip(case.store_a.items, case.store_b.items, strict=True), 1) if x != y}
 
     def visit(plan_a, plan_b, prefix):
         if plan_a.admitted and plan_b.admitted and not (plan_a.read.positions & differing):

@@ -70,9 +70,9 @@ def test_posterior_odds_move_at_most_e_b(case, prior, data):
 def test_tightness_odds_factor_nearly_e_b(cap, prior):
     """The extreme 256-view pair with one charge of eps = B_a: the event {v_0 released}
     moves the odds by more than e^{0.99 B_a} (and never by e^{B_a})."""
-    from proofs_as_tests.test_theorem1 import _extreme_interface
-    from dpmem_ref.analysis import replay_transcript
     from dpmem_ref import TurnRecord
+    from dpmem_ref.analysis import replay_transcript
+    from proofs_as_tests.test_theorem1 import _extreme_interface
 
     interface, store, other = _extreme_interface(cap, 1)
     turn = TurnRecord(query="q", views=(("g", "g.gen"),), control=(("g", "released"),), response="",

@@ -21,7 +21,6 @@ from fractions import Fraction
 import mpmath
 import pytest
 from hypothesis import given, note
-from hypothesis import strategies as st
 
 from dpmem_ref import Attribute, Interface, Layout, MemoryItem, OnlineBudget, Policy, Query, SlotRead, Store
 from dpmem_ref.analysis import worst_case_loss
@@ -63,7 +62,7 @@ def test_ordinary_transcript_loss_below_augmented(case):
     leaves = check_theorem1(case)
     cap = case.interface.policy.attribute(case.attribute).cap
     with mpmath.workdps(tx.IV_DPS), tx.iv_precision(tx.IV_DPS):
-        for ordinary, group in tx.leaves_by_ordinary(leaves):
+        for _ordinary, group in tx.leaves_by_ordinary(leaves):
             if all(tx.is_exact_zero(x.loss_ab) for x in group):
                 continue  # every summand is identical on both sides: exact identity
             prob_a = sum((mpmath.iv.exp(_iv(leaf.logp_a)) for leaf in group), mpmath.iv.mpf(0))

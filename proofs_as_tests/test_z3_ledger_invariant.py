@@ -11,8 +11,8 @@ invariant but refuses a charge landing exactly on B_a (satisfiable "lost admissi
 
 from __future__ import annotations
 
-import z3
 import pytest
+import z3
 
 
 def step(n: int, rule: str):

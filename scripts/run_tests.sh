@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 VENV="${DPMEM_VENV:-.venv}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
-echo "== ruff (kernel, counterexamples)"
-"$VENV/bin/ruff" check dpmem_ref counterexamples
+echo "== ruff (whole tree)"
+"$VENV/bin/ruff" check .
 echo "== mypy --strict (kernel)"
 "$VENV/bin/mypy" --strict dpmem_ref
 if [ "${DPMEM_SKIP_SMOKE:-0}" != "1" ]; then

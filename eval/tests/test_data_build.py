@@ -61,7 +61,7 @@ def test_interface_toml_structure(built):
     assert set(data["attributes"]) == {"debt", "diabetes", "job_loss", "pregnancy"}
     assert all(4 <= len(a["group"]) <= 6 for a in data["attributes"].values())
     assert data["scorer"]["sensitivity"] == "3/5"
-    for slot, table in data["slots"].items():
+    for table in data["slots"].values():
         assert table["generic"] in table["views"]
     for query in data["queries"]:
         assert len(query["reads"]) == 1  # one slot per turn

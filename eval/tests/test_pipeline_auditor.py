@@ -12,8 +12,8 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from dpmem_eval.pipeline.auditor import (
     Sample,
     ScoredPair,
-    audit,
     auc,
+    audit,
     bootstrap_ci,
     control_features,
     macro_metrics,
@@ -103,7 +103,7 @@ def test_fit_on_train_calibrate_on_validation_matches_sklearn_reference():
                                        method="sigmoid", cv=[(np.arange(len(y_va)), np.arange(len(y_va)))]).fit(x_va, y_va)
     probs = reference.predict_proba(x_te)[:, 1]
     assert result.at("test")["auc"] == pytest.approx(roc_auc_score(y_te, probs))
-    by_pair = {(s.pair_id, s.side): p for s, p in zip(rows, probs)}
+    by_pair = {(s.pair_id, s.side): p for s, p in zip(rows, probs, strict=True)}
     for scored in result.scored["test"]:
         assert scored.score_m == pytest.approx(by_pair[(scored.pair_id, "M")])
 

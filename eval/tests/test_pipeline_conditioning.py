@@ -7,14 +7,13 @@ from fractions import Fraction
 
 import pytest
 
+from conftest import STORE_M, STORE_M_PRIME
 from dpmem_eval.pipeline import methods as M
 from dpmem_eval.pipeline.cache import ResponseCache
 from dpmem_eval.pipeline.config import PRESETS
 from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, EchoBackend
 from dpmem_eval.pipeline.prompts import SYSTEM_INSTRUCTION, TurnConditioning, build_messages, window
 from dpmem_eval.pipeline.runner import Transcript, generate_transcripts
-
-from conftest import STORE_M, STORE_M_PRIME
 
 H = 4
 
@@ -76,7 +75,7 @@ def test_dp_variants_release_only_public_view_texts(pair, policy, key):
     for side in M.SIDES:
         for seed in (0, 1, 2):
             trace = M.kernel_trace(method(key), pair, side, seed, policy, H)
-            for cond, query in zip(M.dp_conditioning(pair, trace), pair.queries):
+            for cond, query in zip(M.dp_conditioning(pair, trace), pair.queries, strict=False):
                 assert cond.kind == "views" and len(cond.lines) == 1
                 assert cond.lines[0] in {v.text for v in policy.views[query.slot]}
                 assert cond.lines[0] in vocab_texts and cond.lines[0] not in store_texts
@@ -152,7 +151,7 @@ def test_response_llm_receives_nothing_but_query_conditioning_and_prefix(tmp_pat
     allowed_system = set()
     for t in transcripts:
         for turn, cond in enumerate(t.conditioning):
-            expected = build_messages(cond, tuple((c.query, r) for c, r in zip(t.conditioning[:turn], t.responses[:turn])))
+            expected = build_messages(cond, tuple((c.query, r) for c, r in zip(t.conditioning[:turn], t.responses[:turn], strict=True)))
             assert expected in backend.calls or turn > 0 and any(call == expected for call in backend.calls)
             allowed_system.add(expected[0]["content"])
     store_texts = {i.text for i in STORE_M + STORE_M_PRIME}

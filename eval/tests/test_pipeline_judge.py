@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import numpy as np
 import pytest
 
+from conftest import make_pair
 from dpmem_eval.pipeline.cache import ResponseCache
 from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, EchoBackend
 from dpmem_eval.pipeline.judge import (
@@ -24,8 +25,6 @@ from dpmem_eval.pipeline.judge import (
     parse_judgement,
 )
 from dpmem_eval.pipeline.runner import judge_model, pairwise_audit
-
-from conftest import make_pair
 
 ITEM = JudgeItem(turns=(("Suggest a dinner.", "Try lentil soup with vegetables; it takes 20 minutes."),),
                  behaviours=((0, "suggests low-glycemic dinners"),))

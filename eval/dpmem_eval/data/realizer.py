@@ -34,7 +34,7 @@ def llm_rewrite_pair(pair: PairRecord, generator: Generator) -> PairRecord:
     outputs = generator.generate([REWRITE_PROMPT.format(text=t) for t in texts])
     if len(outputs) != len(texts):
         raise ValueError(f"generator returned {len(outputs)} outputs for {len(texts)} prompts")
-    rewritten = {t: " ".join(o.split()) or t for t, o in zip(texts, outputs)}
+    rewritten = {t: " ".join(o.split()) or t for t, o in zip(texts, outputs, strict=True)}
 
     def side(store):
         return tuple(MemoryItem(i.tags, rewritten[i.text], f"{i.source}+llm-rewrite") for i in store)

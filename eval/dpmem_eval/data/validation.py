@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache, cache
+from functools import cache
 
 from dpmem_eval.data.records import PairRecord
 from dpmem_eval.data.scaffold import (

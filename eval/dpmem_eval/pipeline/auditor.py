@@ -183,7 +183,7 @@ def audit(samples: Sequence[Sample], attributes: Sequence[str], horizon: int, se
                     probs = model.predict_proba(np.array([s.features[t - 1] for s in chosen]))[:, 1]
                 # Stochastic methods: average the pair side's scores over seeds.
                 acc: dict[tuple[str, str], list[float]] = {}
-                for s, p in zip(chosen, probs):
+                for s, p in zip(chosen, probs, strict=True):
                     acc.setdefault((s.pair_id, s.side), []).append(float(p))
                 for pair_id in sorted({s.pair_id for s in chosen}):
                     if (pair_id, "M") in acc and (pair_id, "M'") in acc:
@@ -233,7 +233,7 @@ class Encoder:
         if missing:
             model = self._model or self._load()
             vectors = model.encode(list(missing), batch_size=64, convert_to_numpy=True, show_progress_bar=False)
-            for text, vector in zip(missing, vectors):
+            for text, vector in zip(missing, vectors, strict=True):
                 self._memo[text] = np.asarray(vector, dtype=np.float64)
         dim = next(iter(self._memo.values())).shape[0] if self._memo else 1
         return np.array([self._memo[t] for t in texts]) if texts else np.zeros((0, dim))

@@ -247,7 +247,7 @@ class CachedGenerator:
         self.stats.requested += len(prompts)
         self.stats.cache_hits += sum(1 for k in keys if k in found)
         todo: dict[str, Messages] = {}
-        for k, m in zip(keys, prompts):
+        for k, m in zip(keys, prompts, strict=True):
             if k not in found and k not in todo:
                 todo[k] = m
         if todo:
@@ -264,7 +264,7 @@ class CachedGenerator:
                 results = self.backend.generate([todo[k] for k in chunk], self.decoding)
                 self.stats.seconds += time.perf_counter() - began
                 rows = []
-                for k, (text, n_tokens) in zip(chunk, results):
+                for k, (text, n_tokens) in zip(chunk, results, strict=True):
                     found[k] = text
                     self.stats.generated += 1
                     self.stats.new_tokens += n_tokens

@@ -120,7 +120,7 @@ class ProxyJudge:
             texts += [b for _, b in item.behaviours]
         vectors = self.encoder.encode(texts) if texts else np.zeros((0, 1))
         norms = np.linalg.norm(vectors, axis=1, keepdims=True) if len(vectors) else vectors
-        unit = {t: v / (n if n else 1.0) for t, v, n in zip(texts, vectors, norms.reshape(-1) if len(vectors) else [])}
+        unit = {t: v / (n if n else 1.0) for t, v, n in zip(texts, vectors, norms.reshape(-1) if len(vectors) else [], strict=True)}
         out = []
         for item in items:
             responses = [r for _, r in item.turns]
@@ -156,7 +156,7 @@ class GeneratorJudge:
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Judgement]:
         replies = self.generator.generate([judge_prompt(i) for i in items], description="judging")
-        return [parse_judgement(r, len(i.behaviours)) for r, i in zip(replies, items)]
+        return [parse_judgement(r, len(i.behaviours)) for r, i in zip(replies, items, strict=True)]
 
 
 class OpenAIChatBackend:

@@ -353,7 +353,9 @@ def baseline_conditioning(method: MethodSpec, pair: Any, side: str, policy: Publ
 
 def dp_conditioning(pair: Any, trace: KernelTrace) -> tuple[TurnConditioning, ...]:
     """DP-MemView: the released view texts only (the store never reaches the prompt)."""
-    return tuple(TurnConditioning(q.text, "views", turn.view_texts) for q, turn in zip(pair.queries, trace.turns))
+    # a trace covers only the first T of the pair's queries
+    return tuple(TurnConditioning(q.text, "views", turn.view_texts)
+                 for q, turn in zip(pair.queries, trace.turns, strict=False))
 
 
 @dataclass(frozen=True)

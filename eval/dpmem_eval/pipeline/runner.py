@@ -139,10 +139,10 @@ def generate_transcripts(transcripts: Sequence[Transcript], generator, config: R
         batch = [t for t in active if turn < len(t.conditioning)]
         prompts = []
         for t in batch:
-            prefix = tuple((c.query, r) for c, r in zip(t.conditioning[:turn], t.responses[:turn]))
+            prefix = tuple((c.query, r) for c, r in zip(t.conditioning[:turn], t.responses[:turn], strict=True))
             prompts.append(build_messages(t.conditioning[turn], window(prefix, config.history_turns)))
         replies = generator.generate(prompts, description=f"turn {turn + 1}/{config.horizon}")
-        for t, reply in zip(batch, replies):
+        for t, reply in zip(batch, replies, strict=True):
             fix = postprocess.get(t.method)
             t.responses.append(fix(reply) if fix else reply)
 
@@ -235,10 +235,10 @@ def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], jud
                 continue
             listed = record.target_required if row["side"] == "M" else record.unsupported_target_specific
             behaviours.extend((index, text) for text in listed)
-        items.append(JudgeItem(tuple(zip(row["queries"], row["responses"])), tuple(behaviours)))
+        items.append(JudgeItem(tuple(zip(row["queries"], row["responses"], strict=True)), tuple(behaviours)))
     judgements = judge.judge(items) if items else []
     acc: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = {}
-    for row, verdict in zip(chosen, judgements):
+    for row, verdict in zip(chosen, judgements, strict=True):
         track = "transfer" if row["split"] == "transfer" else "pairedmem"
         per_pair = acc.setdefault((row["method"], track), {}).setdefault(row["pair_id"], {"U": [], "tRec": [], "Unsup": []})
         per_pair["U"].append(verdict.utility)
@@ -273,12 +273,12 @@ def pairwise_audit(rows: Sequence[dict[str, Any]], generator, seed: int = 0) -> 
         m_first = random.Random(f"{seed}:{method}:{pair_id}:{s}").random() < 0.5
         a, b = (sides["M"], sides["M'"]) if m_first else (sides["M'"], sides["M"])
         label = ATTRIBUTE_LABELS.get(sides["M"]["attribute"], sides["M"]["attribute"])
-        jobs.append(pairwise_prompt(label, list(zip(a["queries"], a["responses"])), list(zip(b["queries"], b["responses"]))))
+        jobs.append(pairwise_prompt(label, list(zip(a["queries"], a["responses"], strict=True)), list(zip(b["queries"], b["responses"], strict=True))))
         truth.append("A" if m_first else "B")
         methods.append(method)
     replies = generator.generate(jobs, description="pairwise auditor") if jobs else []
     out: dict[str, dict[str, float]] = {}
-    for method, answer, reply in zip(methods, truth, replies):
+    for method, answer, reply in zip(methods, truth, replies, strict=True):
         entry = out.setdefault(method, {"correct": 0.0, "n": 0.0, "unparsed": 0.0})
         choice = parse_choice(reply)
         entry["n"] += 1
