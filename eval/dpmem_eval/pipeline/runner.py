@@ -12,6 +12,7 @@ alone (`dpmem-eval audit|judge|report --out DIR`):
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import time
@@ -157,14 +158,10 @@ def write_transcripts(path: Path, model: str, transcripts: Sequence[Transcript])
 def read_transcripts(path: Path) -> list[dict[str, Any]]:
     """Rows of a `.jsonl` file, or of its gzip-compressed sibling `<name>.jsonl.gz` when the
     plain file is absent (committed result directories keep the large files compressed)."""
-    import gzip
-
     path = Path(path)
     packed = path.with_name(path.name + ".gz")
-    if not path.exists() and packed.exists():
-        with gzip.open(packed, "rt", encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle if line.strip()]
-    with open(path, encoding="utf-8") as handle:
+    use_packed = not path.exists() and packed.exists()
+    with (gzip.open(packed, "rt", encoding="utf-8") if use_packed else open(path, encoding="utf-8")) as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
