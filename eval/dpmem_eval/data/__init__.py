@@ -90,13 +90,10 @@ def write_dataset(dataset: Dataset, out: str | Path) -> list[Path]:
 
 def load_dataset(directory: str | Path) -> Dataset:
     """Read what `write_dataset` wrote."""
-    import json
-
-    from dpmem_eval.data.export import read_pairs
+    from dpmem_eval.data.export import read_datacard_seed, read_pairs
 
     directory = Path(directory)
     pairs = read_pairs(directory)
-    card_path = directory / "datacard.json"
-    seed = json.loads(card_path.read_text())["seed"] if card_path.is_file() else None
+    seed = read_datacard_seed(directory)
     return Dataset(seed, tuple(p for p in pairs if p.track == "pairedmem"),
                    tuple(p for p in pairs if p.track == "transfer"))
