@@ -160,9 +160,20 @@ def _check_pairs(pairs: list[Any], config) -> None:
 
 
 def _transcripts(out: Path, config, name: str) -> list[dict[str, Any]]:
+    """A transcript file's checked rows; an empty file is refused when the run's methods
+    should have written rows to it (an empty file would otherwise give empty tables)."""
+    from dpmem_eval.pipeline import methods as M
     from dpmem_eval.pipeline.readers import read_transcripts
+    from dpmem_eval.readers import InputFileError, display
 
-    return read_transcripts(out / name, horizon=config.horizon, numeric_controls=name == "score-channel.jsonl")
+    rows = read_transcripts(out / name, horizon=config.horizon, numeric_controls=name == "score-channel.jsonl")
+    methods = [m for m in M.all_methods(config.caps, config.ks) if config.methods is None or m.key in config.methods]
+    expected = {"traces.jsonl": any(m.kind == "dp" for m in methods),
+                "score-channel.jsonl": any(m.key == M.SCORE_CHANNEL.key for m in methods)}.get(
+                    name, any(m.generates for m in methods))
+    if expected and not rows:
+        raise InputFileError(display(out / name), "no transcripts (the run's methods write some here); rerun `dpmem-eval run`")
+    return rows
 
 
 def _model_transcripts(out: Path, config) -> dict[str, list[dict[str, Any]]]:
