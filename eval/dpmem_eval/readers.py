@@ -22,6 +22,7 @@ import math
 import os
 import re
 import stat
+import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -305,3 +306,27 @@ def describe_range(lo: int | None, hi: int | None) -> str:
     if lo is not None and hi is not None:
         return f"{lo}..{hi}"
     return f">= {lo}" if lo is not None else f"<= {hi}"
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write `text` to `path` through a temporary sibling and a rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would make shared result files private
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

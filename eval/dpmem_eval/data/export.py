@@ -22,7 +22,7 @@ from dpmem_eval.data.records import (
     QueryRecord,
 )
 from dpmem_eval.data.scaffold import ATTRIBUTE_LABELS, ATTRIBUTES, GENERIC_VIEW, LAYOUT, SLOTS, UNION_GROUPS, VIEWS
-from dpmem_eval.readers import Record, display, iter_jsonl, read_json
+from dpmem_eval.readers import Record, display, iter_jsonl, read_json, write_atomic
 
 FILES = ("stores.jsonl", "pairs.jsonl", "trajectories.jsonl", "gold.jsonl", "splits.jsonl")
 PAIR_ID = re.compile(r"[a-z]{2}-[a-z_]{1,20}-[0-9]{1,6}")
@@ -61,7 +61,7 @@ def write_jsonl(pairs: list[PairRecord], out: Path) -> None:
         for name, row in pair_rows(pair).items():
             lines[name].append(_line(row))
     for name, rows in lines.items():
-        (out / name).write_text("".join(rows), encoding="utf-8")
+        write_atomic(out / name, "".join(rows))
 
 
 def _rows(directory: Path, name: str) -> dict[str, Record]:

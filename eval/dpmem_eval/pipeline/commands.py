@@ -204,8 +204,8 @@ def make_judge(spec: str, encoder, config, cache) -> Any:
 def stage_audit(out: Path, config, timings: dict[str, float], inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     from dpmem_eval.data.scaffold import ATTRIBUTES
     from dpmem_eval.pipeline.auditor import Encoder
-    from dpmem_eval.pipeline.readers import write_atomic
     from dpmem_eval.pipeline.runner import audit_model
+    from dpmem_eval.readers import write_atomic
 
     inputs = inputs or {"transcripts": _model_transcripts(out, config), "score": _transcripts(out, config, "score-channel.jsonl")}
     start = time.perf_counter()
@@ -224,8 +224,8 @@ def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[st
                 inputs: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
     from dpmem_eval.pipeline.auditor import Encoder
     from dpmem_eval.pipeline.cache import ResponseCache
-    from dpmem_eval.pipeline.readers import write_atomic
     from dpmem_eval.pipeline.runner import judge_model
+    from dpmem_eval.readers import write_atomic
 
     transcripts = (inputs or {}).get("transcripts") or _model_transcripts(out, config)
     _check_pair_ids(transcripts, pairs_by_id)
@@ -299,7 +299,8 @@ def _run(args: argparse.Namespace) -> int:
     names = ("methods", "models", "backend", "encoder", "judge", "horizon", "seeds", "caps", "ks", "max_new_tokens", "batch_size",
              "history_turns", "train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "data_dir",
              "corpora_dir", "pairwise", "cache_dir", "seed", "progress")
-    from dpmem_eval.pipeline.readers import check_config, write_atomic
+    from dpmem_eval.pipeline.readers import check_config
+    from dpmem_eval.readers import write_atomic
 
     config = check_config(resolve(args.preset, args.config, _overrides(args, names)))
     out = Path(args.out or f"results/{config.preset}")
@@ -423,7 +424,8 @@ def _stage_inputs(out: Path, config, stage: str) -> dict[str, Any]:
 def _stage_handler(stage: str):
     def handler(args: argparse.Namespace) -> int:
         try:
-            from dpmem_eval.pipeline.readers import check_config, read_run, write_atomic
+            from dpmem_eval.pipeline.readers import check_config, read_run
+            from dpmem_eval.readers import write_atomic
 
             if not args.out:
                 raise UserError("--out DIR is required (the results directory of an earlier run)")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -206,16 +205,3 @@ def read_transcripts(path: Path, *, horizon: int | None = None, numeric_controls
                     raise InputFileError(where, f"controls[{i}]: expected one finite number (an exposed score)")
         rows.append(row)
     return rows
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary sibling and a rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
