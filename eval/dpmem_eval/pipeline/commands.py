@@ -201,6 +201,19 @@ def make_judge(spec: str, encoder, config, cache) -> Any:
 # --- stages --------------------------------------------------------------------------------
 
 
+def _encoder(encoder_class, config):
+    """The auditor encoder, loaded now: a path that is not a sentence-transformers model is a
+    bad --encoder (one line), found before anything is written."""
+    encoder = encoder_class(config.encoder, cache_dir=config.cache_dir)
+    try:
+        encoder.encode(["probe"])
+    except (ValueError, OSError) as exc:
+        if isinstance(exc, _input_errors()):
+            raise
+        raise UserError(f"--encoder {config.encoder}: not a usable sentence-transformers model ({type(exc).__name__})") from None
+    return encoder
+
+
 def stage_audit(out: Path, config, timings: dict[str, float], inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     from dpmem_eval.data.scaffold import ATTRIBUTES
     from dpmem_eval.pipeline.auditor import Encoder
@@ -209,7 +222,7 @@ def stage_audit(out: Path, config, timings: dict[str, float], inputs: dict[str, 
 
     inputs = inputs or {"transcripts": _model_transcripts(out, config), "score": _transcripts(out, config, "score-channel.jsonl")}
     start = time.perf_counter()
-    encoder = Encoder(config.encoder, cache_dir=config.cache_dir)
+    encoder = _encoder(Encoder, config)
     results = {}
     for model in config.models:
         rows = inputs["transcripts"][model] + inputs["score"]
@@ -230,7 +243,7 @@ def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[st
     transcripts = (inputs or {}).get("transcripts") or _model_transcripts(out, config)
     _check_pair_ids(transcripts, pairs_by_id)
     start = time.perf_counter()
-    encoder = Encoder(config.encoder, cache_dir=config.cache_dir)
+    encoder = _encoder(Encoder, config)
     cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
     judge = make_judge(config.judge, encoder, config, cache)
     results = {}
