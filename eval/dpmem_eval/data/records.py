@@ -31,11 +31,8 @@ class MemoryItem:
         return {"tags": list(self.tags), "text": self.text, "source": self.source}
 
     @staticmethod
-    def from_json(d: dict | Record) -> MemoryItem:
-        """From a dict (trusted, just written) or a `Record` of a file (checked field by field;
-        errors name the field, never the memory text)."""
-        if not isinstance(d, Record):
-            return MemoryItem(tuple(d["tags"]), d["text"], d["source"])
+    def from_json(d: Record) -> MemoryItem:
+        """From one checked JSON object of a data file: errors name the field, never the text."""
         item = MemoryItem(d.strs("tags"), d.text("text"), d.text("source"))
         d.done()
         return item
@@ -63,10 +60,7 @@ class QueryRecord:
                 "read_positions": list(self.read_positions), "text": self.text}
 
     @staticmethod
-    def from_json(d: dict | Record) -> QueryRecord:
-        if not isinstance(d, Record):
-            return QueryRecord(d["query_id"], d["block"], d["kind"], d["family"], d["slot"],
-                               tuple(d["read_positions"]), d["text"])
+    def from_json(d: Record) -> QueryRecord:
         query = QueryRecord(d.text("query_id"), d.integer("block", 1, 2), d.text("kind"), d.text("family"),
                             d.text("slot"), d.ints("read_positions", 1, N_POSITIONS), d.text("text"))
         if query.kind not in QUERY_KINDS:
@@ -90,9 +84,7 @@ class GoldRecord:
                 "unsupported_target_specific": list(self.unsupported_target_specific)}
 
     @staticmethod
-    def from_json(d: dict | Record) -> GoldRecord:
-        if not isinstance(d, Record):
-            return GoldRecord(d["query_id"], tuple(d["target_required"]), tuple(d["unsupported_target_specific"]))
+    def from_json(d: Record) -> GoldRecord:
         gold = GoldRecord(d.text("query_id"), d.strs("target_required"), d.strs("unsupported_target_specific"))
         d.done()
         return gold
