@@ -9,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from dpmem_eval.data.export import audit_stores, evaluation_interface_toml
+from dpmem_eval.data.interface import audit_stores, evaluation_interface_toml
 from dpmem_eval.data.scaffold import ATTRIBUTES, LAYOUT, SLOTS, UNION_GROUPS
 
 ROOT = Path(__file__).resolve().parents[2]

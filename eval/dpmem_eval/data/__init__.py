@@ -70,7 +70,8 @@ def write_dataset(dataset: Dataset, out: str | Path) -> list[Path]:
     """Write the JSONL files, datacard.{json,md} and interface.toml; return their paths."""
     import json
 
-    from dpmem_eval.data.export import datacard, datacard_markdown, interface_toml, write_jsonl
+    from dpmem_eval.data.export import datacard, datacard_markdown, write_jsonl
+    from dpmem_eval.data.interface import interface_toml
     from dpmem_eval.readers import write_atomic
 
     out = Path(out)

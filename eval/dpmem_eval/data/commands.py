@@ -31,7 +31,7 @@ def add_data_parser(subparsers) -> None:
 
 
 def run_export_interface(args: argparse.Namespace) -> int:
-    from dpmem_eval.data.export import evaluation_interface_toml
+    from dpmem_eval.data.interface import evaluation_interface_toml
     from dpmem_eval.readers import display, write_atomic
 
     text = evaluation_interface_toml()

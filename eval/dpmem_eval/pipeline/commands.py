@@ -150,38 +150,6 @@ def _overrides(args: argparse.Namespace, names: tuple[str, ...]) -> dict[str, An
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
-def _check_pairs(pairs: list[Any], config) -> None:
-    """The auditor needs train, validation and test pairs: an empty selection is refused, not
-    turned into empty tables."""
-    where = f"--data-dir {config.data_dir}" if config.data_dir else "the built dataset"
-    for split in ("train", "validation", "test"):
-        if not any(p.track != "transfer" and p.split == split for p in pairs):
-            raise UserError(f"{where}: no selected {split} pairs in pairs.jsonl (the auditor needs train, validation and test)")
-
-
-def _transcripts(out: Path, config, name: str) -> list[dict[str, Any]]:
-    """A transcript file's checked rows; an empty file is refused when the run's methods
-    should have written rows to it (an empty file would otherwise give empty tables)."""
-    from dpmem_eval.pipeline import methods as M
-    from dpmem_eval.pipeline.readers import read_transcripts
-    from dpmem_eval.readers import InputFileError, display
-
-    rows = read_transcripts(out / name, horizon=config.horizon, numeric_controls=name == "score-channel.jsonl")
-    methods = [m for m in M.all_methods(config.caps, config.ks) if config.methods is None or m.key in config.methods]
-    expected = {"traces.jsonl": any(m.kind == "dp" for m in methods),
-                "score-channel.jsonl": any(m.key == M.SCORE_CHANNEL.key for m in methods)}.get(
-                    name, any(m.generates for m in methods))
-    if expected and not rows:
-        raise InputFileError(display(out / name), "no transcripts (the run's methods write some here); rerun `dpmem-eval run`")
-    return rows
-
-
-def _model_transcripts(out: Path, config) -> dict[str, list[dict[str, Any]]]:
-    from dpmem_eval.pipeline.runner import model_slug
-
-    return {model: _transcripts(out, config, f"transcripts-{model_slug(model)}.jsonl") for model in config.models}
-
-
 def make_judge(spec: str, encoder, config, cache) -> Any:
     from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, make_backend
     from dpmem_eval.pipeline.judge import GeneratorJudge, OpenAIChatBackend, ProxyJudge
@@ -217,10 +185,11 @@ def _encoder(encoder_class, config):
 def stage_audit(out: Path, config, timings: dict[str, float], inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     from dpmem_eval.data.scaffold import ATTRIBUTES
     from dpmem_eval.pipeline.auditor import Encoder
+    from dpmem_eval.pipeline.readers import read_model_transcripts, read_run_transcripts
     from dpmem_eval.pipeline.runner import audit_model
     from dpmem_eval.readers import write_atomic
 
-    inputs = inputs or {"transcripts": _model_transcripts(out, config), "score": _transcripts(out, config, "score-channel.jsonl")}
+    inputs = inputs or {"transcripts": read_model_transcripts(out, config), "score": read_run_transcripts(out, config, "score-channel.jsonl")}
     start = time.perf_counter()
     encoder = _encoder(Encoder, config)
     results = {}
@@ -237,11 +206,12 @@ def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[st
                 inputs: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
     from dpmem_eval.pipeline.auditor import Encoder
     from dpmem_eval.pipeline.cache import ResponseCache
+    from dpmem_eval.pipeline.readers import check_pair_ids, read_model_transcripts
     from dpmem_eval.pipeline.runner import judge_model
     from dpmem_eval.readers import write_atomic
 
-    transcripts = (inputs or {}).get("transcripts") or _model_transcripts(out, config)
-    _check_pair_ids(transcripts, pairs_by_id)
+    transcripts = (inputs or {}).get("transcripts") or read_model_transcripts(out, config)
+    check_pair_ids(transcripts, pairs_by_id)
     start = time.perf_counter()
     encoder = _encoder(Encoder, config)
     cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
@@ -256,23 +226,17 @@ def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[st
     return results, label
 
 
-def _check_pair_ids(transcripts: dict[str, list[dict[str, Any]]], pairs_by_id: dict[str, Any]) -> None:
-    for model, rows in transcripts.items():
-        if any(row["pair_id"] not in pairs_by_id for row in rows):
-            raise UserError(f"transcripts of {model}: a pair_id is not in the dataset (rerun with the run's --data-dir)")
-
-
 def stage_report(out: Path, config, timings: dict[str, float], inputs: dict[str, Any] | None = None) -> list[str]:
     from dpmem_eval.pipeline import methods as M
     from dpmem_eval.pipeline import tables
-    from dpmem_eval.pipeline.readers import read_audit, read_judge
+    from dpmem_eval.pipeline.readers import read_audit, read_judge, read_run_transcripts
 
     inputs = inputs or {}
     start = time.perf_counter()
     audit = (inputs.get("audit") or read_audit(out))["results"]
     judge_data = inputs.get("judge") or read_judge(out)
     judge, label = judge_data["results"], judge_data["judge"]
-    traces = inputs.get("traces") or _transcripts(out, config, "traces.jsonl")
+    traces = inputs.get("traces") or read_run_transcripts(out, config, "traces.jsonl")
     cfg = config.as_dict()
     grid = M.budget_grid(config.caps, config.ks)
     tables.table2(out, cfg, audit, judge, label)
@@ -312,7 +276,7 @@ def _run(args: argparse.Namespace) -> int:
     names = ("methods", "models", "backend", "encoder", "judge", "horizon", "seeds", "caps", "ks", "max_new_tokens", "batch_size",
              "history_turns", "train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "data_dir",
              "corpora_dir", "pairwise", "cache_dir", "seed", "progress")
-    from dpmem_eval.pipeline.readers import check_config
+    from dpmem_eval.pipeline.readers import check_config, check_selection
     from dpmem_eval.readers import write_atomic
 
     config = check_config(resolve(args.preset, args.config, _overrides(args, names)))
@@ -336,7 +300,7 @@ def _run(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     pairs = load_pairs(config)
-    _check_pairs(pairs, config)
+    check_selection(pairs, config)
     timings["data_s"] = round(time.perf_counter() - start, 2)
     # Every input is checked before the first write: a refused cache leaves --out as it was.
     cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
@@ -418,26 +382,10 @@ def _run_json(config, pairs, generation_stats, timings, judge_label, git) -> dic
     }
 
 
-def _stage_inputs(out: Path, config, stage: str) -> dict[str, Any]:
-    """Everything the stage and the report read, checked before anything is written."""
-    from dpmem_eval.pipeline.readers import read_audit, read_judge
-
-    inputs: dict[str, Any] = {"traces": _transcripts(out, config, "traces.jsonl")}
-    if stage in ("audit", "judge"):
-        inputs["transcripts"] = _model_transcripts(out, config)
-    if stage == "audit":
-        inputs["score"] = _transcripts(out, config, "score-channel.jsonl")
-    else:
-        inputs["audit"] = read_audit(out)
-    if stage != "judge":
-        inputs["judge"] = read_judge(out)
-    return inputs
-
-
 def _stage_handler(stage: str):
     def handler(args: argparse.Namespace) -> int:
         try:
-            from dpmem_eval.pipeline.readers import check_config, read_run
+            from dpmem_eval.pipeline.readers import check_config, read_run, read_stage_inputs
             from dpmem_eval.readers import write_atomic
 
             if not args.out:
@@ -459,7 +407,7 @@ def _stage_handler(stage: str):
             if args.seed is not None:
                 updates["seed"] = args.seed
             config = check_config(replace(config, **updates).validate())
-            inputs = _stage_inputs(out, config, stage)
+            inputs = read_stage_inputs(out, config, stage)
             pairs_by_id = _pairs_by_id(config) if stage == "judge" else {}
             timings = dict(run.get("timings", {}))
             if stage == "audit":

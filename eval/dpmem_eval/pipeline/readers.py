@@ -205,3 +205,56 @@ def read_transcripts(path: Path, *, horizon: int | None = None, numeric_controls
                     raise InputFileError(where, f"controls[{i}]: expected one finite number (an exposed score)")
         rows.append(row)
     return rows
+
+
+# --- a results directory's inputs, checked before a stage writes anything ------------------
+
+
+def check_selection(pairs: list[Any], config) -> None:
+    """The auditor needs train, validation and test pairs: an empty selection is refused, not
+    turned into empty tables."""
+    where = f"--data-dir {config.data_dir}" if config.data_dir else "the built dataset"
+    for split in ("train", "validation", "test"):
+        if not any(p.track != "transfer" and p.split == split for p in pairs):
+            raise InputFileError(where, f"no selected {split} pairs in pairs.jsonl (the auditor needs train, validation and test)")
+
+
+def read_run_transcripts(out: Path, config, name: str) -> list[dict[str, Any]]:
+    """A transcript file's checked rows; an empty file is refused when the run's methods
+    should have written rows to it (an empty file would otherwise give empty tables)."""
+    from dpmem_eval.pipeline import methods as M
+
+    rows = read_transcripts(out / name, horizon=config.horizon, numeric_controls=name == "score-channel.jsonl")
+    methods = [m for m in M.all_methods(config.caps, config.ks) if config.methods is None or m.key in config.methods]
+    expected = {"traces.jsonl": any(m.kind == "dp" for m in methods),
+                "score-channel.jsonl": any(m.key == M.SCORE_CHANNEL.key for m in methods)}.get(
+                    name, any(m.generates for m in methods))
+    if expected and not rows:
+        raise InputFileError(display(out / name), "no transcripts (the run's methods write some here); rerun `dpmem-eval run`")
+    return rows
+
+
+def read_model_transcripts(out: Path, config) -> dict[str, list[dict[str, Any]]]:
+    from dpmem_eval.pipeline.runner import model_slug
+
+    return {model: read_run_transcripts(out, config, f"transcripts-{model_slug(model)}.jsonl") for model in config.models}
+
+
+def check_pair_ids(transcripts: dict[str, list[dict[str, Any]]], pairs_by_id: dict[str, Any]) -> None:
+    for model, rows in transcripts.items():
+        if any(row["pair_id"] not in pairs_by_id for row in rows):
+            raise InputFileError(f"transcripts of {model}", "a pair_id is not in the dataset (rerun with the run's --data-dir)")
+
+
+def read_stage_inputs(out: Path, config, stage: str) -> dict[str, Any]:
+    """Everything the stage and the report read, checked before anything is written."""
+    inputs: dict[str, Any] = {"traces": read_run_transcripts(out, config, "traces.jsonl")}
+    if stage in ("audit", "judge"):
+        inputs["transcripts"] = read_model_transcripts(out, config)
+    if stage == "audit":
+        inputs["score"] = read_run_transcripts(out, config, "score-channel.jsonl")
+    else:
+        inputs["audit"] = read_audit(out)
+    if stage != "judge":
+        inputs["judge"] = read_judge(out)
+    return inputs
