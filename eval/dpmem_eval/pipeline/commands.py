@@ -233,8 +233,8 @@ def stage_report(out: Path, config, timings: dict[str, float], inputs: dict[str,
 
     inputs = inputs or {}
     start = time.perf_counter()
-    audit = (inputs.get("audit") or read_audit(out))["results"]
-    judge_data = inputs.get("judge") or read_judge(out)
+    audit = (inputs.get("audit") or read_audit(out, config.models))["results"]
+    judge_data = inputs.get("judge") or read_judge(out, config.models)
     judge, label = judge_data["results"], judge_data["judge"]
     traces = inputs.get("traces") or read_run_transcripts(out, config, "traces.jsonl")
     cfg = config.as_dict()

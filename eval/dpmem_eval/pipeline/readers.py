@@ -112,13 +112,13 @@ def _metric_tree(node: Record, depth: int, leaf: Any) -> None:
 
 
 def _audit_method(entry: Record) -> None:
-    by_prefix = entry.obj("by_prefix", optional=True)
+    by_prefix = entry.obj("by_prefix")
     for key in list(by_prefix.data) if by_prefix else []:
         for row in by_prefix.records(key):
             row.integer("prefix", 1, 10**6)
             row.number("auc", allow_nan=True)
             row.number("tpr5", allow_nan=True)
-    ci = entry.obj("ci", optional=True)
+    ci = entry.obj("ci")
     for key in list(ci.data) if ci else []:
         track = ci.obj(key)
         assert track is not None
@@ -128,16 +128,23 @@ def _audit_method(entry: Record) -> None:
                 continue
             if len(bounds) != 2 or any(isinstance(b, bool) or not isinstance(b, (int, float)) or math.isinf(b) for b in bounds):
                 raise track.fail(metric, "expected [low, high] numbers")
-    entry.flag("identical_sides", optional=True)
+    entry.flag("identical_sides")
 
 
-def read_audit(out: Path) -> dict[str, Any]:
+def _models_present(results: Record, models: tuple[str, ...] | None) -> None:
+    for model in models or ():
+        if model not in results.data:
+            raise results.fail(model, "missing (a model of the run); rerun the stage that writes this file")
+
+
+def read_audit(out: Path, models: tuple[str, ...] | None = None) -> dict[str, Any]:
     """audit.json: {"encoder": str, "results": {model: {method: {by_prefix, ci, ...}}}}."""
     path = out / "audit.json"
     data = Record(read_json(path, nonfinite=True), display(path))
     data.text("encoder")
     results = data.obj("results")
     assert results is not None
+    _models_present(results, models)
     _metric_tree(results, 2, _audit_method)
     return data.data
 
@@ -147,16 +154,17 @@ def _judge_track(entry: Record) -> None:
         track = entry.obj(key)
         assert track is not None
         for metric in ("U", "tRec", "Unsup"):
-            track.number(metric, optional=True, allow_nan=True)
+            track.number(metric, allow_nan=True)
 
 
-def read_judge(out: Path) -> dict[str, Any]:
+def read_judge(out: Path, models: tuple[str, ...] | None = None) -> dict[str, Any]:
     """judge.json: {"judge": str, "results": {model: {method: {track: {U, tRec, Unsup}}}}}."""
     path = out / "judge.json"
     data = Record(read_json(path, nonfinite=True), display(path))
     data.text("judge")
     results = data.obj("results")
     assert results is not None
+    _models_present(results, models)
     _metric_tree(results, 2, _judge_track)
     return data.data
 
@@ -254,7 +262,7 @@ def read_stage_inputs(out: Path, config, stage: str) -> dict[str, Any]:
     if stage == "audit":
         inputs["score"] = read_run_transcripts(out, config, "score-channel.jsonl")
     else:
-        inputs["audit"] = read_audit(out)
+        inputs["audit"] = read_audit(out, config.models)
     if stage != "judge":
-        inputs["judge"] = read_judge(out)
+        inputs["judge"] = read_judge(out, config.models)
     return inputs
