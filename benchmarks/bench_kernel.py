@@ -11,25 +11,20 @@ import argparse
 import platform
 import time
 from fractions import Fraction
+from pathlib import Path
 
+import attrs
 import numpy as np
 
 from dpmem_ref import (
-    Attribute,
     Interface,
     InterfaceState,
-    Layout,
-    LinearTagScorer,
-    MemoryItem,
-    OnlineBudget,
-    Policy,
     Query,
     SeededRandomSource,
     SlotRead,
     Store,
-    View,
-    Vocabulary,
     exponential_mechanism,
+    load_interface_file,
     run_turn,
 )
 
@@ -87,43 +82,25 @@ def bench_samplers(draws: int) -> None:
         )
 
 
+EVALUATION = Path(__file__).resolve().parent.parent / "examples" / "evaluation.toml"
+
+
 def evaluation_shaped_interface() -> tuple[Interface, Store]:
-    slots = ["health", "food", "finance", "work", "schedule", "household"]
-    positions = [slot for slot in slots for _ in range(4)] + ["health", "food", "finance", "work"]
-    layout = Layout(position_slots=tuple(positions))
-    attributes = (
-        Attribute("diabetes", frozenset({1, 2, 5, 25}), Fraction(2)),
-        Attribute("pregnancy", frozenset({3, 4, 6, 21}), Fraction(2)),
-        Attribute("debt", frozenset({9, 10, 11, 27, 6}), Fraction(2)),
-        Attribute("job_loss", frozenset({13, 14, 15, 28, 17}), Fraction(2)),
-    )
-    policy = Policy(layout=layout, attributes=attributes)
-    vocabularies = tuple(
-        Vocabulary(
-            slot=slot,
-            views=(View(f"{slot}-generic"),)
-            + tuple(View(f"{slot}-mode{k}", compatible=frozenset({f"{slot}-tag{k}"}), specific=frozenset({f"{slot}-tag{k}", f"{slot}-extra"})) for k in range(4)),
-            generic=f"{slot}-generic",
-        )
-        for slot in slots
-    )
+    """The evaluation configuration (examples/evaluation.toml, the data package's export) plus
+    one query reading every slot in full and one query per slot, so that every active slot's
+    read touches a group and runs a charged EM selection; store M_debt_and_job_loss."""
+    loaded = load_interface_file(EVALUATION)
+    interface = loaded.interface
+    layout = interface.policy.layout
     reads = tuple(
-        SlotRead(slot=slot, positions=layout.positions_of(slot), relevance={f"{slot}-mode1": Fraction(1, 2)})
-        for slot in slots
+        SlotRead(slot=v.slot, positions=layout.positions_of(v.slot), relevance={v.views[1].name: Fraction(1, 2)})
+        for v in interface.vocabularies
     )
     queries = (Query(name="all-slots", text="Plan my week.", reads=reads),) + tuple(
         Query(name=f"only-{read.slot}", text=f"A {read.slot} question.", reads=(read,)) for read in reads
     )
-    interface = Interface(
-        policy=policy,
-        vocabularies=vocabularies,
-        queries=queries,
-        scorer=LinearTagScorer(),
-        budget=OnlineBudget(K=3),
-        name="bench-6-slots",
-    )
-    items = {i: MemoryItem(tags=frozenset({f"{positions[i - 1]}-tag{i % 4}", f"{positions[i - 1]}-extra"})) for i in range(1, 29)}
-    return interface, Store.from_mapping(layout, items, name="M")
+    bench = attrs.evolve(interface, queries=interface.queries + queries, name="bench-evaluation")
+    return bench, loaded.store("M_debt_and_job_loss")
 
 
 def bench_turn(turns: int) -> None:

@@ -1,9 +1,11 @@
 """Table 4 (RQ2): the safeguard ablations at B_a = 2, K = 3, T = 16, reconstructed.
 
-An evaluation-shaped configuration (paper, Appendix C.2): 28 positions in 6 slots, four
-protected attributes with groups of 4-5 positions, the target group I_debt overlapping
-I_job_loss at one position, the paper's scorer u = 0.4 r + 0.4 c + 0.2 s with Delta = 0.6,
-online budgets eps = min B_a / K = 2/3, one slot per turn, and one 16-query block of
+The evaluation configuration's policy, loaded from `examples/evaluation.toml` (the one
+evaluation configuration: the eval's `dpmem-eval data export-interface` writes it, the kernel
+reads it): 28 positions in 6 slots, four protected attributes with groups of 5-6 positions,
+the target group I_debt overlapping I_job_loss at position 14, the paper's scorer
+u = 0.4 r + 0.4 c + 0.2 s with Delta = 0.6, online budgets eps = min B_a / K = 2/3 - and
+Table 4's own finance vocabulary, stores and schedule: one slot per turn, one 16-query block of
 8 target-relevant queries (4 reading I_debt only, 4 reading the overlap), 4 same-domain
 neutral and 4 distractor queries. M and M' differ only inside I_debt: M' replaces the debt
 evidence by saving habits and keeps the job-loss evidence at the overlap position.
@@ -25,13 +27,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from fractions import Fraction
+from functools import cache
+from pathlib import Path
 
 import attrs
 import mpmath
 
 from counterexamples.base import Construction
 from counterexamples.engine import EngineResult, exact_worst_case
-from dpmem_ref.budget import OnlineBudget
+from dpmem_ref import InterfaceFile, load_interface_file
 from dpmem_ref.interface import (
     ArgmaxSelector,
     Interface,
@@ -41,24 +45,24 @@ from dpmem_ref.interface import (
     SlotRead,
     TurnRecord,
 )
-from dpmem_ref.policy import Attribute, Layout, MemoryItem, Policy, Store
+from dpmem_ref.policy import Layout, MemoryItem, Policy, Store
 from dpmem_ref.randomness import SeededRandomSource
-from dpmem_ref.scoring import LinearTagScorer
 from dpmem_ref.turn import InterfaceState, run_turn
 from dpmem_ref.views import View, Vocabulary
 
+EVALUATION = Path(__file__).resolve().parents[1] / "examples" / "evaluation.toml"
+
+
+@cache
+def evaluation() -> InterfaceFile:
+    """The one evaluation configuration (policy, budget, scorer), as the kernel loads it."""
+    return load_interface_file(EVALUATION)
+
+
 TARGET = "debt"
-CAP = Fraction(2)
-K = 3
+CAP = evaluation().interface.policy.attribute(TARGET).cap
 HORIZON = 16
 
-SLOTS = ("health",) * 5 + ("food",) * 5 + ("finance",) * 5 + ("work",) * 5 + ("family",) * 4 + ("schedule",) * 4
-GROUPS = {
-    "diabetes": frozenset({1, 2, 3, 6, 7}),
-    "pregnancy": frozenset({4, 5, 21, 22}),
-    "debt": frozenset({11, 12, 13, 14}),
-    "job_loss": frozenset({14, 16, 17, 18}),
-}
 TARGET_ONLY = frozenset({11, 12})
 OVERLAP = frozenset({13, 14})
 
@@ -104,8 +108,8 @@ def vocabularies() -> tuple[Vocabulary, ...]:
         two("food", "balanced-meals", "low-glycemic", {"blood-sugar"}),
         finance,
         two("work", "work-generic", "job-search", {"job-loss"}),
-        two("family", "family-generic", "prenatal", {"prenatal"}),
-        two("schedule", "schedule-generic", "quick-prep", {"busy"}),
+        two("schedule", "family-generic", "prenatal", {"prenatal"}),
+        two("household", "schedule-generic", "quick-prep", {"busy"}),
     )
 
 
@@ -143,11 +147,11 @@ def queries(incomplete_charge: bool = False) -> tuple[Query, ...]:
         Query("distractor-2", "meal question", (_read("food", frozenset({6, 8}), {"low-glycemic": Fraction(1)}),))
     )
     block.append(
-        Query("distractor-3", "family question", (_read("family", frozenset({21, 23}), {"prenatal": Fraction(1)}),))
+        Query("distractor-3", "family question", (_read("schedule", frozenset({21, 23}), {"prenatal": Fraction(1)}),))
     )
     block.append(
         Query(
-            "distractor-4", "evening question", (_read("schedule", frozenset({25, 26}), {"quick-prep": Fraction(1)}),)
+            "distractor-4", "evening question", (_read("household", frozenset({26, 28}), {"quick-prep": Fraction(1)}),)
         )
     )
     return tuple(block)
@@ -163,8 +167,7 @@ SCHEDULE = (
 
 
 def policy() -> Policy:
-    layout = Layout(position_slots=SLOTS)
-    return Policy(layout=layout, attributes=tuple(Attribute(name, group, CAP) for name, group in GROUPS.items()))
+    return evaluation().interface.policy
 
 
 def stores(layout: Layout) -> tuple[Store, Store]:
@@ -177,7 +180,7 @@ def stores(layout: Layout) -> tuple[Store, Store]:
     shared = {
         1: item("blood-sugar"), 2: item("blood-sugar"), 6: item("blood-sugar"), 8: item("cooking"),
         15: item("bank-transfer"), 16: item("job-loss"), 17: item("job-loss"), 21: item("family"),
-        23: item("family"), 25: item("busy"), 26: item("busy"),
+        23: item("family"), 26: item("busy"), 28: item("busy"),
     }  # fmt: skip
     with_debt = {
         11: item("debt", "arrears"),
@@ -219,8 +222,8 @@ def variants() -> dict[str, Interface]:
         policy=policy(),
         vocabularies=vocabularies(),
         queries=queries(),
-        scorer=LinearTagScorer(),
-        budget=OnlineBudget(K=K),
+        scorer=evaluation().interface.scorer,
+        budget=evaluation().interface.budget,
         name="DP-MemView (on)",
     )
     return {

@@ -136,7 +136,7 @@ def test_naive_enumeration_agrees_to_40_digits() -> None:
     (the benchmark runs four; see benchmarks/bench_audit.py --naive)."""
     loaded = load_interface_file(EVALUATION)
     interface = loaded.interface
-    queries = [interface.query("checkup-prep"), interface.query("after-dinner-activity")]
+    queries = [interface.query("diabetes.checkup-prep"), interface.query("diabetes.dinner-ideas")]
     a, b = loaded.store("M_diabetes"), loaded.store("neutral")
     with mpmath.workdps(60):
         naive_ab, naive_ba = _naive(interface, a, b, 6, queries)

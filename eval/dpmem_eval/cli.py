@@ -9,10 +9,20 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line (an argument may hold a newline or undecodable bytes), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        from dpmem_eval.readers import one_line
+
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="dpmem-eval",
         description="DP-MemView evaluation: PairedMem data, runs, auditors, judge, tables.",
     )

@@ -70,19 +70,21 @@ def write_dataset(dataset: Dataset, out: str | Path) -> list[Path]:
     """Write the JSONL files, datacard.{json,md} and interface.toml; return their paths."""
     import json
 
-    from dpmem_eval.data.export import datacard, datacard_markdown, interface_toml, write_jsonl
+    from dpmem_eval.data.export import datacard, datacard_markdown, write_jsonl
+    from dpmem_eval.data.interface import interface_toml
+    from dpmem_eval.readers import write_atomic
 
     out = Path(out)
     pairs = list(dataset.pairedmem + dataset.transfer)
     write_jsonl(pairs, out)
     card = datacard(pairs, dataset.seed, dict(dataset.transfer_stats))
-    (out / "datacard.json").write_text(json.dumps(card, sort_keys=True, indent=2) + "\n", encoding="utf-8")
-    (out / "datacard.md").write_text(datacard_markdown(card), encoding="utf-8")
+    write_atomic(out / "datacard.json", json.dumps(card, sort_keys=True, indent=2) + "\n")
+    write_atomic(out / "datacard.md", datacard_markdown(card))
     examples = []
     for attribute in ("debt", "diabetes", "job_loss", "pregnancy"):
         chosen = [p for p in dataset.selected() if p.attribute == attribute]
         examples += [next(p for p in chosen if not p.overlapping), next(p for p in chosen if p.overlapping)]
-    (out / "interface.toml").write_text(interface_toml(examples), encoding="utf-8")
+    write_atomic(out / "interface.toml", interface_toml(examples))
     names = ["stores.jsonl", "pairs.jsonl", "trajectories.jsonl", "gold.jsonl", "splits.jsonl",
              "datacard.json", "datacard.md", "interface.toml"]
     return [out / n for n in names]
@@ -90,13 +92,10 @@ def write_dataset(dataset: Dataset, out: str | Path) -> list[Path]:
 
 def load_dataset(directory: str | Path) -> Dataset:
     """Read what `write_dataset` wrote."""
-    import json
-
-    from dpmem_eval.data.export import read_pairs
+    from dpmem_eval.data.export import read_datacard_seed, read_pairs
 
     directory = Path(directory)
     pairs = read_pairs(directory)
-    card_path = directory / "datacard.json"
-    seed = json.loads(card_path.read_text())["seed"] if card_path.is_file() else None
+    seed = read_datacard_seed(directory)
     return Dataset(seed, tuple(p for p in pairs if p.track == "pairedmem"),
                    tuple(p for p in pairs if p.track == "transfer"))

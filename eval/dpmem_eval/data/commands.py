@@ -24,6 +24,27 @@ def add_data_parser(subparsers) -> None:
     show.add_argument("--data", default="data/pairedmem", help="directory written by `data build`")
     show.add_argument("--plain", action="store_true", help="plain text markers even if rich is installed")
     show.set_defaults(handler=run_show)
+    export = sub.add_parser("export-interface", help="write the evaluation configuration (examples/evaluation.toml)",
+                            epilog="example: dpmem-eval data export-interface --out examples/evaluation.toml")
+    export.add_argument("--out", default="-", help="file to write (default: standard output)")
+    export.set_defaults(handler=run_export_interface)
+
+
+def run_export_interface(args: argparse.Namespace) -> int:
+    from dpmem_eval.data.interface import evaluation_interface_toml
+    from dpmem_eval.readers import display, write_atomic
+
+    text = evaluation_interface_toml()
+    if args.out == "-":
+        sys.stdout.write(text)
+        return 0
+    try:
+        write_atomic(Path(args.out), text)
+    except OSError as exc:
+        print(f"error: cannot write {display(args.out)}: {exc.strerror or type(exc).__name__}", file=sys.stderr)
+        return 2
+    print(f"wrote {display(args.out)}")
+    return 0
 
 
 def run_build(args: argparse.Namespace) -> int:

@@ -7,11 +7,13 @@ the corpus (`locomo10:conv-26:D1:3:s0`, `ed-hypemo:train:1234:s0`, `chatdoctor5k
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +67,16 @@ def _require(corpora: Path, relative: str) -> Path:
     if not path.is_file():
         raise CorpusError(f"missing corpus file {path} (give --corpora DIR or set DPMEM_CORPORA)")
     return path
+
+
+@contextlib.contextmanager
+def _parsing(path: Path) -> Iterator[None]:
+    """A corpus file that is not the expected format (truncated JSON, non-UTF-8 bytes, a
+    missing field) as one CorpusError line naming the file, not a traceback."""
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, ET.ParseError, csv.Error) as exc:
+        raise CorpusError(f"corpus file {path}: unreadable or not the expected format ({type(exc).__name__})") from None
 
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
@@ -201,22 +213,26 @@ class EvidenceSentence:
 
 def _medical_texts(corpora: Path) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
-    with open(_require(corpora, CHATDOCTOR), encoding="utf-8") as fh:
+    path = _require(corpora, CHATDOCTOR)
+    with _parsing(path), open(path, encoding="utf-8") as fh:
         for i, row in enumerate(json.load(fh)):
-            out.append((f"chatdoctor5k:{i}", row["input"]))
+            out.append((f"chatdoctor5k:{i}", str(row["input"])))
     for name, relative, tag in MEDICAL_XML:
-        root = ET.parse(_require(corpora, relative)).getroot()
-        for j, element in enumerate(root.iter(tag)):
-            out.append((f"{name}:{tag}:{j}", "".join(element.itertext())))
+        path = _require(corpora, relative)
+        with _parsing(path):
+            root = ET.parse(path).getroot()
+            for j, element in enumerate(root.iter(tag)):
+                out.append((f"{name}:{tag}:{j}", "".join(element.itertext())))
     return out
 
 
 def _ed_texts(corpora: Path) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for name, relative in ED_SITUATIONS:
-        with open(_require(corpora, relative), encoding="utf-8", newline="") as fh:
+        path = _require(corpora, relative)
+        with _parsing(path), open(path, encoding="utf-8", newline="") as fh:
             for i, row in enumerate(csv.DictReader(fh)):
-                out.append((f"{name}:{i}", row["text"]))
+                out.append((f"{name}:{i}", str(row["text"])))
     return out
 
 
@@ -310,7 +326,13 @@ def locomo_histories(corpora: Path) -> list[History]:
     """20 histories = 10 LoCoMo conversations x 2 speakers. Each keeps the speaker's own
     sentences that pass the current-state filter, carry no cue of any attribute, and fall
     into a slot."""
-    with open(_require(corpora, LOCOMO), encoding="utf-8") as fh:
+    path = _require(corpora, LOCOMO)
+    with _parsing(path):
+        return _locomo_histories(path)
+
+
+def _locomo_histories(path: Path) -> list[History]:
+    with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
     histories = []
     for sample in data:

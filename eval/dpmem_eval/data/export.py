@@ -1,4 +1,5 @@
-"""Versioned files, datacard and the interface TOML (paper, Appendix C.1-C.3).
+"""Versioned JSONL files (written, and read back field by field) and the datacard (paper,
+Appendix C.1-C.3); the interface TOML is `interface.py`.
 
 All writers sort keys and records, so the same seed gives byte-identical files.
 """
@@ -6,15 +7,29 @@ All writers sort keys and records, so the same seed gives byte-identical files.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
 from dpmem_eval.data.corpora import SOURCES_AND_LICENCES
-from dpmem_eval.data.queries import ALL_FAMILIES
-from dpmem_eval.data.records import DATA_VERSION, GoldRecord, MemoryItem, PairRecord, QueryRecord
-from dpmem_eval.data.scaffold import ATTRIBUTES, GENERIC_VIEW, LAYOUT, SLOTS, UNION_GROUPS, VIEWS
+from dpmem_eval.data.records import (
+    DATA_VERSION,
+    SPLITS,
+    TRACKS,
+    GoldRecord,
+    MemoryItem,
+    PairRecord,
+    QueryRecord,
+)
+from dpmem_eval.data.scaffold import ATTRIBUTES, LAYOUT, SLOTS, UNION_GROUPS
+from dpmem_eval.readers import Record, display, iter_jsonl, read_json, write_atomic
 
 FILES = ("stores.jsonl", "pairs.jsonl", "trajectories.jsonl", "gold.jsonl", "splits.jsonl")
+PAIR_ID = re.compile(r"[a-z]{2}-[a-z_]{1,20}-[0-9]{1,6}")
+
+
+class DataError(ValueError):
+    """A data directory that `dpmem-eval data build` did not write (or that was damaged since)."""
 
 
 def _line(obj: dict) -> str:
@@ -46,38 +61,97 @@ def write_jsonl(pairs: list[PairRecord], out: Path) -> None:
         for name, row in pair_rows(pair).items():
             lines[name].append(_line(row))
     for name, rows in lines.items():
-        (out / name).write_text("".join(rows), encoding="utf-8")
+        write_atomic(out / name, "".join(rows))
+
+
+def _rows(directory: Path, name: str) -> dict[str, Record]:
+    """One data file's rows by pair id, each a checked `Record` (version, pair id, no duplicates)."""
+    path = directory / name
+    if not path.exists():
+        raise DataError(f"{display(path)}: missing (run `dpmem-eval data build --out {display(directory)}`)")
+    rows: dict[str, Record] = {}
+    for where, value in iter_jsonl(path):
+        row = Record(value, where)
+        if row.text("version") != DATA_VERSION:
+            raise row.fail("version", f"expected {DATA_VERSION!r} (rebuild with `dpmem-eval data build`)")
+        pair_id = row.text("pair_id")
+        if not PAIR_ID.fullmatch(pair_id):
+            raise row.fail("pair_id", "expected an id like pm-diabetes-007 or tr-debt-03")
+        if pair_id in rows:
+            raise row.fail("pair_id", f"duplicate pair {pair_id}")
+        rows[pair_id] = row
+    return rows
+
+
+def _row(tables: dict[str, dict[str, Record]], name: str, pair_id: str, directory: Path) -> Record:
+    if pair_id not in tables[name]:
+        raise DataError(f"{display(directory / name)}: no row for pair {pair_id} (listed in pairs.jsonl)")
+    return tables[name][pair_id]
+
+
+def _store(row: Record, key: str) -> tuple[MemoryItem, ...]:
+    items = row.records(key)
+    if len(items) != len(LAYOUT):
+        raise row.fail(key, f"expected {len(LAYOUT)} memory items, found {len(items)}")
+    return tuple(MemoryItem.from_json(item) for item in items)
+
+
+def _pair(tables: dict[str, dict[str, Record]], pair_id: str, directory: Path) -> PairRecord:
+    meta = tables["pairs.jsonl"][pair_id]
+    stores, split_row = _row(tables, "stores.jsonl", pair_id, directory), _row(tables, "splits.jsonl", pair_id, directory)
+    trajectory, gold = _row(tables, "trajectories.jsonl", pair_id, directory), _row(tables, "gold.jsonl", pair_id, directory)
+    track, attribute = meta.text("track"), meta.text("attribute")
+    if track not in TRACKS:
+        raise meta.fail("track", f"expected one of {', '.join(TRACKS)}")
+    if attribute not in ATTRIBUTES:
+        raise meta.fail("attribute", f"expected one of {', '.join(ATTRIBUTES)}")
+    groups_row = meta.obj("groups")
+    assert groups_row is not None
+    groups = tuple((a, groups_row.ints(a, 1, len(LAYOUT))) for a in ATTRIBUTES)
+    groups_row.done()
+    partner = meta.text("overlap_partner", nullable=True)
+    if partner is not None and partner not in ATTRIBUTES:
+        raise meta.fail("overlap_partner", f"expected null or one of {', '.join(ATTRIBUTES)}")
+    split = split_row.text("split")
+    if split not in SPLITS:
+        raise split_row.fail("split", f"expected one of {', '.join(SPLITS)}")
+    if split_row.text("track") != track:
+        raise split_row.fail("track", "differs from pairs.jsonl")
+    queries = tuple(QueryRecord.from_json(q) for q in trajectory.records("queries"))
+    for i, query in enumerate(queries):
+        if query.slot not in SLOTS:
+            raise trajectory.fail(f"queries[{i}].slot", f"expected one of {', '.join(SLOTS)}")
+    pair = PairRecord(
+        pair_id=pair_id, track=track, attribute=attribute, split=split, selected=meta.flag("selected"),
+        template_id=meta.integer("template_id", 0, 10**6), overlap_partner=partner, groups=groups,
+        target_positions=meta.ints("target_positions", 1, len(LAYOUT)),
+        store_m=_store(stores, "M"), store_m_prime=_store(stores, "M_prime"), queries=queries,
+        gold=tuple(GoldRecord.from_json(g) for g in gold.records("gold")),
+        matched_pair=meta.text("matched_pair", nullable=True), history_id=meta.text("history_id", nullable=True),
+        validation=meta.strs("validation"))
+    for row in (meta, stores, split_row, trajectory, gold):
+        row.done()
+    return pair
 
 
 def read_pairs(directory: Path) -> list[PairRecord]:
-    """Inverse of `write_jsonl`."""
-    tables: dict[str, dict[str, dict]] = {}
-    for name in FILES:
-        path = directory / name
-        if not path.is_file():
-            raise FileNotFoundError(f"missing data file {path} (run `dpmem-eval data build --out {directory}`)")
-        tables[name] = {}
-        for row in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(row)
-            if record.get("version") != DATA_VERSION:
-                raise ValueError(f"{path}: version {record.get('version')!r}, expected {DATA_VERSION!r}")
-            tables[name][record["pair_id"]] = record
-    pairs = []
-    for pair_id, meta in tables["pairs.jsonl"].items():
-        stores = tables["stores.jsonl"][pair_id]
-        pairs.append(PairRecord(
-            pair_id=pair_id, track=meta["track"], attribute=meta["attribute"],
-            split=tables["splits.jsonl"][pair_id]["split"], selected=meta["selected"],
-            template_id=meta["template_id"], overlap_partner=meta["overlap_partner"],
-            groups=tuple(sorted((a, tuple(g)) for a, g in meta["groups"].items())),
-            target_positions=tuple(meta["target_positions"]),
-            store_m=tuple(MemoryItem.from_json(i) for i in stores["M"]),
-            store_m_prime=tuple(MemoryItem.from_json(i) for i in stores["M_prime"]),
-            queries=tuple(QueryRecord.from_json(q) for q in tables["trajectories.jsonl"][pair_id]["queries"]),
-            gold=tuple(GoldRecord.from_json(g) for g in tables["gold.jsonl"][pair_id]["gold"]),
-            matched_pair=meta["matched_pair"], history_id=meta["history_id"],
-            validation=tuple(meta["validation"])))
+    """Inverse of `write_jsonl`. Every row is checked field by field (`dpmem_eval.readers`):
+    a bad file raises `DataError`/`InputFileError`, one line naming the file, line and field."""
+    directory = Path(directory)
+    tables = {name: _rows(directory, name) for name in FILES}
+    if not tables["pairs.jsonl"]:
+        raise DataError(f"{display(directory / 'pairs.jsonl')}: no pairs (an empty dataset; rebuild it)")
+    pairs = [_pair(tables, pair_id, directory) for pair_id in tables["pairs.jsonl"]]
     return sorted(pairs, key=lambda p: (p.track, p.pair_id))
+
+
+def read_datacard_seed(directory: Path) -> int | None:
+    """The seed recorded in `datacard.json`, or None when the file is absent."""
+    path = Path(directory) / "datacard.json"
+    if not path.exists():
+        return None
+    card = Record(read_json(path), display(path))
+    return card.integer("seed", 0, 2**63, nullable=True)
 
 
 def datacard(pairs: list[PairRecord], seed: int, transfer_stats: dict) -> dict:
@@ -162,55 +236,3 @@ def datacard_markdown(card: dict) -> str:
         lines.append(f"- {s['source']} - {s['used_for']} - {s['licence']}")
     lines += ["", "Corpus files are read from the corpora directory and never copied into the repository.", ""]
     return "\n".join(lines)
-
-
-def _toml_str(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _toml_list(items) -> str:
-    return "[" + ", ".join(_toml_str(i) if isinstance(i, str) else str(i) for i in items) + "]"
-
-
-def _toml_item(item: MemoryItem) -> str:
-    return f"{{ tags = {_toml_list(item.tags)}, text = {_toml_str(item.text)} }}"
-
-
-def interface_toml(example_pairs: list[PairRecord], *, cap: int = 2, k: int = 3) -> str:
-    """The evaluation configuration as one interface file (`dpmem check`/`dpmem audit`).
-
-    Groups are UNION_GROUPS (every pair's groups are subsets, so charging is complete for
-    every pair, C2); budget online with K; the paper's linear scorer with Delta = 3/5; one
-    `[[queries]]` per public query family with its single read; and the M/M' stores of
-    `example_pairs` as `<pair_id>.M` / `<pair_id>.M_prime` (dots replaced by underscores)."""
-    out = ['# PairedMem evaluation configuration (paper, Appendix C.2 / C.5), generated by',
-           '# `dpmem-eval data build`. Groups are the union policy; see docs/eval-data.md.',
-           'name = "pairedmem-eval"',
-           f'description = {_toml_str(f"PairedMem evaluation interface ({DATA_VERSION})")}',
-           f"positions = {_toml_list(LAYOUT)}", ""]
-    for a in ATTRIBUTES:
-        out += [f"[attributes.{a}]", f"group = {_toml_list(UNION_GROUPS[a])}", f"cap = {cap}", ""]
-    out += ["[budget]", 'rule = "online"', f"K = {k}", "",
-            "[scorer]", 'kind = "linear"', 'weights = { r = "2/5", c = "2/5", s = "1/5" }',
-            'sensitivity = "3/5"', ""]
-    for slot in SLOTS:
-        out += [f"[slots.{slot}]", f"generic = {_toml_str(GENERIC_VIEW[slot])}"]
-        for view in VIEWS[slot]:
-            out += [f"[slots.{slot}.views.{view.name}]", f"text = {_toml_str(view.text)}"]
-            if view.compatible:
-                out.append(f"compatible = {_toml_list(view.compatible)}")
-            if view.specific:
-                out.append(f"specific = {_toml_list(view.specific)}")
-        out.append("")
-    for family in ALL_FAMILIES:
-        relevance = ", ".join(f"{_toml_str(v)} = {_toml_str(r)}" for v, r in family.relevance)
-        out += ["[[queries]]", f"name = {_toml_str(family.family)}", f"text = {_toml_str(family.phrasings[0])}",
-                "[[queries.reads]]", f"slot = {_toml_str(family.slot)}",
-                f"positions = {_toml_list(family.read_positions)}", f"relevance = {{ {relevance} }}", ""]
-    for pair in example_pairs:
-        for side, store in (("M", pair.store_m), ("M_prime", pair.store_m_prime)):
-            name = f"{pair.pair_id}.{side}".replace("-", "_").replace(".", "__")
-            out.append(f"[stores.{name}]")
-            out += [f'"{i}" = {_toml_item(item)}' for i, item in enumerate(store, start=1)]
-            out.append("")
-    return "\n".join(out)

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dpmem_eval.readers import Record
+
 DATA_VERSION = "pairedmem-1.0.0"
+N_POSITIONS = 28
+"""Positions of the fixed scaffold (scaffold.N_POSITIONS; repeated here to keep records import-light)."""
+QUERY_KINDS = ("target", "neutral", "distractor")
+TRACKS = ("pairedmem", "transfer")
+SPLITS = ("train", "validation", "test", "reserve", "transfer")
 
 
 @dataclass(frozen=True)
@@ -24,8 +31,11 @@ class MemoryItem:
         return {"tags": list(self.tags), "text": self.text, "source": self.source}
 
     @staticmethod
-    def from_json(d: dict) -> MemoryItem:
-        return MemoryItem(tuple(d["tags"]), d["text"], d["source"])
+    def from_json(d: Record) -> MemoryItem:
+        """From one checked JSON object of a data file: errors name the field, never the text."""
+        item = MemoryItem(d.strs("tags"), d.text("text"), d.text("source"))
+        d.done()
+        return item
 
 
 Store = tuple[MemoryItem, ...]
@@ -50,9 +60,13 @@ class QueryRecord:
                 "read_positions": list(self.read_positions), "text": self.text}
 
     @staticmethod
-    def from_json(d: dict) -> QueryRecord:
-        return QueryRecord(d["query_id"], d["block"], d["kind"], d["family"], d["slot"],
-                           tuple(d["read_positions"]), d["text"])
+    def from_json(d: Record) -> QueryRecord:
+        query = QueryRecord(d.text("query_id"), d.integer("block", 1, 2), d.text("kind"), d.text("family"),
+                            d.text("slot"), d.ints("read_positions", 1, N_POSITIONS), d.text("text"))
+        if query.kind not in QUERY_KINDS:
+            raise d.fail("kind", f"expected one of {', '.join(QUERY_KINDS)}")
+        d.done()
+        return query
 
 
 @dataclass(frozen=True)
@@ -70,9 +84,10 @@ class GoldRecord:
                 "unsupported_target_specific": list(self.unsupported_target_specific)}
 
     @staticmethod
-    def from_json(d: dict) -> GoldRecord:
-        return GoldRecord(d["query_id"], tuple(d["target_required"]),
-                          tuple(d["unsupported_target_specific"]))
+    def from_json(d: Record) -> GoldRecord:
+        gold = GoldRecord(d.text("query_id"), d.strs("target_required"), d.strs("unsupported_target_specific"))
+        d.done()
+        return gold
 
 
 @dataclass(frozen=True)

@@ -88,8 +88,21 @@ def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"dpmem-eval: error: {message}", file=sys.stderr)
+    from dpmem_eval.readers import one_line
+
+    print(f"dpmem-eval: error: {one_line(message)}", file=sys.stderr)
     return 2
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean a bad input (a file, an argument, a configuration value): one line, exit 2."""
+    from dpmem_eval.data.export import DataError
+    from dpmem_eval.pipeline.cache import CacheError
+    from dpmem_eval.pipeline.config import ConfigError
+    from dpmem_eval.pipeline.models import ModelNotFound
+    from dpmem_eval.readers import InputFileError
+
+    return (UserError, ConfigError, ModelNotFound, InputFileError, DataError, CacheError, FileNotFoundError, OSError)
 
 
 def seed_everything(seed: int, torch_too: bool) -> None:
@@ -137,23 +150,6 @@ def _overrides(args: argparse.Namespace, names: tuple[str, ...]) -> dict[str, An
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
-def _load_run(out: Path) -> dict[str, Any]:
-    path = out / "run.json"
-    if not path.is_file():
-        raise UserError(f"--out {out}: no run.json; run `dpmem-eval run --out {out}` first")
-    return json.loads(path.read_text())
-
-
-def _config_from_run(run: dict[str, Any]):
-    from dpmem_eval.pipeline.config import RunConfig
-
-    data = dict(run["config"])
-    for key in ("seeds", "caps", "ks", "models", "methods"):
-        if data.get(key) is not None:
-            data[key] = tuple(data[key])
-    return RunConfig(**data)
-
-
 def make_judge(spec: str, encoder, config, cache) -> Any:
     from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, make_backend
     from dpmem_eval.pipeline.judge import GeneratorJudge, OpenAIChatBackend, ProxyJudge
@@ -173,54 +169,74 @@ def make_judge(spec: str, encoder, config, cache) -> Any:
 # --- stages --------------------------------------------------------------------------------
 
 
-def stage_audit(out: Path, config, timings: dict[str, float]) -> dict[str, Any]:
+def _encoder(encoder_class, config):
+    """The auditor encoder, loaded now: a path that is not a sentence-transformers model is a
+    bad --encoder (one line), found before anything is written."""
+    encoder = encoder_class(config.encoder, cache_dir=config.cache_dir)
+    try:
+        encoder.encode(["probe"])
+    except (ValueError, OSError) as exc:
+        if isinstance(exc, _input_errors()):
+            raise
+        raise UserError(f"--encoder {config.encoder}: not a usable sentence-transformers model ({type(exc).__name__})") from None
+    return encoder
+
+
+def stage_audit(out: Path, config, timings: dict[str, float], inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     from dpmem_eval.data.scaffold import ATTRIBUTES
     from dpmem_eval.pipeline.auditor import Encoder
-    from dpmem_eval.pipeline.runner import audit_model, model_slug, read_transcripts
+    from dpmem_eval.pipeline.readers import read_model_transcripts, read_run_transcripts
+    from dpmem_eval.pipeline.runner import audit_model
+    from dpmem_eval.readers import write_atomic
 
+    inputs = inputs or {"transcripts": read_model_transcripts(out, config), "score": read_run_transcripts(out, config, "score-channel.jsonl")}
     start = time.perf_counter()
-    encoder = Encoder(config.encoder, cache_dir=config.cache_dir)
+    encoder = _encoder(Encoder, config)
     results = {}
     for model in config.models:
-        rows = read_transcripts(out / f"transcripts-{model_slug(model)}.jsonl")
-        rows += read_transcripts(out / "score-channel.jsonl")
+        rows = inputs["transcripts"][model] + inputs["score"]
         results[model] = audit_model(rows, encoder, config, ATTRIBUTES)
-    (out / "audit.json").write_text(json.dumps({"encoder": config.encoder, "results": results}, indent=1, default=float))
+    write_atomic(out / "audit.json", json.dumps({"encoder": config.encoder, "results": results}, indent=1, default=float))
     timings["audit_s"] = round(time.perf_counter() - start, 2)
     timings["encoder_load_s"] = round(encoder.load_seconds, 2)
     return results
 
 
-def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[str, float]) -> tuple[dict[str, Any], str]:
+def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[str, float],
+                inputs: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
     from dpmem_eval.pipeline.auditor import Encoder
     from dpmem_eval.pipeline.cache import ResponseCache
-    from dpmem_eval.pipeline.runner import judge_model, model_slug, read_transcripts
+    from dpmem_eval.pipeline.readers import check_pair_ids, read_model_transcripts
+    from dpmem_eval.pipeline.runner import judge_model
+    from dpmem_eval.readers import write_atomic
 
+    transcripts = (inputs or {}).get("transcripts") or read_model_transcripts(out, config)
+    check_pair_ids(transcripts, pairs_by_id)
     start = time.perf_counter()
-    encoder = Encoder(config.encoder, cache_dir=config.cache_dir)
+    encoder = _encoder(Encoder, config)
     cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
     judge = make_judge(config.judge, encoder, config, cache)
     results = {}
     for model in config.models:
-        rows = read_transcripts(out / f"transcripts-{model_slug(model)}.jsonl")
-        results[model] = judge_model(rows, pairs_by_id, judge)
+        results[model] = judge_model(transcripts[model], pairs_by_id, judge)
     label = judge.label
-    (out / "judge.json").write_text(json.dumps({"judge": label, "results": results}, indent=1, default=float))
+    write_atomic(out / "judge.json", json.dumps({"judge": label, "results": results}, indent=1, default=float))
     timings["judge_s"] = round(time.perf_counter() - start, 2)
     cache.close()
     return results, label
 
 
-def stage_report(out: Path, config, timings: dict[str, float]) -> list[str]:
+def stage_report(out: Path, config, timings: dict[str, float], inputs: dict[str, Any] | None = None) -> list[str]:
     from dpmem_eval.pipeline import methods as M
     from dpmem_eval.pipeline import tables
-    from dpmem_eval.pipeline.runner import read_transcripts
+    from dpmem_eval.pipeline.readers import read_audit, read_judge, read_run_transcripts
 
+    inputs = inputs or {}
     start = time.perf_counter()
-    audit = json.loads((out / "audit.json").read_text())["results"]
-    judge_data = json.loads((out / "judge.json").read_text())
+    audit = (inputs.get("audit") or read_audit(out, config.models))["results"]
+    judge_data = inputs.get("judge") or read_judge(out, config.models)
     judge, label = judge_data["results"], judge_data["judge"]
-    traces = read_transcripts(out / "traces.jsonl")
+    traces = inputs.get("traces") or read_run_transcripts(out, config, "traces.jsonl")
     cfg = config.as_dict()
     grid = M.budget_grid(config.caps, config.ks)
     tables.table2(out, cfg, audit, judge, label)
@@ -243,13 +259,8 @@ def _pairs_by_id(config) -> dict[str, Any]:
 def handle_run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
-    except UserError as exc:
-        return _fail(str(exc))
     except Exception as exc:  # one line, no traceback, for the errors a user can fix
-        from dpmem_eval.pipeline.config import ConfigError
-        from dpmem_eval.pipeline.models import ModelNotFound
-
-        if isinstance(exc, (ConfigError, ModelNotFound, FileNotFoundError, OSError)) or _is_data_error(exc):
+        if isinstance(exc, _input_errors()) or _is_data_error(exc):
             return _fail(str(exc))
         raise
 
@@ -265,9 +276,11 @@ def _run(args: argparse.Namespace) -> int:
     names = ("methods", "models", "backend", "encoder", "judge", "horizon", "seeds", "caps", "ks", "max_new_tokens", "batch_size",
              "history_turns", "train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "data_dir",
              "corpora_dir", "pairwise", "cache_dir", "seed", "progress")
-    config = resolve(args.preset, args.config, _overrides(args, names))
+    from dpmem_eval.pipeline.readers import check_config, check_selection
+    from dpmem_eval.readers import write_atomic
+
+    config = check_config(resolve(args.preset, args.config, _overrides(args, names)))
     out = Path(args.out or f"results/{config.preset}")
-    out.mkdir(parents=True, exist_ok=True)
     total_start = time.perf_counter()
     timings: dict[str, float] = {}
     git = git_commit()  # the code the run starts with
@@ -287,7 +300,11 @@ def _run(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     pairs = load_pairs(config)
+    check_selection(pairs, config)
     timings["data_s"] = round(time.perf_counter() - start, 2)
+    # Every input is checked before the first write: a refused cache leaves --out as it was.
+    cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
+    out.mkdir(parents=True, exist_ok=True)
     policy = M.load_public_policy()
     methods = M.all_methods(config.caps, config.ks)
     if config.methods is not None:
@@ -298,7 +315,6 @@ def _run(args: argparse.Namespace) -> int:
     write_transcripts(out / "traces.jsonl", "kernel", [t for t in templates if t.method in {m.key for m in methods if m.kind == "dp"}])
     write_transcripts(out / "score-channel.jsonl", "kernel", [t for t in templates if t.method == M.SCORE_CHANNEL.key])
     generating = {m.key for m in methods if m.generates}
-    cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
     decoding = DecodingConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed)
     postprocess = {"output_filter": M.output_filter(policy)}
     generation_stats = {}
@@ -321,7 +337,7 @@ def _run(args: argparse.Namespace) -> int:
             pair_gen = CachedGenerator(pair_backend, cache, DecodingConfig(max_new_tokens=4, seed=config.seed),
                                        batch_size=config.batch_size, progress=config.progress)
             pairwise[model] = pairwise_audit(read_transcripts(out / f"transcripts-{model_slug(model)}.jsonl"), pair_gen, config.seed)
-            (out / "pairwise.json").write_text(json.dumps({"auditor": judge_model_ref, "results": pairwise}, indent=1))
+            write_atomic(out / "pairwise.json", json.dumps({"auditor": judge_model_ref, "results": pairwise}, indent=1))
         print(f"[{model}] generated {stats['generated']} (cache hits {stats['cache_hits']}/{stats['requested']}), "
               f"{stats['tokens_per_second']} tok/s, load {stats['load_seconds']:.1f}s", file=sys.stderr)
     cache.close()
@@ -329,12 +345,12 @@ def _run(args: argparse.Namespace) -> int:
     stage_audit(out, config, timings)
     _, label = stage_judge(out, config, {p.pair_id: p for p in pairs}, timings)
     run_info = _run_json(config, pairs, generation_stats, timings, label, git)
-    (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
+    write_atomic(out / "run.json", json.dumps(run_info, indent=1, default=str))
     plots = stage_report(out, config, timings)
     timings["total_s"] = round(time.perf_counter() - total_start, 2)
     run_info = _run_json(config, pairs, generation_stats, timings, label, git)
     run_info["plots"] = plots
-    (out / "run.json").write_text(json.dumps(run_info, indent=1, default=str))
+    write_atomic(out / "run.json", json.dumps(run_info, indent=1, default=str))
     print(f"wrote {out}/table2.md, table3.md, table4.md, plots/, run.json in {timings['total_s']:.0f}s", file=sys.stderr)
     return 0
 
@@ -369,11 +385,14 @@ def _run_json(config, pairs, generation_stats, timings, judge_label, git) -> dic
 def _stage_handler(stage: str):
     def handler(args: argparse.Namespace) -> int:
         try:
+            from dpmem_eval.pipeline.readers import check_config, read_run, read_stage_inputs
+            from dpmem_eval.readers import write_atomic
+
             if not args.out:
                 raise UserError("--out DIR is required (the results directory of an earlier run)")
             out = Path(args.out)
-            run = _load_run(out)
-            config = _config_from_run(run)
+            run_file = read_run(out)
+            run, config = run_file.data, run_file.config
             from dataclasses import replace
 
             updates = {}
@@ -385,25 +404,26 @@ def _stage_handler(stage: str):
                 updates["cache_dir"] = args.cache_dir
             if args.progress is not None:
                 updates["progress"] = args.progress
-            config = replace(config, **updates).validate()
+            if args.seed is not None:
+                updates["seed"] = args.seed
+            config = check_config(replace(config, **updates).validate())
+            inputs = read_stage_inputs(out, config, stage)
+            pairs_by_id = _pairs_by_id(config) if stage == "judge" else {}
             timings = dict(run.get("timings", {}))
             if stage == "audit":
-                stage_audit(out, config, timings)
+                stage_audit(out, config, timings, inputs)
+                inputs.pop("audit", None)
             elif stage == "judge":
-                _, run["judge"] = stage_judge(out, config, _pairs_by_id(config), timings)
-            stage_report(out, config, timings)
+                _, run["judge"] = stage_judge(out, config, pairs_by_id, timings, inputs)
+                inputs.pop("judge", None)
+            stage_report(out, config, timings, inputs)
             run["config"] = config.as_dict()
             run["timings"] = timings
-            (out / "run.json").write_text(json.dumps(run, indent=1, default=str))
+            write_atomic(out / "run.json", json.dumps(run, indent=1, default=str))
             print(f"{stage}: updated {out}", file=sys.stderr)
             return 0
-        except UserError as exc:
-            return _fail(str(exc))
         except Exception as exc:
-            from dpmem_eval.pipeline.config import ConfigError
-            from dpmem_eval.pipeline.models import ModelNotFound
-
-            if isinstance(exc, (ConfigError, ModelNotFound, FileNotFoundError, OSError, json.JSONDecodeError)) or _is_data_error(exc):
+            if isinstance(exc, _input_errors()) or _is_data_error(exc):
                 return _fail(str(exc))
             raise
     return handler

@@ -129,11 +129,15 @@ def _coerce(name: str, value: Any) -> Any:
             return None
         if isinstance(value, str):
             value = [v for v in value.split(",") if v]
-        return tuple(str(v) for v in value)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(name, "a list of method keys", type(value).__name__)
+        return tuple(value)
     if name == "models":
         if isinstance(value, str):
             value = [v for v in value.split(",") if v]
-        return tuple(str(v) for v in value)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(name, "a list of model names", type(value).__name__)
+        return tuple(value)
     if name in ("train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "history_turns"):
         if value in (None, "all", "none", "full"):
             return None
@@ -157,7 +161,9 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(name, "true or false", value)
         return value
-    return None if value is None else str(value)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(name, "a string", type(value).__name__)
+    return value
 
 
 def resolve(preset: str, file: str | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
@@ -166,14 +172,18 @@ def resolve(preset: str, file: str | None = None, overrides: dict[str, Any] | No
         raise ConfigError("--preset", f"one of {sorted(PRESETS)}", preset)
     config = PRESETS[preset]
     if file is not None:
+        from dpmem_eval.readers import InputFileError, display, read_text
+
         path = Path(file)
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError("--config", "an existing TOML file", str(path)) from None
+            data = tomllib.loads(read_text(path))  # bounded, regular files only, strict UTF-8
+        except InputFileError as exc:
+            raise ConfigError("--config", "a readable UTF-8 TOML file", str(exc)) from None
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError("--config", "valid TOML", f"{path}: {exc}") from None
+            raise ConfigError("--config", "valid TOML", f"{display(path)}: {exc}") from None
         table = data.get("run", data)
+        if not isinstance(table, dict):
+            raise ConfigError("--config [run]", "a table", type(table).__name__)
         config = replace(config, **{k: _coerce(k, v) for k, v in table.items()})
     if overrides:
         config = replace(config, **{k: _coerce(k, v) for k, v in overrides.items() if v is not None})
