@@ -56,7 +56,7 @@ PAIRWISE_ARCHS: dict[str, dict[str, Any]] = {"mistralai/Mistral-Small-24B-Instru
 ALL_ARCHS: dict[str, dict[str, Any]] = {**PAPER_ARCHS, **PAIRWISE_ARCHS}
 
 _TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-         "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 4096}
+         "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 16384}
 
 
 def tiny(config: dict[str, Any]) -> dict[str, Any]:

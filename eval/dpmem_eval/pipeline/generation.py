@@ -58,6 +58,7 @@ class GenerationStats:
     load_seconds: float = 0.0
     token_budget: int = 0  # tokens per batch in use (0: count cap only)
     oom_halvings: int = 0
+    batches: int = 0
 
     @property
     def generate_seconds(self) -> float:
@@ -240,6 +241,7 @@ class CachedGenerator:
                 self.stats.new_tokens += n_tokens
                 rows.append((k, self.backend.model_id, decoding_json, messages_key(todo[k]), text, n_tokens))
             self.cache.put_many(rows)
+            self.stats.batches += 1
             done = set(chunk)
             order = [k for k in order if k not in done]
             if bar is not None:
