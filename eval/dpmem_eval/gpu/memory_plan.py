@@ -199,3 +199,15 @@ def projected_table2_hours(prompts: PromptShape = PAPER_PROMPTS, memory_bytes: i
     out[f"pairwise {pairwise_model}"] = jobs / batch * generation_seconds(pairwise_config, p, 4, batch) / 3600
     out["total"] = sum(out.values())
     return out
+
+
+def main() -> None:
+    """`python -m dpmem_eval.gpu.memory_plan`: the docs/eval.md table and projection."""
+    print(markdown_table(paper_plans()))
+    for label, hours in (("batch 64, no prefix cache", projected_table2_hours()),
+                         ("batch <= 256, prefix cache", projected_table2_hours(batch_cap=256, prefix_cache=True))):
+        print(f"\n{label}: " + ", ".join(f"{k} {v:.1f} h" for k, v in hours.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -139,11 +139,14 @@ class HFBackend:
             kwargs.update(do_sample=False)
         with torch.inference_mode():
             out = model.generate(**enc, **kwargs)
-        new = out[:, enc["input_ids"].shape[1]:]
+        new = out[:, enc["input_ids"].shape[1]:].tolist()
+        eos = model.generation_config.eos_token_id
+        stops = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
         results = []
         for row in new:
-            ids = [int(t) for t in row if int(t) != tokenizer.pad_token_id]
-            results.append((tokenizer.decode(ids, skip_special_tokens=True).strip(), len(ids)))
+            # a finished sequence is padded after its end-of-sequence token: count up to it
+            end = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
+            results.append((tokenizer.decode(row[:end], skip_special_tokens=True).strip(), end))
         return results
 
     def close(self) -> None:
