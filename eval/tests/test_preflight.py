@@ -49,6 +49,21 @@ def test_paper_preset_with_nothing_downloaded_lists_every_missing_artefact(tmp_p
     assert len(lines) == expected
 
 
+def test_vllm_backend_without_vllm_is_one_line_per_problem_and_exit_2(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here")
+    result = dpmem_eval(tmp_path, "run", "--preset", "smoke", "--backend", "vllm", "--tensor-parallel-size", "2",
+                        "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "c"))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == ("dpmem-eval: missing: backend vllm: vLLM is not installed; install the GPU extra "
+                        "(docs/eval.md, 'GPU install')")
+    assert [line.split(": ")[2] for line in lines] == ["backend vllm", "CUDA"]
+
+
 def test_dry_run_of_a_complete_setup_exits_0_and_generates_nothing(tmp_path):
     out = tmp_path / "out"
     result = dpmem_eval(tmp_path, "run", "--preset", "smoke", "--backend", "echo", "--dry-run", "--out", str(out),
