@@ -45,6 +45,11 @@ class VLLMBackend:
         self._fold = False
         self.load_seconds = 0.0
 
+    def resolved(self) -> dict[str, object]:
+        """The engine settings in use (recorded in run.json)."""
+        return {"dtype": self.dtype, "tensor_parallel_size": self.tensor_parallel_size,
+                "gpu_memory_utilization": self.gpu_memory_utilization}
+
     def _load(self, seed: int) -> None:
         from pathlib import Path
 
