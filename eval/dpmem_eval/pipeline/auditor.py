@@ -228,6 +228,13 @@ class Encoder:
         self.load_seconds = time.perf_counter() - start
         return self._model
 
+    def close(self) -> None:
+        """Drop the encoder model (the memoised embeddings stay) and free device memory."""
+        from dpmem_eval.pipeline.batching import free_accelerator_memory
+
+        self._model = None
+        free_accelerator_memory()
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
         if missing:

@@ -67,7 +67,12 @@ def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--corpora", dest="corpora_dir", help="public corpora for the transfer track")
     run.add_argument("--pairwise", action="store_true", default=None, help="also run the pairwise LLM auditor")
     _add_common(run)
+    _add_engine_flags(run)
     run.set_defaults(handler=handle_run)
+    preflight = subparsers.add_parser("preflight", help="check every artefact a run needs, generate nothing (= run --dry-run)")
+    for action in run._actions[1:]:
+        preflight._add_action(action)
+    preflight.set_defaults(handler=handle_preflight)
 
     audit = subparsers.add_parser("audit", help="rerun the embedding auditors on saved transcripts")
     audit.add_argument("--encoder", help="minilm | mpnet | a local sentence-transformers path")
@@ -82,6 +87,40 @@ def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
     report = subparsers.add_parser("report", help="rebuild Tables 2-4 and plots from saved stage results")
     _add_common(report)
     report.set_defaults(handler=handle_report)
+
+
+# --- engine flags and preflight (issue 16) -------------------------------------------------
+
+
+def _add_engine_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tensor-parallel-size", dest="tensor_parallel_size", type=int, help="vLLM: GPUs per model (default 1)")
+    p.add_argument("--device-map", dest="device_map", help="hf: auto | balanced | sequential | cpu | cuda | cuda:N (default auto on CUDA)")
+    p.add_argument("--dtype", help="bfloat16 | float16 | float32 (default bfloat16 on CUDA, float32 on CPU)")
+    p.add_argument("--token-budget", dest="token_budget", help="tokens per batch, prompt + new, padded (default: the memory plan)")
+    p.add_argument("--dry-run", dest="dry_run", action="store_true", help="run the preflight only, generate nothing")
+
+
+ENGINE_FIELDS = ("tensor_parallel_size", "device_map", "dtype", "token_budget")
+
+
+def handle_preflight(args: argparse.Namespace) -> int:
+    args.dry_run = True
+    return handle_run(args)
+
+
+def _preflight(config, dry_run: bool) -> int | None:
+    """Exit status 2 with one line per missing artefact; 0 after a clean dry run; None: go on."""
+    from dpmem_eval.pipeline.preflight import check
+
+    problems = check(config)
+    for line in problems:
+        print(f"dpmem-eval: missing: {line}", file=sys.stderr)
+    if problems:
+        return 2
+    if dry_run:
+        print(f"preflight: every artefact of preset {config.preset} (backend {config.backend}) is present", file=sys.stderr)
+        return 0
+    return None
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -158,12 +197,15 @@ def make_judge(spec: str, encoder, config, cache) -> Any:
         return ProxyJudge(encoder)
     decoding = DecodingConfig(max_new_tokens=256, temperature=0.0, seed=config.seed)
     if spec.startswith("local:"):
+        from dpmem_eval.pipeline.generation import backend_options
+
         backend = make_backend(config.backend if config.backend != "echo" else "hf", spec[len("local:"):],
-                               batch_size=config.batch_size, cache_dir=config.cache_dir)
+                               batch_size=config.batch_size, cache_dir=config.cache_dir, **backend_options(config))
     else:
         url, _, model = spec[len("openai:"):].partition("#")
         backend = OpenAIChatBackend(url, model)
-    return GeneratorJudge(CachedGenerator(backend, cache, decoding, batch_size=config.batch_size, progress=config.progress))
+    return GeneratorJudge(CachedGenerator(backend, cache, decoding, batch_size=config.batch_size, progress=config.progress,
+                                          token_budget=config.token_budget))
 
 
 # --- stages --------------------------------------------------------------------------------
@@ -220,6 +262,7 @@ def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[st
     for model in config.models:
         results[model] = judge_model(transcripts[model], pairs_by_id, judge)
     label = judge.label
+    judge.close()  # a local judge model leaves the GPU before the next stage
     write_atomic(out / "judge.json", json.dumps({"judge": label, "results": results}, indent=1, default=float))
     timings["judge_s"] = round(time.perf_counter() - start, 2)
     cache.close()
@@ -275,11 +318,14 @@ def _run(args: argparse.Namespace) -> int:
 
     names = ("methods", "models", "backend", "encoder", "judge", "horizon", "seeds", "caps", "ks", "max_new_tokens", "batch_size",
              "history_turns", "train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "data_dir",
-             "corpora_dir", "pairwise", "cache_dir", "seed", "progress")
+             "corpora_dir", "pairwise", "cache_dir", "seed", "progress", *ENGINE_FIELDS)
     from dpmem_eval.pipeline.readers import check_config, check_selection
     from dpmem_eval.readers import write_atomic
 
     config = check_config(resolve(args.preset, args.config, _overrides(args, names)))
+    status = _preflight(config, bool(getattr(args, "dry_run", False)))
+    if status is not None:
+        return status
     out = Path(args.out or f"results/{config.preset}")
     total_start = time.perf_counter()
     timings: dict[str, float] = {}
@@ -287,14 +333,14 @@ def _run(args: argparse.Namespace) -> int:
     seed_everything(config.seed, torch_too=config.backend in ("hf", "vllm"))
 
     from dpmem_eval.pipeline import methods as M
+    from dpmem_eval.pipeline.batching import close_backend
     from dpmem_eval.pipeline.cache import ResponseCache
-    from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, make_backend
+    from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, backend_options, make_backend
     from dpmem_eval.pipeline.runner import (
         build_transcripts,
         generate_transcripts,
         load_pairs,
         model_slug,
-        pairwise_audit,
         write_transcripts,
     )
 
@@ -318,28 +364,28 @@ def _run(args: argparse.Namespace) -> int:
     decoding = DecodingConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed)
     postprocess = {"output_filter": M.output_filter(policy)}
     generation_stats = {}
-    pairwise = {}
     for model in config.models:
         start = time.perf_counter()
-        backend = make_backend(config.backend, model, batch_size=config.batch_size, cache_dir=config.cache_dir)
-        generator = CachedGenerator(backend, cache, decoding, batch_size=config.batch_size, progress=config.progress)
+        backend = make_backend(config.backend, model, batch_size=config.batch_size, cache_dir=config.cache_dir,
+                               **backend_options(config))
+        generator = CachedGenerator(backend, cache, decoding, batch_size=config.batch_size, progress=config.progress,
+                                    token_budget=config.token_budget)
         transcripts = [_fresh(t) for t in templates if t.method in generating]
-        generate_transcripts(transcripts, generator, config, postprocess)
+        try:
+            generate_transcripts(transcripts, generator, config, postprocess)
+        finally:
+            close_backend(backend)  # one model resident at a time
         write_transcripts(out / f"transcripts-{model_slug(model)}.jsonl", model, transcripts)
         stats = generator.stats.as_dict()
         stats["wall_s"] = round(time.perf_counter() - start, 2)
+        stats["engine"] = backend.resolved() if hasattr(backend, "resolved") else {}
         generation_stats[model] = stats
-        if config.pairwise:
-            from dpmem_eval.pipeline.runner import read_transcripts
-
-            judge_model_ref = config.pairwise_model or model
-            pair_backend = make_backend(config.backend, judge_model_ref, batch_size=config.batch_size, cache_dir=config.cache_dir)
-            pair_gen = CachedGenerator(pair_backend, cache, DecodingConfig(max_new_tokens=4, seed=config.seed),
-                                       batch_size=config.batch_size, progress=config.progress)
-            pairwise[model] = pairwise_audit(read_transcripts(out / f"transcripts-{model_slug(model)}.jsonl"), pair_gen, config.seed)
-            write_atomic(out / "pairwise.json", json.dumps({"auditor": judge_model_ref, "results": pairwise}, indent=1))
         print(f"[{model}] generated {stats['generated']} (cache hits {stats['cache_hits']}/{stats['requested']}), "
               f"{stats['tokens_per_second']} tok/s, load {stats['load_seconds']:.1f}s", file=sys.stderr)
+    if config.pairwise:  # after every response model is unloaded: one engine resident at a time
+        from dpmem_eval.pipeline.runner import pairwise_stage
+
+        pairwise_stage(out, config, cache, timings)
     cache.close()
     timings["generation_s"] = round(sum(s["wall_s"] for s in generation_stats.values()), 2)
     stage_audit(out, config, timings)

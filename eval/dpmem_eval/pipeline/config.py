@@ -62,6 +62,11 @@ class RunConfig:
     seed: int = 0
     progress: bool = True
     methods: tuple[str, ...] | None = None  # method keys to run (None = all; see methods.all_methods)
+    # Engine settings (docs/eval.md, "GPU"): None = the backend's default for the device.
+    tensor_parallel_size: int = 1  # vLLM: GPUs one model is spread over
+    device_map: str | None = None  # hf: "auto" on CUDA, none on CPU; or cpu, cuda, cuda:N, auto, balanced, sequential
+    dtype: str | None = None  # hf/vLLM: bfloat16 on CUDA, float32 on CPU
+    token_budget: int | None = None  # tokens per batch (prompt + new, padded); None = from the memory plan
 
     def validate(self) -> RunConfig:
         if self.horizon < 1 or self.horizon > 32:
@@ -94,11 +99,25 @@ class RunConfig:
                 raise ConfigError("methods", f"method keys among {known}", list(self.methods))
         if self.batch_size < 1:
             raise ConfigError("batch_size", "a positive integer", self.batch_size)
+        if self.tensor_parallel_size < 1:
+            raise ConfigError("tensor_parallel_size", "a positive integer", self.tensor_parallel_size)
+        if self.tensor_parallel_size > 1 and self.backend != "vllm":
+            raise ConfigError("tensor_parallel_size", "1 unless --backend vllm (hf spreads a model with --device-map auto)",
+                              self.tensor_parallel_size)
+        if self.dtype is not None and self.dtype not in DTYPES:
+            raise ConfigError("dtype", f"one of {', '.join(DTYPES)}", self.dtype)
+        if self.device_map is not None and not (self.device_map in DEVICE_MAPS or self.device_map.startswith("cuda:")):
+            raise ConfigError("device_map", f"one of {', '.join(DEVICE_MAPS)} or cuda:N", self.device_map)
+        if self.token_budget is not None and self.token_budget < 1:
+            raise ConfigError("token_budget", "a positive number of tokens", self.token_budget)
         return self
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+
+DTYPES = ("bfloat16", "float16", "float32")
+DEVICE_MAPS = ("auto", "balanced", "sequential", "cpu", "cuda")
 
 PRESETS: dict[str, RunConfig] = {
     "smoke": RunConfig(preset="smoke", train_pairs=1, validation_pairs=1, test_pairs=1, transfer_pairs=1,
@@ -145,7 +164,10 @@ def _coerce(name: str, value: Any) -> Any:
             return int(value)
         except (TypeError, ValueError):
             raise ConfigError(name, "an integer or 'all'", value) from None
-    if name in ("horizon", "max_new_tokens", "batch_size", "n_boot", "data_seed", "seed"):
+    if name == "token_budget" and value in (None, "auto"):
+        return None
+    if name in ("horizon", "max_new_tokens", "batch_size", "n_boot", "data_seed", "seed", "tensor_parallel_size",
+                "token_budget"):
         if isinstance(value, bool):
             raise ConfigError(name, "an integer", value)
         try:

@@ -1,13 +1,16 @@
 """One generation interface, three backends, one persistent cache.
 
-- `hf`: transformers, batched, chat templates; bf16 with device_map="auto" when CUDA is
-  available, float32 on CPU. Any model id or local path (the paper's Qwen2.5-7B-Instruct,
+- `hf`: transformers, batched by a token budget, chat templates; bf16 with device_map="auto"
+  when CUDA is available, float32 on CPU (`--dtype`, `--device-map` override). Any model id or local path (the paper's Qwen2.5-7B-Instruct,
   Llama-3.1-8B-Instruct, Gemma-2-9B-it) or the alias `smollm2` (CPU default).
-- `vllm`: imported only when chosen (optional extra `dpmem-eval[vllm]`).
+- `vllm`: vllm_backend.py, imported only when chosen (optional extra `dpmem-eval[gpu]`);
+  `--tensor-parallel-size` spreads a model over several GPUs.
 - `echo`: a deterministic, dependency-free stand-in that restates its input; for tests.
 
 Prompts are chat message lists built by `prompts.build_messages`; the cache key is
 (model, decoding configuration, messages), so a fully cached run never loads a model.
+Every backend has `close()` (batching.close_backend): the run unloads each model before
+the next stage loads its own.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+from dpmem_eval.pipeline.batching import free_accelerator_memory, oom_errors, token_budget_batches
 from dpmem_eval.pipeline.cache import ResponseCache, cache_key
 
 Messages = list[dict[str, str]]
@@ -52,6 +56,9 @@ class GenerationStats:
     new_tokens: int = 0
     seconds: float = 0.0
     load_seconds: float = 0.0
+    token_budget: int = 0  # tokens per batch in use (0: count cap only)
+    oom_halvings: int = 0
+    batches: int = 0
 
     @property
     def generate_seconds(self) -> float:
@@ -102,120 +109,39 @@ class EchoBackend:
         return out
 
 
-class HFBackend:
-    """transformers causal LM; loaded lazily on the first cache miss."""
+def rejects_system_role(tokenizer: Any) -> bool:
+    """True when the tokenizer's chat template refuses a system message (Gemma-2); decided
+    once per model, so no rendering error is ever swallowed per prompt."""
+    from jinja2.exceptions import TemplateError
 
-    def __init__(self, model_ref: str, batch_size: int = 16, cache_dir: str | None = None, device: str | None = None) -> None:
-        self.model_id = model_ref
-        self.batch_size = batch_size
-        self.cache_dir = cache_dir
-        self.device = device
-        self._model = None
-        self._tokenizer = None
-        self.load_seconds = 0.0
-
-    def _load(self) -> None:
-        from pathlib import Path
-
-        from dpmem_eval.pipeline.models import resolve_response_model, set_offline
-
-        set_offline()
-        start = time.perf_counter()
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        path = resolve_response_model(self.model_id, Path(self.cache_dir) if self.cache_dir else None)
-        cuda = torch.cuda.is_available() and self.device != "cpu"
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        tokenizer.padding_side = "left"
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        if cuda:
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16, device_map="auto")
-        else:
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-        model.eval()
-        if model.generation_config.pad_token_id is None:
-            model.generation_config.pad_token_id = tokenizer.pad_token_id
-        self._model, self._tokenizer = model, tokenizer
-        self.load_seconds = time.perf_counter() - start
-
-    def render(self, messages: Messages) -> str:
-        from dpmem_eval.pipeline.prompts import render_plain
-
-        assert self._tokenizer is not None
-        if getattr(self._tokenizer, "chat_template", None):
-            try:
-                return self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-            except Exception:  # e.g. Gemma-2 templates refuse a system role
-                return self._tokenizer.apply_chat_template(fold_system(messages), tokenize=False, add_generation_prompt=True)
-        return render_plain(messages)
-
-    def generate(self, batch: Sequence[Messages], decoding: DecodingConfig) -> list[tuple[str, int]]:
-        if self._model is None:
-            self._load()
-        import torch
-
-        assert self._model is not None and self._tokenizer is not None
-        tokenizer, model = self._tokenizer, self._model
-        texts = [self.render(m) for m in batch]
-        enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
-        kwargs: dict[str, object] = {"max_new_tokens": decoding.max_new_tokens, "pad_token_id": tokenizer.pad_token_id}
-        if decoding.temperature > 0:
-            torch.manual_seed(decoding.seed)
-            kwargs.update(do_sample=True, temperature=decoding.temperature, top_p=decoding.top_p)
-        else:
-            kwargs.update(do_sample=False)
-        with torch.inference_mode():
-            out = model.generate(**enc, **kwargs)
-        new = out[:, enc["input_ids"].shape[1]:]
-        results = []
-        for row in new:
-            ids = [int(t) for t in row if int(t) != tokenizer.pad_token_id]
-            results.append((tokenizer.decode(ids, skip_special_tokens=True).strip(), len(ids)))
-        return results
+    if not getattr(tokenizer, "chat_template", None):
+        return False
+    probe = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    try:
+        tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True)
+    except TemplateError:
+        return True
+    return False
 
 
-class VLLMBackend:
-    """vLLM offline engine; imported only when this backend is chosen."""
-
-    def __init__(self, model_ref: str, cache_dir: str | None = None, tensor_parallel_size: int = 1) -> None:
-        self.model_id = model_ref
-        self.cache_dir = cache_dir
-        self.tensor_parallel_size = tensor_parallel_size
-        self._llm = None
-        self.batch_size = 1024
-        self.load_seconds = 0.0
-
-    def generate(self, batch: Sequence[Messages], decoding: DecodingConfig) -> list[tuple[str, int]]:
-        try:
-            from vllm import LLM, SamplingParams
-        except ImportError as exc:  # pragma: no cover - optional extra
-            raise RuntimeError("backend 'vllm' needs the optional extra: pip install 'dpmem-eval[vllm]'") from exc
-        if self._llm is None:
-            from pathlib import Path
-
-            from dpmem_eval.pipeline.models import resolve_response_model, set_offline
-
-            set_offline()
-            start = time.perf_counter()
-            path = resolve_response_model(self.model_id, Path(self.cache_dir) if self.cache_dir else None)
-            self._llm = LLM(model=path, dtype="bfloat16", seed=decoding.seed, tensor_parallel_size=self.tensor_parallel_size)
-            self.load_seconds = time.perf_counter() - start
-        params = SamplingParams(max_tokens=decoding.max_new_tokens, temperature=decoding.temperature,
-                                top_p=decoding.top_p, seed=decoding.seed)
-        try:
-            outputs = self._llm.chat(list(batch), params, use_tqdm=False)
-        except Exception:  # e.g. Gemma-2 templates refuse a system role
-            outputs = self._llm.chat([fold_system(m) for m in batch], params, use_tqdm=False)
-        return [(o.outputs[0].text.strip(), len(o.outputs[0].token_ids)) for o in outputs]
+def backend_options(config: Any) -> dict[str, Any]:
+    """The engine settings of a run configuration, for make_backend."""
+    return {"tensor_parallel_size": config.tensor_parallel_size, "device_map": config.device_map,
+            "dtype": config.dtype, "token_budget": config.token_budget}
 
 
-def make_backend(name: str, model_ref: str, batch_size: int = 16, cache_dir: str | None = None) -> Backend:
+def make_backend(name: str, model_ref: str, batch_size: int = 16, cache_dir: str | None = None,
+                 tensor_parallel_size: int = 1, device_map: str | None = None, dtype: str | None = None,
+                 token_budget: int | None = None) -> Backend:
     if name == "hf":
-        return HFBackend(model_ref, batch_size=batch_size, cache_dir=cache_dir)
+        from dpmem_eval.pipeline.hf_backend import HFBackend
+
+        return HFBackend(model_ref, batch_size=batch_size, cache_dir=cache_dir, device_map=device_map, dtype=dtype,
+                         token_budget=token_budget)
     if name == "vllm":
-        return VLLMBackend(model_ref, cache_dir=cache_dir)
+        from dpmem_eval.pipeline.vllm_backend import VLLMBackend
+
+        return VLLMBackend(model_ref, cache_dir=cache_dir, tensor_parallel_size=tensor_parallel_size, dtype=dtype)
     if name == "echo":
         return EchoBackend(model_ref)
     raise ValueError(f"backend: expected one of hf, vllm, echo; found {name!r}")
@@ -225,21 +151,40 @@ def messages_key(messages: Messages) -> str:
     return json.dumps(messages, ensure_ascii=False, sort_keys=True)
 
 
+MAX_OOM_HALVINGS = 8
+
+
 class CachedGenerator:
-    """Looks every prompt up in the cache, generates the misses in batches (deduplicated,
-    longest first), writes each batch to the cache as soon as it is done."""
+    """Looks every prompt up in the cache, generates the misses (deduplicated, longest first)
+    in batches cut by a token budget (batching.token_budget_batches; backends that schedule
+    themselves, vLLM, get every miss at once), writes each batch to the cache when it is
+    done. Out of accelerator memory (and only that): the budget is halved and the batch
+    retried, at most MAX_OOM_HALVINGS times; a single prompt that does not fit is an error."""
 
     def __init__(self, backend: Backend, cache: ResponseCache, decoding: DecodingConfig, batch_size: int = 16,
-                 progress: bool = True) -> None:
+                 progress: bool = True, token_budget: int | None = None) -> None:
         self.backend = backend
         self.cache = cache
         self.decoding = decoding
         self.batch_size = batch_size
         self.progress = progress
+        self.token_budget = token_budget
         self.stats = GenerationStats()
 
     def key(self, messages: Messages) -> str:
         return cache_key(self.backend.model_id, self.decoding.as_dict(), messages_key(messages))
+
+    def _lengths(self, todo: dict[str, Messages]) -> dict[str, int]:
+        count = getattr(self.backend, "count_tokens", None)
+        if count is None:  # echo / remote backends: characters as a proxy, ordering only
+            return {k: len(messages_key(m)) for k, m in todo.items()}
+        return {k: count(m) for k, m in todo.items()}
+
+    def _budget(self, longest: int) -> int | None:
+        if self.token_budget is not None:
+            return self.token_budget
+        plan = getattr(self.backend, "token_budget", None)
+        return plan(longest, self.decoding.max_new_tokens) if plan is not None else None
 
     def generate(self, prompts: Sequence[Messages], description: str = "generating") -> list[str]:
         keys = [self.key(m) for m in prompts]
@@ -251,28 +196,55 @@ class CachedGenerator:
             if k not in found and k not in todo:
                 todo[k] = m
         if todo:
-            order = sorted(todo, key=lambda k: -len(messages_key(todo[k])))
-            bar = None
-            if self.progress:
-                from tqdm.auto import tqdm
-
-                bar = tqdm(total=len(order), desc=description, unit="gen", leave=False)
-            decoding_json = json.dumps(self.decoding.as_dict(), sort_keys=True)
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start:start + self.batch_size]
-                began = time.perf_counter()
-                results = self.backend.generate([todo[k] for k in chunk], self.decoding)
-                self.stats.seconds += time.perf_counter() - began
-                rows = []
-                for k, (text, n_tokens) in zip(chunk, results, strict=True):
-                    found[k] = text
-                    self.stats.generated += 1
-                    self.stats.new_tokens += n_tokens
-                    rows.append((k, self.backend.model_id, decoding_json, messages_key(todo[k]), text, n_tokens))
-                self.cache.put_many(rows)
-                if bar is not None:
-                    bar.update(len(chunk))
-            if bar is not None:
-                bar.close()
+            self._generate_missing(todo, found, description)
         self.stats.load_seconds = getattr(self.backend, "load_seconds", 0.0)
         return [found[k] for k in keys]
+
+    def _generate_missing(self, todo: dict[str, Messages], found: dict[str, str], description: str) -> None:
+        lengths = self._lengths(todo)
+        order = sorted(todo, key=lambda k: -lengths[k])
+        self_scheduling = getattr(self.backend, "schedules_itself", False)
+        budget = None if self_scheduling else self._budget(lengths[order[0]])
+        self.stats.token_budget = budget or 0
+        bar = None
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(order), desc=description, unit="gen", leave=False)
+        decoding_json = json.dumps(self.decoding.as_dict(), sort_keys=True)
+        halvings = 0
+        while order:
+            if self_scheduling:
+                chunk = order
+            else:
+                chunk = [order[i] for i in token_budget_batches([lengths[k] for k in order], self.decoding.max_new_tokens,
+                                                                budget, self.batch_size)[0]]
+            began = time.perf_counter()
+            try:
+                results = self.backend.generate([todo[k] for k in chunk], self.decoding)
+            except oom_errors():
+                free_accelerator_memory()
+                if self_scheduling or len(chunk) == 1 or halvings >= MAX_OOM_HALVINGS:
+                    raise
+                halvings += 1
+                used = len(chunk) * (lengths[chunk[0]] + self.decoding.max_new_tokens)
+                budget = used // 2
+                self.stats.oom_halvings = halvings
+                self.stats.token_budget = budget
+                continue
+            finally:
+                self.stats.seconds += time.perf_counter() - began
+            rows = []
+            for k, (text, n_tokens) in zip(chunk, results, strict=True):
+                found[k] = text
+                self.stats.generated += 1
+                self.stats.new_tokens += n_tokens
+                rows.append((k, self.backend.model_id, decoding_json, messages_key(todo[k]), text, n_tokens))
+            self.cache.put_many(rows)
+            self.stats.batches += 1
+            done = set(chunk)
+            order = [k for k in order if k not in done]
+            if bar is not None:
+                bar.update(len(chunk))
+        if bar is not None:
+            bar.close()

@@ -109,6 +109,9 @@ class ProxyJudge:
     def label(self) -> str:
         return f"{self.name} ({self.encoder.name}); NOT the paper's Claude Sonnet 4.6 judge"
 
+    def close(self) -> None:
+        """Nothing to unload besides the shared encoder (freed by its owner)."""
+
     def _scale(self, cos: np.ndarray) -> np.ndarray:
         return np.round(4 * np.clip((cos - self.LOW) / (self.HIGH - self.LOW), 0, 1)) / 4
 
@@ -153,6 +156,12 @@ class GeneratorJudge:
     @property
     def label(self) -> str:
         return f"llm-judge ({self.generator.backend.model_id})"
+
+    def close(self) -> None:
+        """Unload the judge model (a local judge must leave the GPU before the next stage)."""
+        from dpmem_eval.pipeline.batching import close_backend
+
+        close_backend(self.generator.backend)
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Judgement]:
         replies = self.generator.generate([judge_prompt(i) for i in items], description="judging")

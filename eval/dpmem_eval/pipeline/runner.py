@@ -284,5 +284,32 @@ def pairwise_audit(rows: Sequence[dict[str, Any]], generator, seed: int = 0) -> 
     return {m: {"accuracy": v["correct"] / v["n"], "n": v["n"], "unparsed": v["unparsed"]} for m, v in out.items()}
 
 
+def pairwise_stage(out: Path, config: RunConfig, cache: Any, timings: dict[str, float]) -> None:
+    """The pairwise LLM auditor after every response model is unloaded: one engine for all
+    response models' transcripts (or each model judging its own without pairwise_model)."""
+    from dpmem_eval.pipeline.batching import close_backend
+    from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, backend_options, make_backend
+
+    start = time.perf_counter()
+    auditors = {m: config.pairwise_model or m for m in config.models}
+    results: dict[str, Any] = {}
+    for auditor in dict.fromkeys(auditors.values()):
+        backend = make_backend(config.backend, auditor, batch_size=config.batch_size, cache_dir=config.cache_dir,
+                               **backend_options(config))
+        generator = CachedGenerator(backend, cache, DecodingConfig(max_new_tokens=4, seed=config.seed),
+                                    batch_size=config.batch_size, progress=config.progress, token_budget=config.token_budget)
+        try:
+            for model in (m for m, a in auditors.items() if a == auditor):
+                rows = read_transcripts(out / f"transcripts-{model_slug(model)}.jsonl")
+                results[model] = pairwise_audit(rows, generator, config.seed)
+        finally:
+            close_backend(backend)
+    from dpmem_eval.readers import write_atomic
+
+    write_atomic(out / "pairwise.json", json.dumps({"auditor": config.pairwise_model or "each response model",
+                                                     "results": results}, indent=1))
+    timings["pairwise_s"] = round(time.perf_counter() - start, 2)
+
+
 def timer() -> float:
     return time.perf_counter()
