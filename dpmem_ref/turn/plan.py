@@ -1,0 +1,267 @@
+"""The exact description of one slot-level release (Algorithm 1, lines 5-16).
+
+`plan_slot` is the one exact description of a release: read set, charge set, eps, the
+admission decision and the exact release distribution, given the public prefix, the
+ledgers and the store. The sampler (`dpmem_ref.turn.runner`), the durable session, the
+exact engine and the proofs all consume it, through the turn planner
+(`dpmem_ref.turn.planner.TurnCursor`) or directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from fractions import Fraction
+
+import attrs
+
+from dpmem_ref.core.interface import Interface, fallback_distribution
+from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, rescale, to_units
+from dpmem_ref.core.memo import KernelMemo
+from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+from dpmem_ref.errors import ContractViolation
+from dpmem_ref.mechanism import ReleaseDistribution, validate_em_inputs
+from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
+from dpmem_ref.policy import MemoryItem, Store
+from dpmem_ref.views import Vocabulary
+
+
+def zero_ledgers(interface: Interface) -> Ledgers:
+    """L_a = 0 for every attribute at the start of an interaction (Appendix A)."""
+    return tuple(Fraction(0) for _ in interface.policy.attributes)
+
+
+@attrs.frozen(repr=False)
+class SlotPlan:
+    """The exact description of one slot-level operation g_{t,j} (Algorithm 1, lines 4-16).
+
+    Public fields follow from the public prefix and the ledgers (C4, C5); the release
+    distribution is exact. Read items and scores are private and hidden from the repr.
+    `units_after` / `scale` are the same ledgers as `ledgers_after`, as exact integer
+    counts over a common denominator (dpmem_ref.core.ledgers).
+    """
+
+    slot: str
+    read: SlotRead
+    charge_set: frozenset[str]
+    epsilon: Fraction
+    admitted: bool
+    distribution: ReleaseDistribution
+    vocabulary: Vocabulary
+    ledgers_after: Ledgers
+    items: tuple[MemoryItem, ...] = attrs.field(repr=False)
+    scores: tuple[Fraction, ...] | None = attrs.field(repr=False)
+    units_after: Units = attrs.field(default=(), eq=False)
+    scale: int = attrs.field(default=0, eq=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"SlotPlan(slot={self.slot!r}, charge_set={sorted(self.charge_set)}, epsilon={self.epsilon}, "
+            f"admitted={self.admitted}, <private items and scores>)"
+        )
+
+    @property
+    def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...]]:
+        """What two stores must agree on at the same prefix (C4, C5)."""
+        return (self.slot, self.charge_set, self.epsilon, self.admitted, self.vocabulary.names)
+
+
+def check_ledgers(
+    interface: Interface, ledgers: Ledgers, where: object, attributes: frozenset[str] | None = None
+) -> None:
+    """C5: L_a <= B_a, asserted after every update (for `attributes`, default all)."""
+    for attribute, value in zip(interface.policy.attributes, ledgers, strict=True):
+        if (attributes is None or attribute.name in attributes) and value > attribute.cap:
+            raise ContractViolation(
+                "C5.ledger_over_cap", f"{where}, attribute {attribute.name}: ledger {value} exceeds cap {attribute.cap}"
+            )
+
+
+def _select(
+    interface: Interface,
+    vocabulary: Vocabulary,
+    read: SlotRead,
+    items: tuple[MemoryItem, ...],
+    epsilon: Fraction,
+    where: object,
+) -> tuple[tuple[Fraction, ...], ReleaseDistribution]:
+    """Lines 12-14: internal scores, the policy-fixed sensitivity bound, and the release
+    distribution of the selector. A pure function of (vocabulary, read, items): eps is
+    fixed by the read (its charge plan), the scorer reads only the read's public relevance
+    and the read-set items (Eq. 5). Memoized privately on those cached-hash keys."""
+    key = (vocabulary, read, items)
+    table = interface._memo.selection
+    found: tuple[tuple[Fraction, ...], ReleaseDistribution] | None = table.get(key)
+    if found is not None:
+        return found
+    scores = tuple(interface.scorer.scores(read.relevance_map, vocabulary, items))  # line 12
+    sensitivity = interface.scorer.sensitivity(vocabulary)  # line 13
+    if len(scores) != len(vocabulary.views):
+        raise ContractViolation(
+            "C3.score_count", f"{where}: scorer returned {len(scores)} scores for {len(vocabulary.views)} views"
+        )
+    validate_em_inputs(vocabulary.slot, scores, epsilon, sensitivity)  # C3
+    distribution = interface.selector.distribution(vocabulary.names, scores, epsilon, sensitivity)  # line 14
+    KernelMemo.put(table, key, (scores, distribution))
+    return scores, distribution
+
+
+class _Where:
+    """`query Q, slot S` for messages, formatted only when an error is raised."""
+
+    __slots__ = ("query", "slot")
+
+    def __init__(self, query: str, slot: str) -> None:
+        self.query = query
+        self.slot = slot
+
+    def __str__(self) -> str:
+        return f"query {self.query}, slot {self.slot}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def plan_units(
+    interface: Interface,
+    units: Units,
+    scale: int,
+    prefix: PublicPrefix,
+    slot: str,
+    store: Store,
+    strict: bool = True,
+) -> SlotPlan:
+    """Algorithm 1, lines 5-16, for one slot, with the ledgers as integer counts over
+    `scale` (L_a = units_a / scale). The hot path of `plan_slot`; nothing sampled."""
+    hooks = interface.hooks
+    vocabulary = hooks.vocabulary(slot, store) if hooks.vocabulary is not None else interface.vocabulary(slot)
+    read = interface.router.read(prefix, slot)  # line 6: public prefix only (C4)
+    charges = interface.charge_plan(read)  # Eq. (4), lines 7-8
+    charge_set = charges.charge_set
+    epsilon = charges.epsilon
+    if strict and not charges.required <= charge_set:
+        missing = sorted(charges.required - charge_set)[0]
+        raise ContractViolation(
+            "C2.uncharged_read",
+            f"{_Where(prefix.query.name, slot)}, attribute {missing}: read touches I_{missing} but is not charged to it",
+        )
+    if scale % epsilon.denominator:  # an eps outside the catalogue's scale: widen, exactly
+        wider = common_scale(scale, (epsilon,))
+        units, scale = rescale(units, scale, wider), wider
+    step = epsilon.numerator * (scale // epsilon.denominator)
+    caps = interface.cap_units(scale)
+    indices = charges.indices
+    if interface.cap_rule.prospective:  # line 9 on exact integers (the rule's declared form)
+        admitted = all(units[i] + step <= caps[i] for i in indices)
+    else:
+        fractions = interface.fractions(scale)
+        ledger_map = dict(zip(interface.policy.attribute_names, fractions.ledgers(units), strict=True))
+        admitted = interface.cap_rule.admits(ledger_map, interface.caps, charge_set, epsilon)
+    items = charges.items(store)
+    scores: tuple[Fraction, ...] | None = None
+    distribution: ReleaseDistribution | None = None
+    if admitted:
+        where = _Where(prefix.query.name, slot)
+        scores, distribution = _select(interface, vocabulary, read, items, epsilon, where)  # lines 12-14
+        if hooks.fallback is not None and hooks.fallback(scores):
+            admitted = False
+    if admitted:
+        assert distribution is not None
+        # Line 15. The charge is part of the plan, fixed before any view is drawn.
+        after = list(units)
+        for i in indices:
+            after[i] += step
+            if strict and after[i] > caps[i]:  # C5, asserted after every update (charged ledgers only)
+                attribute = interface.policy.attributes[i]
+                value = interface.fractions(scale)(after[i])
+                raise ContractViolation(
+                    "C5.ledger_over_cap",
+                    f"{_Where(prefix.query.name, slot)}, attribute {attribute.name}: "
+                    f"ledger {value} exceeds cap {attribute.cap}",
+                )
+        units_after: Units = tuple(after)
+    else:
+        distribution = fallback_distribution(vocabulary)  # line 10
+        units_after = units
+    return SlotPlan(
+        slot,
+        read,
+        charge_set,
+        epsilon,
+        admitted,
+        distribution,
+        vocabulary,
+        interface.fractions(scale).ledgers(units_after),
+        items,
+        scores,
+        units_after,
+        scale,
+    )
+
+
+def plan_slot(
+    interface: Interface,
+    ledgers: Ledgers,
+    prefix: PublicPrefix,
+    slot: str,
+    store: Store,
+    strict: bool = True,
+) -> SlotPlan:
+    """Algorithm 1, lines 5-16, for one slot, as an exact description (nothing sampled)."""
+    scale = common_scale(interface.ledger_scale, ledgers)
+    return plan_units(interface, to_units(ledgers, scale), scale, prefix, slot, store, strict)
+
+
+def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, ...], store: Store) -> tuple[str, ...]:
+    """Algorithm 1, lines 1-2: G_t = Slot(q_t, history), in policy order."""
+    if interface.hooks.routing is not None:
+        return interface.hooks.routing(query, history, store)
+    return interface.router.active_slots(query, history)
+
+
+def observe_control(
+    interface: Interface,
+    query: Query,
+    history: tuple[TurnRecord, ...],
+    plans: Sequence[SlotPlan],
+    views: tuple[tuple[str, str], ...],
+    ledgers: Ledgers,
+) -> Hashable:
+    """Algorithm 1, line 19: c_t from public inputs, released views and ledgers (C6)."""
+    context = ControlContext(
+        query=query,
+        views=views,
+        admitted=tuple(p.admitted for p in plans),
+        history=history,
+        ledgers=tuple(zip(interface.policy.attribute_names, ledgers, strict=True)),
+        caps=tuple(interface.policy.caps.items()),
+    )
+    private = None
+    if interface.control.reads_private:
+        private = PrivateTurnData(
+            items=tuple(p.items for p in plans),
+            scores=tuple(p.scores for p in plans),
+            vocabularies=tuple(p.vocabulary for p in plans),
+        )
+    return interface.control.observe(context, private)
+
+
+def turn_record(
+    query: Query,
+    views: tuple[tuple[str, str], ...],
+    control: Hashable,
+    response: str,
+    plans: Sequence[SlotPlan],
+) -> TurnRecord:
+    """Algorithm 1, line 21: the turn appended to the history, with the public accounting
+    facts (charge set and eps of each admitted selection; nothing for a fallback)."""
+    return TurnRecord(
+        query=query.name,
+        views=views,
+        control=control,
+        response=response,
+        admitted=tuple(p.admitted for p in plans),
+        charges=tuple(
+            (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
+            for p in plans
+        ),
+    )
