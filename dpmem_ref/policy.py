@@ -80,12 +80,16 @@ class Policy:
     layout: Layout
     attributes: tuple[Attribute, ...]
     _caps: Mapping[str, Fraction] = attrs.field(init=False, repr=False, eq=False, hash=False)
+    _names: tuple[str, ...] = attrs.field(init=False, repr=False, eq=False, hash=False)
+    _cap_items: tuple[tuple[str, Fraction], ...] = attrs.field(init=False, repr=False, eq=False, hash=False)
     _gamma_memo: dict[frozenset[int], frozenset[str]] = attrs.field(
         init=False, repr=False, eq=False, hash=False, factory=dict
     )
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_caps", MappingProxyType({a.name: a.cap for a in self.attributes}))
+        object.__setattr__(self, "_names", tuple(a.name for a in self.attributes))
+        object.__setattr__(self, "_cap_items", tuple((a.name, a.cap) for a in self.attributes))
         names = [a.name for a in self.attributes]
         if len(set(names)) != len(names):
             raise InputError("attributes", "unique attribute names", names)
@@ -97,7 +101,7 @@ class Policy:
 
     @property
     def attribute_names(self) -> tuple[str, ...]:
-        return tuple(self._caps)
+        return self._names
 
     def attribute(self, name: str) -> Attribute:
         for attribute in self.attributes:
@@ -109,6 +113,11 @@ class Policy:
     def caps(self) -> Mapping[str, Fraction]:
         """B_a by attribute (read-only)."""
         return self._caps
+
+    @property
+    def cap_items(self) -> tuple[tuple[str, Fraction], ...]:
+        """(a, B_a) in policy order."""
+        return self._cap_items
 
     def gamma_star(self, read_set: Iterable[int]) -> frozenset[str]:
         """Eq. (4): every attribute whose protected group intersects the read set."""

@@ -41,6 +41,21 @@ class ChargePlan:
     epsilon: Fraction
     indices: tuple[int, ...]
     item_indices: tuple[int, ...]
+    complete: bool = attrs.field(init=False)  # required <= charge_set (C2)
+    _steps: dict[int, int] = attrs.field(init=False, factory=dict, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "complete", self.required <= self.charge_set)
+
+    def step(self, scale: int) -> int | None:
+        """eps * scale, the charge as an integer count (None if eps * scale is not whole)."""
+        found = self._steps.get(scale)
+        if found is None:
+            epsilon = self.epsilon
+            if scale % epsilon.denominator:
+                return None
+            found = self._steps[scale] = epsilon.numerator * (scale // epsilon.denominator)
+        return found
 
     @classmethod
     def of(cls, interface: Interface, read: SlotRead) -> ChargePlan:

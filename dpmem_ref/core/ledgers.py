@@ -37,11 +37,12 @@ def rescale(units: Units, scale: int, new_scale: int) -> Units:
 class FractionTable:
     """units -> Fraction(units, scale), cached (a ledger takes few distinct values)."""
 
-    __slots__ = ("scale", "_table")
+    __slots__ = ("scale", "_table", "_vectors")
 
     def __init__(self, scale: int) -> None:
         self.scale = scale
         self._table: dict[int, Fraction] = {}
+        self._vectors: dict[Units, Ledgers] = {}
 
     def __call__(self, count: int) -> Fraction:
         found = self._table.get(count)
@@ -52,4 +53,10 @@ class FractionTable:
         return found
 
     def ledgers(self, units: Units) -> Ledgers:
-        return tuple(map(self, units))
+        """The Fraction view of a ledger vector (cached per vector)."""
+        found = self._vectors.get(units)
+        if found is None:
+            found = tuple(map(self, units))
+            if len(self._vectors) < 65536:
+                self._vectors[units] = found
+        return found

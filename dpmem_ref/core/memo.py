@@ -16,15 +16,17 @@ MEMO_LIMIT = 100_000
 
 
 class KernelMemo:
-    """Bounded tables: eps per charge set, per-(slot, read) public facts, selections
+    """Bounded tables: eps per charge set, charge plans per read, reads per (query, slot)
+    for routers that read neither history nor released views, selections
     (scores and release law) per (vocabulary, read, items, eps), Fraction tables per
     ledger scale, and the static contract check."""
 
-    __slots__ = ("epsilon", "reads", "selection", "fraction_tables", "cap_units", "scale", "violations")
+    __slots__ = ("epsilon", "reads", "routes", "selection", "fraction_tables", "cap_units", "scale", "violations")
 
     def __init__(self) -> None:
         self.epsilon: dict[frozenset[str], Any] = {}
         self.reads: dict[Hashable, Any] = {}
+        self.routes: dict[Hashable, Any] = {}
         self.selection: dict[Hashable, Any] = {}
         self.fraction_tables: dict[int, FractionTable] = {}
         self.cap_units: dict[int, tuple[int, ...]] = {}

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import attrs
 
-from dpmem_ref.core.interface import Interface, fallback_distribution
+from dpmem_ref.core.interface import ChargePlan, Interface, fallback_distribution
 from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, rescale, to_units
 from dpmem_ref.core.memo import KernelMemo
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
@@ -23,6 +23,9 @@ from dpmem_ref.mechanism import ReleaseDistribution, validate_em_inputs
 from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
 from dpmem_ref.policy import MemoryItem, Store
 from dpmem_ref.views import Vocabulary
+
+_NO_CHARGE: frozenset[str] = frozenset()
+_ZERO = Fraction(0)
 
 
 def zero_ledgers(interface: Interface) -> Ledgers:
@@ -121,47 +124,76 @@ class _Where:
         return format(str(self), spec)
 
 
+def _route(
+    interface: Interface,
+    history: tuple[TurnRecord, ...],
+    query: Query,
+    released: tuple[tuple[str, str], ...],
+    slot: str,
+) -> tuple[SlotRead, ChargePlan]:
+    """Line 6 (ReadPolicy) and lines 7-8 (charge set, eps): public prefix only (C4). A
+    router that declares it reads neither history nor released views gives a read that is
+    a function of (q_t, slot) alone: memoized on those cached-hash keys."""
+    router = interface.router
+    if router.reads_history or router.reads_released_views:
+        read = router.read(PublicPrefix(history, query, released), slot)
+        return read, interface.charge_plan(read)
+    table = interface._memo.routes
+    key = (query, slot)
+    found: tuple[SlotRead, ChargePlan] | None = table.get(key)
+    if found is None:
+        read = router.read(PublicPrefix((), query, ()), slot)
+        found = (read, interface.charge_plan(read))
+        KernelMemo.put(table, key, found)
+    return found
+
+
 def plan_units(
     interface: Interface,
     units: Units,
     scale: int,
-    prefix: PublicPrefix,
+    history: tuple[TurnRecord, ...],
+    query: Query,
+    released: tuple[tuple[str, str], ...],
     slot: str,
     store: Store,
     strict: bool = True,
 ) -> SlotPlan:
-    """Algorithm 1, lines 5-16, for one slot, with the ledgers as integer counts over
-    `scale` (L_a = units_a / scale). The hot path of `plan_slot`; nothing sampled."""
+    """Algorithm 1, lines 5-16, for one slot at the public prefix (history, query,
+    released), with the ledgers as integer counts over `scale` (L_a = units_a / scale).
+    The hot path of `plan_slot` and of the turn planner; nothing sampled."""
     hooks = interface.hooks
     vocabulary = hooks.vocabulary(slot, store) if hooks.vocabulary is not None else interface.vocabulary(slot)
-    read = interface.router.read(prefix, slot)  # line 6: public prefix only (C4)
-    charges = interface.charge_plan(read)  # Eq. (4), lines 7-8
+    read, charges = _route(interface, history, query, released, slot)  # lines 6-8 (C4)
     charge_set = charges.charge_set
     epsilon = charges.epsilon
-    if strict and not charges.required <= charge_set:
+    if strict and not charges.complete:
         missing = sorted(charges.required - charge_set)[0]
         raise ContractViolation(
             "C2.uncharged_read",
-            f"{_Where(prefix.query.name, slot)}, attribute {missing}: read touches I_{missing} but is not charged to it",
+            f"{_Where(query.name, slot)}, attribute {missing}: read touches I_{missing} but is not charged to it",
         )
-    if scale % epsilon.denominator:  # an eps outside the catalogue's scale: widen, exactly
+    step = charges.step(scale)
+    if step is None:  # an eps outside the catalogue's scale: widen, exactly
         wider = common_scale(scale, (epsilon,))
         units, scale = rescale(units, scale, wider), wider
-    step = epsilon.numerator * (scale // epsilon.denominator)
+        step = epsilon.numerator * (wider // epsilon.denominator)
     caps = interface.cap_units(scale)
     indices = charges.indices
     if interface.cap_rule.prospective:  # line 9 on exact integers (the rule's declared form)
-        admitted = all(units[i] + step <= caps[i] for i in indices)
+        admitted = True
+        for i in indices:
+            if units[i] + step > caps[i]:
+                admitted = False
+                break
     else:
-        fractions = interface.fractions(scale)
-        ledger_map = dict(zip(interface.policy.attribute_names, fractions.ledgers(units), strict=True))
+        ledger_map = dict(zip(interface.policy.attribute_names, interface.fractions(scale).ledgers(units), strict=True))
         admitted = interface.cap_rule.admits(ledger_map, interface.caps, charge_set, epsilon)
     items = charges.items(store)
     scores: tuple[Fraction, ...] | None = None
     distribution: ReleaseDistribution | None = None
     if admitted:
-        where = _Where(prefix.query.name, slot)
-        scores, distribution = _select(interface, vocabulary, read, items, epsilon, where)  # lines 12-14
+        scores, distribution = _select(interface, vocabulary, read, items, epsilon, _Where(query.name, slot))
         if hooks.fallback is not None and hooks.fallback(scores):
             admitted = False
     if admitted:
@@ -172,11 +204,10 @@ def plan_units(
             after[i] += step
             if strict and after[i] > caps[i]:  # C5, asserted after every update (charged ledgers only)
                 attribute = interface.policy.attributes[i]
-                value = interface.fractions(scale)(after[i])
                 raise ContractViolation(
                     "C5.ledger_over_cap",
-                    f"{_Where(prefix.query.name, slot)}, attribute {attribute.name}: "
-                    f"ledger {value} exceeds cap {attribute.cap}",
+                    f"{_Where(query.name, slot)}, attribute {attribute.name}: "
+                    f"ledger {interface.fractions(scale)(after[i])} exceeds cap {attribute.cap}",
                 )
         units_after: Units = tuple(after)
     else:
@@ -208,7 +239,8 @@ def plan_slot(
 ) -> SlotPlan:
     """Algorithm 1, lines 5-16, for one slot, as an exact description (nothing sampled)."""
     scale = common_scale(interface.ledger_scale, ledgers)
-    return plan_units(interface, to_units(ledgers, scale), scale, prefix, slot, store, strict)
+    units = to_units(ledgers, scale)
+    return plan_units(interface, units, scale, prefix.history, prefix.query, prefix.released, slot, store, strict)
 
 
 def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, ...], store: Store) -> tuple[str, ...]:
@@ -227,13 +259,14 @@ def observe_control(
     ledgers: Ledgers,
 ) -> Hashable:
     """Algorithm 1, line 19: c_t from public inputs, released views and ledgers (C6)."""
+    policy = interface.policy
     context = ControlContext(
-        query=query,
-        views=views,
-        admitted=tuple(p.admitted for p in plans),
-        history=history,
-        ledgers=tuple(zip(interface.policy.attribute_names, ledgers, strict=True)),
-        caps=tuple(interface.policy.caps.items()),
+        query,
+        views,
+        tuple([p.admitted for p in plans]),
+        history,
+        tuple(zip(policy.attribute_names, ledgers, strict=True)),
+        policy.cap_items,
     )
     private = None
     if interface.control.reads_private:
@@ -255,13 +288,10 @@ def turn_record(
     """Algorithm 1, line 21: the turn appended to the history, with the public accounting
     facts (charge set and eps of each admitted selection; nothing for a fallback)."""
     return TurnRecord(
-        query=query.name,
-        views=views,
-        control=control,
-        response=response,
-        admitted=tuple(p.admitted for p in plans),
-        charges=tuple(
-            (p.slot, p.charge_set if p.admitted else frozenset(), p.epsilon if p.admitted else Fraction(0))
-            for p in plans
-        ),
+        query.name,
+        views,
+        control,
+        response,
+        tuple([p.admitted for p in plans]),
+        tuple([(p.slot, p.charge_set, p.epsilon) if p.admitted else (p.slot, _NO_CHARGE, _ZERO) for p in plans]),
     )

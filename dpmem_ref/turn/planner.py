@@ -94,8 +94,20 @@ class TurnCursor:
         cached = self._plan
         if cached:
             return cached[0]
+        released = self.released
+        slots = self.slots
+        if len(released) == len(slots):
+            raise InputError("cursor", "a turn with a slot left to plan", "every slot released")
         plan = plan_units(
-            self.interface, self.units, self.scale, self.prefix, self.slot, self.store, strict=self.strict
+            self.interface,
+            self.units,
+            self.scale,
+            self.history,
+            self.query,
+            released,
+            slots[len(released)],
+            self.store,
+            self.strict,
         )
         cached.append(plan)
         return plan
@@ -142,8 +154,8 @@ class TurnCursor:
         `self.control()` (pass it when already observed)."""
         observed = self.control() if control is None else control
         record = turn_record(self.query, self.released, observed, response, self.plans)
-        state = InterfaceState(turn=self.turn + 1, ledgers=self.ledgers, history=self.history + (record,))
-        return state, record
+        state = InterfaceState(self.turn + 1, self.ledgers, self.history + (record,))
+        return state.with_units(self.units, self.scale), record
 
 
 def begin_turn(
@@ -160,7 +172,7 @@ def begin_turn(
         interface.require_contract()
     if store.layout != interface.policy.layout:
         raise InputError("store", "a store over the interface's layout", store.name or "another layout")
-    scale = common_scale(interface.ledger_scale, state.ledgers)
+    units, scale = state.units(interface.ledger_scale)
     return TurnCursor(
         interface,
         store,
@@ -168,7 +180,7 @@ def begin_turn(
         state.history,
         state.turn,
         active_slots(interface, query, state.history, store),
-        to_units(state.ledgers, scale),
+        units,
         scale,
         (),
         (),

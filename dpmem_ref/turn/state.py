@@ -7,7 +7,7 @@ from fractions import Fraction
 import attrs
 
 from dpmem_ref.core.interface import Interface
-from dpmem_ref.core.ledgers import Ledgers
+from dpmem_ref.core.ledgers import Ledgers, common_scale, to_units
 from dpmem_ref.core.transcript import TurnRecord
 
 
@@ -19,6 +19,22 @@ class InterfaceState:
     turn: int
     ledgers: Ledgers
     history: tuple[TurnRecord, ...]
+    # The turn planner's integer view of `ledgers` (units, scale), set only by the planner
+    # on the state it builds; never copied by attrs.evolve (init=False), so never stale.
+    _units: tuple[tuple[int, ...], int] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    def units(self, base_scale: int) -> tuple[tuple[int, ...], int]:
+        """(units, scale) with L_a = units_a / scale, over a multiple of `base_scale`."""
+        cached = self._units
+        if cached is not None and cached[1] % base_scale == 0:
+            return cached
+        scale = common_scale(base_scale, self.ledgers)
+        return to_units(self.ledgers, scale), scale
+
+    def with_units(self, units: tuple[int, ...], scale: int) -> InterfaceState:
+        """This state, remembering the integer view the planner already has of its ledgers."""
+        object.__setattr__(self, "_units", (units, scale))
+        return self
 
     @classmethod
     def initial(cls, interface: Interface) -> InterfaceState:
