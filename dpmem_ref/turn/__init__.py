@@ -18,7 +18,7 @@ from dpmem_ref.turn.plan import (
     turn_record,
     zero_ledgers,
 )
-from dpmem_ref.turn.planner import TurnCursor, begin_turn
+from dpmem_ref.turn.planner import TurnCursor, TurnFrame, begin_turn
 from dpmem_ref.turn.runner import TurnResult, run_interaction, run_turn
 from dpmem_ref.turn.state import InterfaceState
 
@@ -29,6 +29,7 @@ __all__ = [
     "SlotPlan",
     "TemplateChannel",
     "TurnCursor",
+    "TurnFrame",
     "TurnResult",
     "active_slots",
     "begin_turn",

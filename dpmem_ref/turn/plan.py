@@ -130,20 +130,21 @@ def _route(
     query: Query,
     released: tuple[tuple[str, str], ...],
     slot: str,
-) -> tuple[SlotRead, ChargePlan]:
-    """Line 6 (ReadPolicy) and lines 7-8 (charge set, eps): public prefix only (C4). A
-    router that declares it reads neither history nor released views gives a read that is
-    a function of (q_t, slot) alone: memoized on those cached-hash keys."""
+) -> tuple[Vocabulary, SlotRead, ChargePlan]:
+    """V_g (C1), line 6 (ReadPolicy) and lines 7-8 (charge set, eps): public prefix only
+    (C4). A router that declares it reads neither history nor released views gives a read
+    that is a function of (q_t, slot) alone: memoized on those cached-hash keys."""
     router = interface.router
     if router.reads_history or router.reads_released_views:
         read = router.read(PublicPrefix(history, query, released), slot)
-        return read, interface.charge_plan(read)
+        return interface.vocabulary(slot), read, interface.charge_plan(read)
     table = interface._memo.routes
     key = (query, slot)
-    found: tuple[SlotRead, ChargePlan] | None = table.get(key)
+    found: tuple[Vocabulary, SlotRead, ChargePlan] | None = table.get(key)
     if found is None:
+        vocabulary = interface.vocabulary(slot)
         read = router.read(PublicPrefix((), query, ()), slot)
-        found = (read, interface.charge_plan(read))
+        found = (vocabulary, read, interface.charge_plan(read))
         KernelMemo.put(table, key, found)
     return found
 
@@ -163,8 +164,9 @@ def plan_units(
     released), with the ledgers as integer counts over `scale` (L_a = units_a / scale).
     The hot path of `plan_slot` and of the turn planner; nothing sampled."""
     hooks = interface.hooks
-    vocabulary = hooks.vocabulary(slot, store) if hooks.vocabulary is not None else interface.vocabulary(slot)
-    read, charges = _route(interface, history, query, released, slot)  # lines 6-8 (C4)
+    vocabulary, read, charges = _route(interface, history, query, released, slot)  # C1; lines 6-8 (C4)
+    if hooks.vocabulary is not None:
+        vocabulary = hooks.vocabulary(slot, store)  # a store-dependent vocabulary (breaks C1)
     charge_set = charges.charge_set
     epsilon = charges.epsilon
     if strict and not charges.complete:

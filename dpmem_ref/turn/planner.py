@@ -20,9 +20,10 @@ API
   ledgers after `release` are `plan.ledgers_after` whatever view is released. A durable
   session passes the committed ledgers instead (`release(view, ledgers=...)`) and, when
   its store refused a charge another process raced for, re-plans on them (`rebase`).
-- Fields: interface, store, query, history, turn, slots (G_t), released ((slot, view),
-  ...), plans (the SlotPlans of the released slots), strict; the ledgers are exact integer
-  counts `units` over `scale`, with the Fraction view `ledgers`.
+- Fields: `frame` (what the turn fixes: interface, store, query, history, turn, slots
+  (G_t), strict - each also a property of the cursor), `released` ((slot, view), ...),
+  `plans` (the SlotPlans of the released slots); the ledgers are exact integer counts
+  `units` over `scale`, with the Fraction view `ledgers`.
 - strict=True refuses any part that breaks C1-C6 (the static check at `begin_turn`, C2
   and C5 at each plan); strict=False runs broken variants unchanged (audits, counterexamples).
 """
@@ -42,24 +43,61 @@ from dpmem_ref.turn.plan import SlotPlan, active_slots, observe_control, plan_un
 from dpmem_ref.turn.state import InterfaceState
 
 
-@attrs.frozen(repr=False)
-class TurnCursor:
-    """Algorithm 1 at turn t, after the releases in `released` (see the module doc)."""
+@attrs.frozen
+class TurnFrame:
+    """What is fixed for the whole turn: the interface, the store, q_t, the completed
+    history, the turn index, G_t and strictness. Shared by every cursor of the turn."""
 
     interface: Interface
-    store: Store
+    store: Store = attrs.field(repr=False)
     query: Query
     history: tuple[TurnRecord, ...]
     turn: int
     slots: tuple[str, ...]
+    strict: bool = True
+
+
+@attrs.frozen(repr=False)
+class TurnCursor:
+    """Algorithm 1 at turn t, after the releases in `released` (see the module doc)."""
+
+    frame: TurnFrame
     units: Units
     scale: int
     released: tuple[tuple[str, str], ...] = ()
     plans: tuple[SlotPlan, ...] = ()
-    strict: bool = True
     # plan() of this cursor, computed once and shared by every fork (a pure function of
     # the fields above, so the cache never changes a value).
-    _plan: list[SlotPlan] = attrs.field(init=False, factory=list, eq=False)
+    _plan: SlotPlan | None = attrs.field(init=False, default=None, eq=False)
+
+    @property
+    def interface(self) -> Interface:
+        return self.frame.interface
+
+    @property
+    def store(self) -> Store:
+        return self.frame.store
+
+    @property
+    def query(self) -> Query:
+        return self.frame.query
+
+    @property
+    def history(self) -> tuple[TurnRecord, ...]:
+        return self.frame.history
+
+    @property
+    def turn(self) -> int:
+        return self.frame.turn
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        """G_t, the active slots in order."""
+        return self.frame.slots
+
+    @property
+    def strict(self) -> bool:
+        return self.frame.strict
 
     def __repr__(self) -> str:
         return (
@@ -70,7 +108,7 @@ class TurnCursor:
     @property
     def done(self) -> bool:
         """Every active slot has released its view."""
-        return len(self.released) == len(self.slots)
+        return len(self.released) == len(self.frame.slots)
 
     @property
     def slot(self) -> str:
@@ -91,25 +129,25 @@ class TurnCursor:
 
     def plan(self) -> SlotPlan:
         """Algorithm 1, lines 5-16 for the next active slot at the current public prefix."""
-        cached = self._plan
-        if cached:
-            return cached[0]
+        plan = self._plan
+        if plan is not None:
+            return plan
+        frame = self.frame
         released = self.released
-        slots = self.slots
-        if len(released) == len(slots):
+        if len(released) == len(frame.slots):
             raise InputError("cursor", "a turn with a slot left to plan", "every slot released")
         plan = plan_units(
-            self.interface,
+            frame.interface,
             self.units,
             self.scale,
-            self.history,
-            self.query,
+            frame.history,
+            frame.query,
             released,
-            slots[len(released)],
-            self.store,
-            self.strict,
+            frame.slots[len(released)],
+            frame.store,
+            frame.strict,
         )
-        cached.append(plan)
+        object.__setattr__(self, "_plan", plan)
         return plan
 
     def release(self, view: str, ledgers: Ledgers | None = None) -> TurnCursor:
@@ -123,19 +161,7 @@ class TurnCursor:
         if ledgers is not None:
             scale = common_scale(scale, ledgers)
             units = to_units(ledgers, scale)
-        return TurnCursor(
-            self.interface,
-            self.store,
-            self.query,
-            self.history,
-            self.turn,
-            self.slots,
-            units,
-            scale,
-            self.released + ((plan.slot, view),),
-            self.plans + (plan,),
-            self.strict,
-        )
+        return TurnCursor(self.frame, units, scale, self.released + ((plan.slot, view),), self.plans + (plan,))
 
     def rebase(self, ledgers: Ledgers) -> TurnCursor:
         """The same position in the turn over other ledgers (a durable store's committed
@@ -170,19 +196,8 @@ def begin_turn(
         query = interface.query(query)
     if strict:
         interface.require_contract()
-    if store.layout != interface.policy.layout:
+    if store.layout is not interface.policy.layout and store.layout != interface.policy.layout:
         raise InputError("store", "a store over the interface's layout", store.name or "another layout")
     units, scale = state.units(interface.ledger_scale)
-    return TurnCursor(
-        interface,
-        store,
-        query,
-        state.history,
-        state.turn,
-        active_slots(interface, query, state.history, store),
-        units,
-        scale,
-        (),
-        (),
-        strict,
-    )
+    slots = active_slots(interface, query, state.history, store)
+    return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)
