@@ -171,19 +171,12 @@ class Interface:
         return memo.scale
 
     def fractions(self, scale: int) -> FractionTable:
-        """units -> L_a = units / scale, cached per scale."""
+        """The ledger scale `scale`: caps as integer counts and units -> L_a = units / scale
+        (every cap denominator divides a ledger scale)."""
         tables = self._memo.fraction_tables
         found = tables.get(scale)
         if found is None:
-            found = tables[scale] = FractionTable(scale)
-        return found
-
-    def cap_units(self, scale: int) -> tuple[int, ...]:
-        """B_a * scale in policy order (every cap denominator divides a ledger scale)."""
-        found = self._memo.cap_units.get(scale)
-        if found is None:
-            found = tuple(a.cap.numerator * (scale // a.cap.denominator) for a in self.policy.attributes)
-            self._memo.cap_units[scale] = found
+            found = tables[scale] = FractionTable(scale, (a.cap for a in self.policy.attributes))
         return found
 
     # ------------------------------------------------------------ the static check

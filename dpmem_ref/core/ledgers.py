@@ -35,12 +35,14 @@ def rescale(units: Units, scale: int, new_scale: int) -> Units:
 
 
 class FractionTable:
-    """units -> Fraction(units, scale), cached (a ledger takes few distinct values)."""
+    """One ledger scale: the caps as integer counts (`caps`, B_a * scale in policy order)
+    and units -> Fraction(units, scale), cached (a ledger takes few distinct values)."""
 
-    __slots__ = ("scale", "_table", "_vectors")
+    __slots__ = ("scale", "caps", "_table", "_vectors")
 
-    def __init__(self, scale: int) -> None:
+    def __init__(self, scale: int, caps: Iterable[Fraction]) -> None:
         self.scale = scale
+        self.caps: Units = to_units(tuple(caps), scale)
         self._table: dict[int, Fraction] = {}
         self._vectors: dict[Units, Ledgers] = {}
 

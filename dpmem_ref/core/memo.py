@@ -21,7 +21,7 @@ class KernelMemo:
     (scores and release law) per (vocabulary, read, items, eps), Fraction tables per
     ledger scale, and the static contract check."""
 
-    __slots__ = ("epsilon", "reads", "routes", "selection", "fraction_tables", "cap_units", "scale", "violations")
+    __slots__ = ("epsilon", "reads", "routes", "selection", "fraction_tables", "scale", "violations")
 
     def __init__(self) -> None:
         self.epsilon: dict[frozenset[str], Any] = {}
@@ -29,7 +29,6 @@ class KernelMemo:
         self.routes: dict[Hashable, Any] = {}
         self.selection: dict[Hashable, Any] = {}
         self.fraction_tables: dict[int, FractionTable] = {}
-        self.cap_units: dict[int, tuple[int, ...]] = {}
         self.scale: int | None = None
         self.violations: tuple[Any, ...] | None = None
 

@@ -180,7 +180,8 @@ def plan_units(
         wider = common_scale(scale, (epsilon,))
         units, scale = rescale(units, scale, wider), wider
         step = epsilon.numerator * (wider // epsilon.denominator)
-    caps = interface.cap_units(scale)
+    table = interface.fractions(scale)
+    caps = table.caps
     indices = charges.indices
     if interface.cap_rule.prospective:  # line 9 on exact integers (the rule's declared form)
         admitted = True
@@ -189,7 +190,7 @@ def plan_units(
                 admitted = False
                 break
     else:
-        ledger_map = dict(zip(interface.policy.attribute_names, interface.fractions(scale).ledgers(units), strict=True))
+        ledger_map = dict(zip(interface.policy.attribute_names, table.ledgers(units), strict=True))
         admitted = interface.cap_rule.admits(ledger_map, interface.caps, charge_set, epsilon)
     items = charges.items(store)
     scores: tuple[Fraction, ...] | None = None
@@ -209,7 +210,7 @@ def plan_units(
                 raise ContractViolation(
                     "C5.ledger_over_cap",
                     f"{_Where(query.name, slot)}, attribute {attribute.name}: "
-                    f"ledger {interface.fractions(scale)(after[i])} exceeds cap {attribute.cap}",
+                    f"ledger {table(after[i])} exceeds cap {attribute.cap}",
                 )
         units_after: Units = tuple(after)
     else:
@@ -223,7 +224,7 @@ def plan_units(
         admitted,
         distribution,
         vocabulary,
-        interface.fractions(scale).ledgers(units_after),
+        table.ledgers(units_after),
         items,
         scores,
         units_after,
