@@ -125,7 +125,8 @@ class Policy:
         found = self._gamma_memo.get(reads)
         if found is None:
             found = frozenset(a.name for a in self.attributes if a.group & reads)
-            self._gamma_memo[reads] = found
+            if len(self._gamma_memo) < 100_000:  # bounded: a pure function of the frozen policy
+                self._gamma_memo[reads] = found
         return found
 
 

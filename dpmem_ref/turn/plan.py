@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from fractions import Fraction
-
-import attrs
+from typing import NamedTuple
 
 from dpmem_ref.core.interface import ChargePlan, Interface, fallback_distribution
 from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, rescale, to_units
@@ -33,16 +32,7 @@ def zero_ledgers(interface: Interface) -> Ledgers:
     return tuple(Fraction(0) for _ in interface.policy.attributes)
 
 
-@attrs.frozen(repr=False)
-class SlotPlan:
-    """The exact description of one slot-level operation g_{t,j} (Algorithm 1, lines 4-16).
-
-    Public fields follow from the public prefix and the ledgers (C4, C5); the release
-    distribution is exact. Read items and scores are private and hidden from the repr.
-    `units_after` / `scale` are the same ledgers as `ledgers_after`, as exact integer
-    counts over a common denominator (dpmem_ref.core.ledgers).
-    """
-
+class _SlotPlanFields(NamedTuple):
     slot: str
     read: SlotRead
     charge_set: frozenset[str]
@@ -51,16 +41,45 @@ class SlotPlan:
     distribution: ReleaseDistribution
     vocabulary: Vocabulary
     ledgers_after: Ledgers
-    items: tuple[MemoryItem, ...] = attrs.field(repr=False)
-    scores: tuple[Fraction, ...] | None = attrs.field(repr=False)
-    units_after: Units = attrs.field(default=(), eq=False)
-    scale: int = attrs.field(default=0, eq=False)
+    items: tuple[MemoryItem, ...]
+    scores: tuple[Fraction, ...] | None
+    units_after: Units = ()
+    scale: int = 0
+
+
+_COMPARED = 10  # units_after / scale restate ledgers_after: not part of equality
+
+
+class SlotPlan(_SlotPlanFields):
+    """The exact description of one slot-level operation g_{t,j} (Algorithm 1, lines 4-16).
+
+    Public fields follow from the public prefix and the ledgers (C4, C5); the release
+    distribution is exact. Read items and scores are private and hidden from the repr.
+    `units_after` / `scale` are the same ledgers as `ledgers_after`, as exact integer
+    counts over a common denominator (dpmem_ref.core.ledgers). Immutable (a named tuple:
+    built once per slot on the hot path without per-field setattr).
+    """
+
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return (
             f"SlotPlan(slot={self.slot!r}, charge_set={sorted(self.charge_set)}, epsilon={self.epsilon}, "
             f"admitted={self.admitted}, <private items and scores>)"
         )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SlotPlan):
+            return NotImplemented
+        return self[:_COMPARED] == other[:_COMPARED]
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, SlotPlan):
+            return NotImplemented
+        return self[:_COMPARED] != other[:_COMPARED]
+
+    def __hash__(self) -> int:
+        return hash(self[:_COMPARED])
 
     @property
     def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...]]:
