@@ -153,8 +153,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             (
                 "turn/plan.py",
-                r"items = charges\.items\(store\)",
-                "items = store.read(interface.policy.layout.positions_of(slot))",
+                r"entry = \(store, charges\.items\(store\), \{\}\)",
+                "entry = (store, store.read(interface.policy.layout.positions_of(read.slot)), {})",
             ),
         ),
     ),

@@ -17,17 +17,17 @@ MEMO_LIMIT = 100_000
 
 class KernelMemo:
     """Bounded tables: eps per charge set, charge plans per read, reads per (query, slot)
-    for routers that read neither history nor released views, selections
-    (scores and release law) per (vocabulary, read, items, eps), Fraction tables per
-    ledger scale, and the static contract check."""
+    for routers that read neither history nor released views, read-set items and their
+    selections (scores and release law, per vocabulary) per (read, store object), ledger
+    scale tables, and the static contract check."""
 
-    __slots__ = ("epsilon", "reads", "routes", "selection", "fraction_tables", "scale", "violations")
+    __slots__ = ("epsilon", "reads", "routes", "store_reads", "fraction_tables", "scale", "violations")
 
     def __init__(self) -> None:
         self.epsilon: dict[frozenset[str], Any] = {}
         self.reads: dict[Hashable, Any] = {}
         self.routes: dict[Hashable, Any] = {}
-        self.selection: dict[Hashable, Any] = {}
+        self.store_reads: dict[Hashable, Any] = {}
         self.fraction_tables: dict[int, FractionTable] = {}
         self.scale: int | None = None
         self.violations: tuple[Any, ...] | None = None

@@ -98,6 +98,22 @@ def check_ledgers(
             )
 
 
+def _read_store(
+    interface: Interface, read: SlotRead, charges: ChargePlan, store: Store
+) -> tuple[tuple[MemoryItem, ...], dict[Vocabulary, tuple[tuple[Fraction, ...], ReleaseDistribution]]]:
+    """M_R (line 11) and the memo of its selections. Memoized per (read, store object):
+    the entry holds the store itself and is used only for that very object, so an id is
+    never mistaken for another store's; everything cached is a pure function of the
+    read, the store's contents and the interface's frozen parts."""
+    key = (read, id(store))
+    table = interface._memo.store_reads
+    entry = table.get(key)
+    if entry is None or entry[0] is not store:
+        entry = (store, charges.items(store), {})
+        KernelMemo.put(table, key, entry)
+    return entry[1], entry[2]
+
+
 def _select(
     interface: Interface,
     vocabulary: Vocabulary,
@@ -105,14 +121,13 @@ def _select(
     items: tuple[MemoryItem, ...],
     epsilon: Fraction,
     where: object,
+    memo: dict[Vocabulary, tuple[tuple[Fraction, ...], ReleaseDistribution]],
 ) -> tuple[tuple[Fraction, ...], ReleaseDistribution]:
     """Lines 12-14: internal scores, the policy-fixed sensitivity bound, and the release
     distribution of the selector. A pure function of (vocabulary, read, items): eps is
     fixed by the read (its charge plan), the scorer reads only the read's public relevance
-    and the read-set items (Eq. 5). Memoized privately on those cached-hash keys."""
-    key = (vocabulary, read, items)
-    table = interface._memo.selection
-    found: tuple[tuple[Fraction, ...], ReleaseDistribution] | None = table.get(key)
+    and the read-set items (Eq. 5). Memoized privately per (read, store) and vocabulary."""
+    found = memo.get(vocabulary)
     if found is not None:
         return found
     scores = tuple(interface.scorer.scores(read.relevance_map, vocabulary, items))  # line 12
@@ -123,7 +138,8 @@ def _select(
         )
     validate_em_inputs(vocabulary.slot, scores, epsilon, sensitivity)  # C3
     distribution = interface.selector.distribution(vocabulary.names, scores, epsilon, sensitivity)  # line 14
-    KernelMemo.put(table, key, (scores, distribution))
+    if len(memo) < 64:
+        memo[vocabulary] = (scores, distribution)
     return scores, distribution
 
 
@@ -211,11 +227,11 @@ def plan_units(
     else:
         ledger_map = dict(zip(interface.policy.attribute_names, table.ledgers(units), strict=True))
         admitted = interface.cap_rule.admits(ledger_map, interface.caps, charge_set, epsilon)
-    items = charges.items(store)
+    items, selections = _read_store(interface, read, charges, store)  # line 11
     scores: tuple[Fraction, ...] | None = None
     distribution: ReleaseDistribution | None = None
     if admitted:
-        scores, distribution = _select(interface, vocabulary, read, items, epsilon, _Where(query.name, slot))
+        scores, distribution = _select(interface, vocabulary, read, items, epsilon, _Where(query.name, slot), selections)
         if hooks.fallback is not None and hooks.fallback(scores):
             admitted = False
     if admitted:
