@@ -24,6 +24,8 @@ API
   (G_t), strict - each also a property of the cursor), `released` ((slot, view), ...),
   `plans` (the SlotPlans of the released slots); the ledgers are exact integer counts
   `units` over `scale`, with the Fraction view `ledgers`.
+- For memo keys (the exact engine): `units`, `scale` and `released` are cheap, hashable
+  and exact; a cursor itself compares by value but hashing it hashes the interface.
 - strict=True refuses any part that breaks C1-C6 (the static check at `begin_turn`, C2
   and C5 at each plan); strict=False runs broken variants unchanged (audits, counterexamples).
 """
