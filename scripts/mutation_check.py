@@ -172,7 +172,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "cursor-finish-drops-history",
         "the turn planner's finish does not append the turn to the history routing and controls read",
-        (("turn/planner.py", r"self\.history \+ \(record,\)\)", "self.history)"),),
+        (("turn/planner.py", r"frame\.history \+ \(record,\)\)", "frame.history)"),),
     ),
     Mutation(
         "durable-ignores-committed-ledgers",

@@ -190,6 +190,8 @@ class Interface:
 
     def require_contract(self) -> None:
         """Raise the first violation (strict kernel)."""
+        if self._memo.violations == ():
+            return
         violations = self.contract_violations()
         if violations:
             first = violations[0]

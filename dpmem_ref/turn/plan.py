@@ -285,7 +285,15 @@ def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, 
     """Algorithm 1, lines 1-2: G_t = Slot(q_t, history), in policy order."""
     if interface.hooks.routing is not None:
         return interface.hooks.routing(query, history, store)
-    return interface.router.active_slots(query, history)
+    router = interface.router
+    if router.reads_history:
+        return router.active_slots(query, history)
+    table = interface._memo.routes  # a router that reads no history: G_t is a function of q_t
+    found: tuple[str, ...] | None = table.get(query)
+    if found is None:
+        found = router.active_slots(query, ())
+        KernelMemo.put(table, query, found)
+    return found
 
 
 def observe_control(

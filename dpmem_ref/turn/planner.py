@@ -180,9 +180,14 @@ class TurnCursor:
     def finish(self, response: str = "", control: Hashable | None = None) -> tuple[InterfaceState, TurnRecord]:
         """Algorithm 1, line 21: the turn record and the next state. `control` defaults to
         `self.control()` (pass it when already observed)."""
-        observed = self.control() if control is None else control
-        record = turn_record(self.query, self.released, observed, response, self.plans)
-        state = InterfaceState(self.turn + 1, self.ledgers, self.history + (record,))
+        frame = self.frame
+        ledgers = self.ledgers
+        if control is None:
+            if not self.done:
+                raise InputError("cursor", "a turn whose every slot has released", f"{len(self.released)} released")
+            control = observe_control(frame.interface, frame.query, frame.history, self.plans, self.released, ledgers)
+        record = turn_record(frame.query, self.released, control, response, self.plans)
+        state = InterfaceState(frame.turn + 1, ledgers, frame.history + (record,))
         return state.with_units(self.units, self.scale), record
 
 
