@@ -2,13 +2,16 @@
 microseconds per turn of Algorithm 1 for 6 slots / 4 attributes. Measured side by side
 in one run; prints figures, asserts nothing (targets are read, not timed in tests).
 
-    .venv/bin/python benchmarks/bench_kernel.py [--draws N]
+    .venv/bin/python benchmarks/bench_kernel.py [--draws N] [--turns N] [--base /work/base] [--only-turn]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import subprocess
+import sys
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -126,14 +129,57 @@ def bench_turn(turns: int) -> None:
     print(f"Algorithm 1, one turn with 1 active slot (the evaluation's shape), 6 slots / 4 attributes: {per_turn:,.1f} us/turn")
 
 
+TURN_CELL = """
+import sys, time
+sys.path.insert(0, {bench!r})
+from bench_kernel import evaluation_shaped_interface
+from dpmem_ref import InterfaceState, SeededRandomSource, run_turn
+interface, store = evaluation_shaped_interface()
+source, initial = SeededRandomSource(1), InterfaceState.initial(interface)
+query = interface.query("all-slots")
+run_turn(interface, initial, query, store, source)
+best = float("inf")
+for _ in range({repeats}):
+    start = time.perf_counter()
+    for _ in range({turns}):
+        run_turn(interface, initial, query, store, source)
+    best = min(best, (time.perf_counter() - start) / {turns} * 1e6)
+print(best)
+"""
+
+
+def bench_turn_against_base(turns: int, base: str, rounds: int = 3) -> None:
+    """The 6-slot turn in this tree and in `base` (the starting main), alternating fresh
+    interpreters (-P: the tree comes from PYTHONPATH only); best of each."""
+    here = str(Path(__file__).resolve().parents[1])
+    code = TURN_CELL.format(bench=str(Path(__file__).resolve().parent), repeats=5, turns=max(turns // 5, 1))
+    best = {"this tree": float("inf"), "base": float("inf")}
+    for _ in range(rounds):
+        for label, root in (("this tree", here), ("base", base)):
+            env = dict(os.environ, PYTHONPATH=f"{root}:{root}/eval")
+            done = subprocess.run([sys.executable, "-P", "-c", code], env=env, cwd=root, capture_output=True, text=True)
+            if done.returncode != 0:
+                print(f"{label} ({root}) failed: {done.stderr.strip().splitlines()[-1:]}")
+                return
+            best[label] = min(best[label], float(done.stdout))
+    print(f"Algorithm 1, 6 slots / 4 attributes, best of {rounds} alternating runs: this tree "
+          f"{best['this tree']:,.1f} us/turn, base ({base}) {best['base']:,.1f} us/turn, "
+          f"ratio base/this = {best['base'] / best['this tree']:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=50_000)
     parser.add_argument("--turns", type=int, default=5_000)
+    parser.add_argument("--base", default="/work/base", help="checkout of the starting main for the turn ratio")
+    parser.add_argument("--only-turn", action="store_true", help="skip the sampler cells")
     args = parser.parse_args()
     print(f"python {platform.python_version()} on {platform.machine()}, numpy {np.__version__}")
-    bench_samplers(args.draws)
+    if not args.only_turn:
+        bench_samplers(args.draws)
     bench_turn(args.turns)
+    if Path(args.base).is_dir():
+        bench_turn_against_base(args.turns, args.base)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,7 @@ class LedgerStatusControl:
     violates: str | None = None
     reads_private: bool = False
     reads_views: bool = False
+    reads_history: bool = False
 
     def observe(self, context: ControlContext, private: PrivateTurnData | None) -> Hashable:
         caps = dict(context.caps)

@@ -203,6 +203,8 @@ class ScheduledRouter:
     every release outcome of this trajectory."""
 
     schedule: tuple[str, ...]
+    reads_history: bool = True
+    reads_released_views: bool = False
 
     def active_slots(self, query: Query, history: tuple[TurnRecord, ...]) -> tuple[str, ...]:
         t = len(history)

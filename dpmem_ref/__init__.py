@@ -1,39 +1,35 @@
 """dpmem_ref: the exact, contract-checked DP-MemView kernel (paper: DP-MemView).
 
-One turn of Algorithm 1 is a pure function (`run_turn`); `plan_slot` gives the exact
-description of every slot-level release, which the exact sampler, the exact engine
-(`dpmem_ref.analysis`), the proofs and the counterexamples all consume.
+One turn of Algorithm 1 is driven by one planner (`begin_turn` -> `TurnCursor`), which
+the runner (`run_turn`), the durable session, the exact engine and the proofs all drive;
+`plan_slot` gives the exact description of every slot-level release.
+
+Packages: `core` (transcript types, the interface record, exact ledgers, `fmt`), `parts`
+(part protocols with declared capabilities; routers, selectors, cap rules, controls;
+`parts.broken` for the contract-breaking variants), `turn` (plan, planner, runner,
+channel), `contract` (the static check of Definition 1, violations with codes).
 """
 
 from dpmem_ref.budget import BudgetRule, OnlineBudget, PreallocatedBudget
 from dpmem_ref.config import InterfaceFile, interface_from_dict, load_interface_file
+from dpmem_ref.contract import Violation
+from dpmem_ref.core.fmt import decimal_text, fraction_text
+from dpmem_ref.core.interface import Interface
+from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
 from dpmem_ref.cover import Cover, minimum_cover
-from dpmem_ref.errors import ContractViolation, InputError
-from dpmem_ref.interface import (
-    ArgmaxSelector,
-    ControlContext,
-    ExponentialMechanismSelector,
-    FallbackControl,
-    FixedRouter,
-    Interface,
-    NoCap,
-    NoControl,
-    PrivateHooks,
-    ProspectiveCap,
-    PublicPrefix,
-    Query,
-    RawEvidenceControl,
-    SlotRead,
-    TopScoreControl,
-    TurnRecord,
-    Violation,
-)
+from dpmem_ref.errors import VIOLATION_CODES, ContractViolation, InputError
 from dpmem_ref.mechanism import (
     ExponentialWeights,
     PointMass,
     bernoulli_exp_minus,
     exponential_mechanism,
 )
+from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, PrivateHooks, RawEvidenceControl, TopScoreControl
+from dpmem_ref.parts.caps import ProspectiveCap
+from dpmem_ref.parts.controls import FallbackControl, NoControl
+from dpmem_ref.parts.protocols import CapRule, ControlContext, ControlRule, PrivateTurnData, Router, Selector
+from dpmem_ref.parts.routers import FixedRouter
+from dpmem_ref.parts.selectors import ExponentialMechanismSelector
 from dpmem_ref.policy import (
     Attribute,
     Layout,
@@ -57,7 +53,9 @@ from dpmem_ref.turn import (
     LLMChannel,
     SlotPlan,
     TemplateChannel,
+    TurnCursor,
     TurnResult,
+    begin_turn,
     plan_slot,
     run_interaction,
     run_turn,
@@ -70,8 +68,10 @@ __all__ = [
     "ArgmaxSelector",
     "Attribute",
     "BudgetRule",
+    "CapRule",
     "ContractViolation",
     "ControlContext",
+    "ControlRule",
     "Cover",
     "ExponentialMechanismSelector",
     "ExponentialWeights",
@@ -94,14 +94,17 @@ __all__ = [
     "Policy",
     "PreallocatedBudget",
     "PrivateHooks",
+    "PrivateTurnData",
     "ProspectiveCap",
     "PublicPrefix",
     "Query",
     "RandomSource",
     "RawEvidenceControl",
     "RecordingSource",
+    "Router",
     "Scorer",
     "SeededRandomSource",
+    "Selector",
     "SlotPlan",
     "SlotRead",
     "Store",
@@ -109,15 +112,20 @@ __all__ = [
     "TapeSource",
     "TemplateChannel",
     "TopScoreControl",
+    "TurnCursor",
     "TurnRecord",
     "TurnResult",
+    "VIOLATION_CODES",
     "View",
     "Violation",
     "Vocabulary",
     "adjacent_attributes",
+    "begin_turn",
     "bernoulli_exp_minus",
+    "decimal_text",
     "differing_positions",
     "exponential_mechanism",
+    "fraction_text",
     "interface_from_dict",
     "is_adjacent",
     "load_interface_file",

@@ -31,12 +31,12 @@ from fractions import Fraction
 import attrs
 
 from dpmem_ref.errors import ContractViolation, InputError
-from dpmem_ref.interface import Interface, PublicPrefix, Query, TurnRecord
+from dpmem_ref.interface import Interface, Query, TurnRecord
 from dpmem_ref.ledger_store import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease
 from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
 from dpmem_ref.timing import check_deadline, wait_until
-from dpmem_ref.turn import InterfaceState, LLMChannel, SlotPlan, active_slots, observe_control, plan_slot, turn_record
+from dpmem_ref.turn import InterfaceState, LLMChannel, SlotPlan, begin_turn, respond
 
 MAX_TURNS_PER_INTERACTION = 100_000
 """The horizon limit of one durable interaction (turns); the next turn is refused."""
@@ -153,23 +153,19 @@ class DurableSession:
         state = self.state()
         if state.turn >= MAX_TURNS_PER_INTERACTION:
             raise InputError("turn", f"at most {MAX_TURNS_PER_INTERACTION} turns per interaction", state.turn)
-        history = state.history
-        ledgers = state.ledgers
         turn_id = secrets.token_hex(16)
-        released: tuple[tuple[str, str], ...] = ()
-        plans: list[SlotPlan] = []
         releases: list[SlotRelease] = []
-        for index, slot in enumerate(active_slots(interface, query, history, self.memory)):
-            prefix = PublicPrefix(history=history, query=query, released=released)  # line 5
-            plan = plan_slot(interface, ledgers, prefix, slot, self.memory)
+        cursor = begin_turn(interface, state, query, self.memory)  # the kernel's one turn loop
+        while not cursor.done:
+            plan = cursor.plan()
             generic = plan.vocabulary.generic
             # Drawn privately: not observable until the charge below has committed.
             candidate = plan.distribution.sample(self.source) if plan.admitted else generic
             request = ReleaseRequest(
                 release_id=secrets.token_hex(16),
                 turn_id=turn_id,
-                index=index,
-                slot=slot,
+                index=len(cursor.released),
+                slot=plan.slot,
                 view=candidate,
                 fallback_view=generic,
                 charge_set=plan.charge_set,
@@ -178,43 +174,42 @@ class DurableSession:
             )
             self._at("slot:before-charge")
             outcome = self.ledgers.charge_and_record(request)  # lines 9 and 15, one transaction
-            ledgers = _ordered(interface, outcome.ledgers)
+            committed = _ordered(interface, outcome.ledgers)
             if plan.admitted and not outcome.admitted:
                 # Another process spent the budget since we read it: the committed ledgers
                 # refuse the charge, so the kernel's plan is now the generic fallback.
-                plan = plan_slot(interface, ledgers, prefix, slot, self.memory)
-                if plan.admitted:
-                    raise ContractViolation("C5", f"slot {slot}: the cap rule admits what the ledger store refused")
-            plans.append(plan)
+                cursor = cursor.rebase(committed)
+                if cursor.plan().admitted:
+                    raise ContractViolation(
+                        "C5.store_refusal_admitted", f"slot {plan.slot}: the cap rule admits what the ledger store refused"
+                    )
             self._at("slot:before-release")
             release = outcome.release
             releases.append(release)
-            released = released + ((slot, release.view),)
+            cursor = cursor.release(release.view, ledgers=committed)
             if self.on_release is not None:
                 self.on_release(release)
             logger.debug(
                 "slot %s: %s, charged %s to %s",
-                slot,
+                plan.slot,
                 "released" if release.admitted else "fallback",
                 release.epsilon,
                 sorted(release.charge_set),
             )
             self._at("slot:released")
-        control: Hashable = observe_control(interface, query, history, plans, released, ledgers)  # line 19
+        control: Hashable = cursor.control()  # line 19
         response = ""
         if self.channel is not None:  # line 20: public inputs only (Eq. 2)
-            view_texts = tuple((slot, interface.vocabulary(slot).view(view).text or view) for slot, view in released)
-            response = self.channel.respond(query.text, view_texts, tuple(r.ordinary() for r in history))
-        record = turn_record(query, released, control, response, plans)
+            response = respond(self.channel, interface, query, cursor.released, cursor.history)
+        new_state, record = cursor.finish(response, control)
         self._at("turn:before-record")
         self.ledgers.record_turn(turn_id, record)  # line 21: the history routing reads (C4)
         self._at("turn:recorded")
         logger.debug("turn %d of interaction recorded (%d slots)", state.turn + 1, len(releases))
-        new_state = InterfaceState(turn=state.turn + 1, ledgers=ledgers, history=history + (record,))
         overran = False
         if self.turn_deadline_s is not None:
             # Timing side channel: hand the turn out at a fixed deadline (dpmem_ref.timing).
             overran = wait_until(started + int(self.turn_deadline_s * 1e9))
         return DurableTurn(
-            record=record, releases=tuple(releases), state=new_state, plans=tuple(plans), overran=overran
+            record=record, releases=tuple(releases), state=new_state, plans=cursor.plans, overran=overran
         )

@@ -8,18 +8,58 @@ from __future__ import annotations
 
 CONDITIONS = ("C1", "C2", "C3", "C4", "C5", "C6")
 
+VIOLATION_CODES: dict[str, str] = {
+    "C1.generic_not_in_vocabulary": "a slot's generic view is not in its vocabulary",
+    "C1.no_vocabulary": "a slot is read without a fixed public vocabulary",
+    "C1.vocabulary_without_slot": "a vocabulary names a slot with no positions",
+    "C1.unknown_relevance_view": "a read's public relevance names views outside the vocabulary",
+    "C1.store_dependent_vocabulary": "the view vocabulary depends on the store (private hook)",
+    "C2.unknown_charge_attribute": "a declared charge set names unknown attributes",
+    "C2.charge_omits_attribute": "a declared charge set omits an attribute of Gamma*(R) (Eq. 4)",
+    "C2.uncharged_read": "a planned read touches I_a but is not charged to a (Eq. 4)",
+    "C3.selector_not_em": "the selector is not the exponential mechanism (Eq. 7)",
+    "C3.nonpositive_sensitivity": "a charged read's declared sensitivity bound is not positive",
+    "C3.sensitivity_below_bound": "a declared sensitivity bound is below the scorer's exact bound (Eq. 6)",
+    "C3.score_count": "the scorer returned a score vector of the wrong length",
+    "C4.memory_routing": "slot activation reads raw memory (private hook)",
+    "C4.score_fallback": "the fallback decision reads internal scores (private hook)",
+    "C4.read_outside_slot": "a read set includes positions of other slots",
+    "C5.cap_rule": "the cap rule does not keep L_a <= B_a on every path",
+    "C5.ledger_over_cap": "a ledger exceeds its cap after an update",
+    "C5.store_refusal_admitted": "the cap rule admits what the committed ledger store refused",
+    "C6.control_reads_private": "the observable control reads raw memory or internal scores",
+}
+"""Every stable violation code `Cn.kind` the kernel raises or reports, with its meaning.
+Callers branch on `code` (or `condition`), never on message prose."""
+
+PART_LEVEL_CODES = frozenset({"C3.selector_not_em", "C5.cap_rule", "C6.control_reads_private"})
+"""Codes that concern a whole part (selector, cap rule, control), not one query's read."""
+
+
+def split_code(code: str) -> tuple[str, str]:
+    """("C2", "uncharged_read") from "C2.uncharged_read"; ("C2", "") from "C2"."""
+    condition, _, kind = code.partition(".")
+    if condition not in CONDITIONS:
+        raise ValueError(f"unknown contract condition {condition!r}")
+    if kind and code not in VIOLATION_CODES:
+        raise ValueError(f"unknown violation code {code!r}")
+    return condition, kind
+
 
 class ContractViolation(Exception):
     """A DP-MemView interface-contract condition (Definition 1, C1-C6) is broken.
 
-    `condition` is one of C1..C6; the message names the offending slot, attribute or
-    value (public names only).
+    `code` is a stable machine-readable code from VIOLATION_CODES ("C2.uncharged_read"),
+    or the bare condition for callers that give none; `condition` is its C1..C6 part. The
+    message names the offending slot, attribute or value (public names only) and is for
+    humans: callers branch on `code`.
     """
 
-    def __init__(self, condition: str, message: str) -> None:
-        if condition not in CONDITIONS:
-            raise ValueError(f"unknown contract condition {condition!r}")
+    def __init__(self, code: str, message: str) -> None:
+        condition, kind = split_code(code)
+        self.code = code
         self.condition = condition
+        self.kind = kind
         self.message = one_line(message)
         super().__init__(f"{condition}: {self.message}")
 

@@ -71,17 +71,6 @@ def unit_interval_fraction(value: object, field: str) -> Fraction:
     return number
 
 
-def decimal_string(value: Fraction, digits: int = 6) -> str:
-    """A short decimal rendering of an exact rational for humans ("2", "1.333333")."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    scaled = round(value * 10**digits)
-    sign = "-" if scaled < 0 else ""
-    scaled = abs(scaled)
-    whole, frac = divmod(scaled, 10**digits)
-    return f"{sign}{whole}.{frac:0{digits}d}".rstrip("0").rstrip(".")
-
-
 def require_positive_rational(value: object, field: str) -> Fraction:
     """A positive Fraction or int passed by code (not parsed from text): floats (NaN, inf,
     0.1) and booleans never reach an admission decision."""

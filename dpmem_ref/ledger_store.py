@@ -187,10 +187,6 @@ class SessionSnapshot:
     def ledger_map(self) -> dict[str, Fraction]:
         return dict(self.ledgers)
 
-    def ordered_ledgers(self, attribute_names: tuple[str, ...]) -> tuple[Fraction, ...]:
-        table = self.ledger_map()
-        return tuple(table[a] for a in attribute_names)
-
 
 class LedgerSession(Protocol):
     """The persisted state of one (user, interaction)."""

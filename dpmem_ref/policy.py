@@ -80,12 +80,16 @@ class Policy:
     layout: Layout
     attributes: tuple[Attribute, ...]
     _caps: Mapping[str, Fraction] = attrs.field(init=False, repr=False, eq=False, hash=False)
+    _names: tuple[str, ...] = attrs.field(init=False, repr=False, eq=False, hash=False)
+    _cap_items: tuple[tuple[str, Fraction], ...] = attrs.field(init=False, repr=False, eq=False, hash=False)
     _gamma_memo: dict[frozenset[int], frozenset[str]] = attrs.field(
         init=False, repr=False, eq=False, hash=False, factory=dict
     )
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_caps", MappingProxyType({a.name: a.cap for a in self.attributes}))
+        object.__setattr__(self, "_names", tuple(a.name for a in self.attributes))
+        object.__setattr__(self, "_cap_items", tuple((a.name, a.cap) for a in self.attributes))
         names = [a.name for a in self.attributes]
         if len(set(names)) != len(names):
             raise InputError("attributes", "unique attribute names", names)
@@ -97,7 +101,7 @@ class Policy:
 
     @property
     def attribute_names(self) -> tuple[str, ...]:
-        return tuple(self._caps)
+        return self._names
 
     def attribute(self, name: str) -> Attribute:
         for attribute in self.attributes:
@@ -110,13 +114,19 @@ class Policy:
         """B_a by attribute (read-only)."""
         return self._caps
 
+    @property
+    def cap_items(self) -> tuple[tuple[str, Fraction], ...]:
+        """(a, B_a) in policy order."""
+        return self._cap_items
+
     def gamma_star(self, read_set: Iterable[int]) -> frozenset[str]:
         """Eq. (4): every attribute whose protected group intersects the read set."""
         reads = frozenset(read_set)
         found = self._gamma_memo.get(reads)
         if found is None:
             found = frozenset(a.name for a in self.attributes if a.group & reads)
-            self._gamma_memo[reads] = found
+            if len(self._gamma_memo) < 100_000:  # bounded: a pure function of the frozen policy
+                self._gamma_memo[reads] = found
         return found
 
 

@@ -28,6 +28,10 @@ class Scorer(Protocol):
     def sensitivity(self, vocabulary: Vocabulary) -> Fraction:
         """The declared, policy-fixed bound Delta u (Eq. 6) for selections over this slot."""
 
+    def exact_sensitivity(self, vocabulary: Vocabulary) -> Fraction | None:
+        """The exact sup of Eq. (6) where the scorer's form gives it (the static check then
+        refuses a smaller declared bound), or None where only the declaration is known."""
+
 
 @attrs.frozen
 class LinearWeights:
@@ -133,3 +137,7 @@ class FunctionScorer:
 
     def sensitivity(self, vocabulary: Vocabulary) -> Fraction:
         return self.declared_sensitivity
+
+    def exact_sensitivity(self, vocabulary: Vocabulary) -> Fraction | None:
+        """Unknown for an arbitrary function: the declared bound is trusted."""
+        return None

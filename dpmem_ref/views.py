@@ -42,7 +42,7 @@ class Vocabulary:
         if len(set(names)) != len(names):
             raise InputError(f"slots.{self.slot}.views", "unique view names", names)
         if self.generic not in names:
-            raise ContractViolation("C1", f"slot {self.slot}: generic view {self.generic!r} is not in its vocabulary")
+            raise ContractViolation("C1.generic_not_in_vocabulary", f"slot {self.slot}: generic view {self.generic!r} is not in its vocabulary")
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -126,6 +126,9 @@ class TableScorer:
     def sensitivity(self, vocabulary: Vocabulary) -> Fraction:
         return dict(self.sensitivities)[vocabulary.slot]
 
+    def exact_sensitivity(self, vocabulary: Vocabulary) -> Fraction | None:
+        return None  # the declared bound; exact_table_sensitivity proves it in the tests
+
 
 def exact_table_sensitivity(
     table: Mapping[int, Mapping[str, tuple[Fraction, ...]]],
@@ -173,6 +176,8 @@ class HistoryRouter:
     released its generic view reads only the first position of its read set."""
 
     generics: tuple[str, ...]
+    reads_history: bool = True
+    reads_released_views: bool = True
 
     def active_slots(self, query: Query, history: tuple[TurnRecord, ...]) -> tuple[str, ...]:
         slots = tuple(read.slot for read in query.reads)
@@ -201,6 +206,7 @@ class BudgetStatusControl:
     violates: str | None = None
     reads_private: bool = False
     reads_views: bool = False
+    reads_history: bool = False
 
     def observe(self, context: ControlContext, private: PrivateTurnData | None) -> Hashable:
         caps = dict(context.caps)
@@ -216,6 +222,7 @@ class ViewCountControl:
     violates: str | None = None
     reads_private: bool = False
     reads_views: bool = True
+    reads_history: bool = False
 
     def observe(self, context: ControlContext, private: PrivateTurnData | None) -> Hashable:
         return sum(1 for _, view in context.views if view not in self.generics)

@@ -6,7 +6,7 @@ probability under M or M', computing at each factor:
 
 - the strategy's probability of q_t and the channel's probability of y_t (exact
   rationals, asserted *identical* under both stores: the proof's cancellation);
-- each slot-level release from `plan_slot` (the kernel's own description) at the same
+- each slot-level release from the kernel's turn planner (`begin_turn`, `plan_slot`) at the same
   prefix under each store: an exact-zero log ratio when the two descriptions are the
   same distribution (equal exponents up to an additive constant: an exact rational
   identity), otherwise an mpmath interval enclosing log Pr[v | h, M] - log Pr[v | h, M'];
@@ -26,9 +26,9 @@ import attrs
 import mpmath
 from mpmath import libmp
 
-from dpmem_ref.interface import PublicPrefix
+from dpmem_ref import InterfaceState, PublicPrefix, begin_turn
 from dpmem_ref.mechanism import ExponentialWeights, PointMass, iv_precision
-from dpmem_ref.turn import Ledgers, active_slots, observe_control, plan_slot, turn_record, zero_ledgers
+from dpmem_ref.turn import Ledgers, view_texts
 from proofs_as_tests.strategies import Case, PublicTurn
 
 DPS = 60
@@ -119,68 +119,70 @@ class _Walker:
         return cached[0], cached[1], in_a, in_b
 
     def run(self) -> list[Leaf]:
-        zero = zero_ledgers(self.interface)
+        zero = InterfaceState.initial(self.interface)
         with mpmath.workdps(DPS), iv_precision(IV_DPS):
-            self.turn((), (), (), zero, zero, mpmath.mpf(0), mpmath.mpf(0), mpmath.iv.mpf(0), mpmath.iv.mpf(0))
+            self.turn((), zero, zero, mpmath.mpf(0), mpmath.mpf(0), mpmath.iv.mpf(0), mpmath.iv.mpf(0))
         return self.leaves
 
-    def turn(self, public, ha, hb, la, lb, pa, pb, ab, ba) -> None:
+    def turn(self, public, state_a, state_b, pa, pb, ab, ba) -> None:
+        """Turn t: the kernel's turn planner (`begin_turn`) under each store."""
         case = self.case
         if len(public) == case.horizon:
-            self.leaves.append(Leaf(public, pa, pb, ab, ba, la, lb))
+            self.leaves.append(Leaf(public, pa, pb, ab, ba, state_a.ledgers, state_b.ledgers))
             return
         law_a = case.strategy.distribution(public)
         law_b = case.strategy.distribution(public)
         assert law_a == law_b, "the strategy reads public history only"
         for name, probability in law_a:
-            query = self.interface.query(name)
             lq = log_fraction(probability)
-            slots_a = active_slots(self.interface, query, ha, case.store_a)
-            slots_b = active_slots(self.interface, query, hb, case.store_b)
-            if slots_a != slots_b:
+            cursor_a = begin_turn(self.interface, state_a, name, case.store_a, strict=self.strict)
+            cursor_b = begin_turn(self.interface, state_b, name, case.store_b, strict=self.strict)
+            if cursor_a.slots != cursor_b.slots:
                 turn = (name, (), "routes differ", "")
-                self.leaves.append(Leaf(public + (turn,), pa, pb, INF, INF, la, lb, truncated="routes differ"))
+                self.leaves.append(
+                    Leaf(public + (turn,), pa, pb, INF, INF, state_a.ledgers, state_b.ledgers, truncated="routes differ")
+                )
                 continue
-            self.slot(public, ha, hb, query, slots_a, 0, (), (), (), la, lb,
-                      _madd(pa, lq), _madd(pb, lq), ab, ba)
+            self.slot(public, cursor_a, cursor_b, _madd(pa, lq), _madd(pb, lq), ab, ba)
 
-    def slot(self, public, ha, hb, query, slots, j, released, plans_a, plans_b, la, lb, pa, pb, ab, ba) -> None:
-        if j == len(slots):
-            self.end_turn(public, ha, hb, query, released, plans_a, plans_b, la, lb, pa, pb, ab, ba)
+    def slot(self, public, cursor_a, cursor_b, pa, pb, ab, ba) -> None:
+        if cursor_a.done:
+            self.end_turn(public, cursor_a, cursor_b, pa, pb, ab, ba)
             return
-        slot = slots[j]
-        plan_a = plan_slot(self.interface, la, PublicPrefix(ha, query, released), slot, self.case.store_a, strict=self.strict)
-        plan_b = plan_slot(self.interface, lb, PublicPrefix(hb, query, released), slot, self.case.store_b, strict=self.strict)
+        plan_a = cursor_a.plan()
+        plan_b = cursor_b.plan()
         if self.visit is not None:
-            self.visit(plan_a, plan_b, PublicPrefix(ha, query, released))
+            self.visit(plan_a, plan_b, PublicPrefix(cursor_a.history, cursor_a.query, cursor_a.released))
         views = tuple(dict.fromkeys(plan_a.distribution.support() + plan_b.distribution.support()))
         for view in views:
             sab, sba, in_a, in_b = self.step_losses(plan_a.distribution, plan_b.distribution, view)
             next_pa = _madd(pa, plan_a.distribution.log_probability(view)) if in_a and pa is not None else None
             next_pb = _madd(pb, plan_b.distribution.log_probability(view)) if in_b and pb is not None else None
-            self.slot(public, ha, hb, query, slots, j + 1, released + ((slot, view),), plans_a + (plan_a,),
-                      plans_b + (plan_b,), plan_a.ledgers_after, plan_b.ledgers_after, next_pa, next_pb,
+            self.slot(public, cursor_a.release(view), cursor_b.release(view), next_pa, next_pb,
                       _add(ab, sab) if pa is not None else None, _add(ba, sba) if pb is not None else None)
 
-    def end_turn(self, public, ha, hb, query, released, plans_a, plans_b, la, lb, pa, pb, ab, ba) -> None:
+    def end_turn(self, public, cursor_a, cursor_b, pa, pb, ab, ba) -> None:
         interface = self.interface
-        control_a = observe_control(interface, query, ha, plans_a, released, la)
-        control_b = observe_control(interface, query, hb, plans_b, released, lb)
+        control_a = cursor_a.control()
+        control_b = cursor_b.control()
+        released = cursor_a.released
+        query = cursor_a.query
         if control_a != control_b:
             turn = (query.name, released, ("controls differ", control_a, control_b), "")
             self.leaves.append(Leaf(public + (turn,), pa, pb, INF if pa is not None else None,
-                                    INF if pb is not None else None, la, lb, truncated="controls differ"))
+                                    INF if pb is not None else None, cursor_a.ledgers, cursor_b.ledgers,
+                                    truncated="controls differ"))
             return
-        texts = tuple((slot, interface.vocabulary(slot).view(view).text or view) for slot, view in released)
+        texts = view_texts(interface, released)
         ordinary_prefix = tuple((q, c, y) for q, _, c, y in public)
         law = self.case.channel.distribution(query.text, texts, ordinary_prefix)
         assert law == self.case.channel.distribution(query.text, texts, ordinary_prefix)
         for response, probability in law:
             ly = log_fraction(probability)
-            record_a = turn_record(query, released, control_a, response, plans_a)
-            record_b = turn_record(query, released, control_b, response, plans_b)
+            state_a, _ = cursor_a.finish(response, control_a)
+            state_b, _ = cursor_b.finish(response, control_b)
             turn = (query.name, released, control_a, response)
-            self.turn(public + (turn,), ha + (record_a,), hb + (record_b,), la, lb, _madd(pa, ly), _madd(pb, ly), ab, ba)
+            self.turn(public + (turn,), state_a, state_b, _madd(pa, ly), _madd(pb, ly), ab, ba)
 
 
 def _madd(value: mpmath.mpf | None, step: mpmath.mpf) -> mpmath.mpf | None:

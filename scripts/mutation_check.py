@@ -45,21 +45,27 @@ class Mutation:
 
 # Patterns are regular expressions (re.MULTILINE) so that reformatting the kernel does not
 # silently disarm a mutant: each must match exactly once, or the script stops.
+# The kernel decides admission on exact integer ledgers when the cap rule declares itself
+# `prospective` (dpmem_ref/turn/plan.py); ProspectiveCap.admits is the same test on
+# Fractions (held to it by tests/test_kernel_parts_contract.py). Cap mutants patch both.
 CAP = r"return all\(ledgers\[a\] \+ epsilon <= caps\[a\] for a in charge_set\)"
-CHARGE = r"value \+ epsilon if name in charge_set else value"
+CAP_UNITS = r"if units\[i\] \+ step > caps\[i\]:"
+C5_ASSERTION = r"if strict and after\[i\] > caps\[i\]:"
+CHARGE = r"for i in indices:\n(\s*)after\[i\] \+= step"
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "drop-cap-check",
-        "ProspectiveCap admits every selection (no L_a + eps <= B_a test)",
-        (("interface.py", CAP, "return True"),),
+        "the prospective cap admits every selection (no L_a + eps <= B_a test)",
+        (("parts/caps.py", CAP, "return True"), ("turn/plan.py", CAP_UNITS, "if False:")),
     ),
     Mutation(
         "drop-cap-check-and-assertion",
         "no prospective check and no post-update C5 assertion",
         (
-            ("interface.py", CAP, "return True"),
-            ("turn.py", r"check_ledgers\(interface, ledgers_after, where[^)\n]*\)", "None"),
+            ("parts/caps.py", CAP, "return True"),
+            ("turn/plan.py", CAP_UNITS, "if False:"),
+            ("turn/plan.py", C5_ASSERTION, "if False:"),
         ),
     ),
     Mutation(
@@ -76,28 +82,35 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "charge-one-attribute-ledger",
         "the ledger update charges only one attribute of the charge set",
-        (("turn.py", CHARGE, "value + epsilon if name == min(charge_set) else value"),),
+        (("turn/plan.py", CHARGE, r"for i in indices[:1]:\n\1after[i] += step"),),
     ),
     Mutation(
         "argmax-instead-of-em",
         "the admitted selection is the highest-score view (C3)",
         (
             (
-                "interface.py",
+                "parts/selectors.py",
                 r"return exponential_mechanism\(views, scores, epsilon, sensitivity\)",
                 "return argmax_view(views, scores)",
             ),
+            ("parts/selectors.py", r"^from dpmem_ref\.mechanism import ", "from dpmem_ref.mechanism import argmax_view, "),
         ),
     ),
     Mutation(
         "cap-retrospective",
         "the cap is checked as L_a < B_a instead of L_a + eps <= B_a",
-        (("interface.py", CAP, "return all(ledgers[a] < caps[a] for a in charge_set)"),),
+        (
+            ("parts/caps.py", CAP, "return all(ledgers[a] < caps[a] for a in charge_set)"),
+            ("turn/plan.py", CAP_UNITS, "if units[i] >= caps[i]:"),
+        ),
     ),
     Mutation(
         "cap-strict",
         "a strict L_a + eps < B_a refuses the last admissible charge",
-        (("interface.py", CAP, "return all(ledgers[a] + epsilon < caps[a] for a in charge_set)"),),
+        (
+            ("parts/caps.py", CAP, "return all(ledgers[a] + epsilon < caps[a] for a in charge_set)"),
+            ("turn/plan.py", CAP_UNITS, "if units[i] + step >= caps[i]:"),
+        ),
     ),
     Mutation(
         "eps-over-delta",
@@ -106,43 +119,65 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "charge-after-sampling",
-        "the plan carries no charge; run_turn adds it only after the view is drawn",
+        "the plan carries no charge; the cursor adds it only when the drawn view is released",
         (
+            ("turn/plan.py", r"units_after: Units = tuple\(after\)", "units_after = units"),
             (
-                "turn.py",
-                r"ledgers_after = tuple\(\s*" + CHARGE
-                + r"\s*for name, value in zip\(policy\.attribute_names, ledgers, strict=True\)\s*\)",
-                "ledgers_after = ledgers",
-            ),
-            (
-                "turn.py",
-                r"^(\s*)ledgers = plan\.ledgers_after[^\n]*\n\s*view = plan\.distribution\.sample\(source\)\n",
-                r"\1view = plan.distribution.sample(source)\n"
-                r"\1if plan.admitted:\n"
-                r"\1    ledgers = tuple(v + plan.epsilon if n in plan.charge_set else v"
-                r" for n, v in zip(interface.policy.attribute_names, ledgers, strict=True))\n",
+                "turn/planner.py",
+                r"units, scale = plan\.units_after, plan\.scale",
+                "units, scale = tuple(u + (plan.epsilon * plan.scale).numerator"
+                " if plan.admitted and n in plan.charge_set else u"
+                " for n, u in zip(self.interface.policy.attribute_names, plan.units_after, strict=True)), plan.scale",
             ),
         ),
     ),
     Mutation(
         "fallback-depends-on-scores",
         "an admitted selection falls back when its best internal score is below 1/2 (C4/C5)",
-        (("turn.py", r"if hooks\.fallback is not None and hooks\.fallback\(scores\):", "if max(scores) < Fraction(1, 2):"),),
+        (
+            (
+                "turn/plan.py",
+                r"if hooks\.fallback is not None and hooks\.fallback\(scores\):",
+                "if max(scores) < Fraction(1, 2):",
+            ),
+        ),
     ),
     Mutation(
         "ledger-in-floats",
-        "ledger updates in binary floating point",
-        (("turn.py", CHARGE, "float(value) + float(epsilon) if name in charge_set else value"),),
+        "ledger values in binary floating point (units / scale as a float)",
+        (("core/ledgers.py", r"found = Fraction\(count, self\.scale\)", "found = Fraction(count / self.scale)"),),
     ),
     Mutation(
         "scorer-reads-whole-slot",
         "the scorer reads every position of the slot, not just the read set (Lemma 1)",
-        (("turn.py", r"items = store\.read\(read\.positions\)", "items = store.read(policy.layout.positions_of(slot))"),),
+        (
+            (
+                "turn/plan.py",
+                r"entry = \(store, charges\.items\(store\), \{\}\)",
+                "entry = (store, store.read(interface.policy.layout.positions_of(read.slot)), {})",
+            ),
+        ),
     ),
     Mutation(
         "sampler-parity-flip",
         "Bernoulli(exp(-gamma)) accepts on even K (the exact sampler draws the wrong law)",
         (("mechanism.py", r"return k % 2 == 1", "return k % 2 == 0"),),
+    ),
+    # One mutant per consumer of the turn planner: each loop that drives the cursor.
+    Mutation(
+        "cursor-release-before-charge",
+        "the turn planner releases a view without moving the ledgers to the plan's charged values",
+        (("turn/planner.py", r"units, scale = plan\.units_after, plan\.scale", "units, scale = self.units, self.scale"),),
+    ),
+    Mutation(
+        "cursor-finish-drops-history",
+        "the turn planner's finish does not append the turn to the history routing and controls read",
+        (("turn/planner.py", r"frame\.history \+ \(record,\)\)", "frame.history)"),),
+    ),
+    Mutation(
+        "durable-ignores-committed-ledgers",
+        "the durable session releases on the plan's ledgers, not the ledgers its store committed",
+        (("durable.py", r"cursor = cursor\.release\(release\.view, ledgers=committed\)", "cursor = cursor.release(release.view)"),),
     ),
 )
 

@@ -136,6 +136,7 @@ def test_c5_runtime_assertion_catches_an_overshooting_cap_rule() -> None:
     class LenientCap:
         name = "lenient"
         violates = None
+        prospective = False
 
         def admits(self, ledgers, caps, charge_set, epsilon):  # type: ignore[no-untyped-def]
             return all(ledgers[a] < caps[a] for a in charge_set)

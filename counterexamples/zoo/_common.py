@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 from counterexamples.base import INDICATOR_SCORER, Construction, Setting, adjacent_pair, build_interface, read_query
@@ -51,6 +50,3 @@ def admissions(interface: Interface, store: Store, horizon: int) -> tuple[bool, 
         decisions.extend(result.record.admitted)
     return tuple(decisions)
 
-
-def fraction_of(value: float) -> Fraction:
-    return Fraction(value)

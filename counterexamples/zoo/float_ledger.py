@@ -48,6 +48,7 @@ class FloatLedgerCap:
 
     name: str = "float-ledger"
     violates: str | None = "C5"
+    prospective: bool = False
 
     def admits(
         self,

@@ -35,6 +35,7 @@ class StrictlyBelowCap:
 
     name: str = "below-cap-before-charge"
     violates: str | None = "C5"
+    prospective: bool = False
 
     def admits(
         self,

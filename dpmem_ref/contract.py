@@ -1,0 +1,112 @@
+"""The static contract check of Definition 1 (C1-C6) on an interface's declared parts.
+
+Each finding is a `Violation` with a stable code (`dpmem_ref.errors.VIOLATION_CODES`):
+callers branch on `code`, `condition` or `part_level`, never on the message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+from dpmem_ref.errors import PART_LEVEL_CODES, split_code
+
+if TYPE_CHECKING:
+    from dpmem_ref.core.interface import Interface
+
+
+@attrs.frozen
+class Violation:
+    """One breach of Definition 1: its condition, a human message, and the code's kind."""
+
+    condition: str
+    message: str
+    kind: str = ""
+
+    @classmethod
+    def of(cls, code: str, message: str) -> Violation:
+        condition, kind = split_code(code)
+        return cls(condition, message, kind)
+
+    @property
+    def code(self) -> str:
+        """"C2.charge_omits_attribute", or the bare condition when no kind was given."""
+        return f"{self.condition}.{self.kind}" if self.kind else self.condition
+
+    @property
+    def part_level(self) -> bool:
+        """True when the finding concerns a whole part (selector, cap rule, control), so it
+        applies to every charged selection rather than one query's read."""
+        return self.code in PART_LEVEL_CODES
+
+
+def find_violations(interface: Interface) -> list[Violation]:
+    """Definition 1 on the declared parts and routes, in the order found."""
+    found = [Violation.of(code, message) for code, message in interface.hooks.violations()]
+    found.extend(_part_violations(interface))
+    policy = interface.policy
+    slots = set(policy.layout.slots)
+    for vocabulary in interface.vocabularies:
+        if vocabulary.slot not in slots:
+            found.append(
+                Violation.of(
+                    "C1.vocabulary_without_slot", f"slot {vocabulary.slot}: vocabulary for a slot with no positions"
+                )
+            )
+    for query in interface.queries:
+        for read in query.reads:
+            found.extend(_read_violations(interface, f"query {query.name}, slot {read.slot}", read))
+    return found
+
+
+def _part_violations(interface: Interface) -> list[Violation]:
+    found = []
+    if interface.selector.violates:
+        message = f"selector {interface.selector.name!r} is not the exponential mechanism (Eq. 7)"
+        found.append(Violation(interface.selector.violates, message, "selector_not_em"))
+    if interface.cap_rule.violates:
+        message = f"cap rule {interface.cap_rule.name!r} does not keep L_a <= B_a on every path"
+        found.append(Violation(interface.cap_rule.violates, message, "cap_rule"))
+    if interface.control.violates:
+        message = f"observable control {interface.control.name!r} reads raw memory or internal scores"
+        found.append(Violation(interface.control.violates, message, "control_reads_private"))
+    return found
+
+
+def _read_violations(interface: Interface, where: str, read: object) -> list[Violation]:
+    from dpmem_ref.core.transcript import SlotRead
+
+    assert isinstance(read, SlotRead)
+    policy = interface.policy
+    vocabulary = interface.vocabulary_or_none(read.slot)
+    if vocabulary is None:
+        return [Violation.of("C1.no_vocabulary", f"{where}: no fixed public vocabulary")]
+    found = []
+    unknown_views = sorted(set(read.relevance_map) - set(vocabulary.names))
+    if unknown_views:
+        message = f"{where}: relevance names views outside the vocabulary: {unknown_views}"
+        found.append(Violation.of("C1.unknown_relevance_view", message))
+    outside = sorted(p for p in read.positions if policy.layout.slot_of(p) != read.slot)
+    if outside:
+        message = f"{where}: read set includes positions of other slots {outside}"
+        found.append(Violation.of("C4.read_outside_slot", message))
+    if read.charge is not None:
+        unknown = sorted(read.charge - set(policy.attribute_names))
+        if unknown:
+            message = f"{where}: charge names unknown attributes {unknown}"
+            found.append(Violation.of("C2.unknown_charge_attribute", message))
+        for attribute in sorted(policy.gamma_star(read.positions) - read.charge):
+            message = f"{where}, attribute {attribute}: read touches I_{attribute} but the declared charge set omits it"
+            found.append(Violation.of("C2.charge_omits_attribute", message))
+    if policy.gamma_star(read.positions):
+        declared = interface.scorer.sensitivity(vocabulary)
+        if declared <= 0:
+            found.append(Violation.of("C3.nonpositive_sensitivity", f"{where}: sensitivity bound must be positive"))
+        # Eq. (6): where the scorer's form gives the exact sup, a smaller declared bound is
+        # refused rather than trusted.
+        exact = interface.scorer.exact_sensitivity(vocabulary)
+        if exact is not None and declared < exact:
+            message = f"{where}: declared sensitivity {declared} is below the scorer's bound {exact} (Eq. 6)"
+            found.append(Violation.of("C3.sensitivity_below_bound", message))
+    return found

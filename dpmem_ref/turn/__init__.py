@@ -1,0 +1,46 @@
+"""Algorithm 1: the slot plan, the turn planner, the runner and the LLM channel.
+
+- `plan`: `plan_slot`, the one exact description of a slot-level release (`SlotPlan`);
+- `planner`: `begin_turn` / `TurnCursor`, the one turn loop every consumer drives;
+- `runner`: `run_turn` / `run_interaction`, sampling through the planner;
+- `channel`: the LLM channel (Eq. 2); `state`: `InterfaceState`.
+"""
+
+from dpmem_ref.core.ledgers import Ledgers
+from dpmem_ref.turn.channel import LLMChannel, TemplateChannel, respond, view_texts
+from dpmem_ref.turn.plan import (
+    SlotPlan,
+    active_slots,
+    check_ledgers,
+    observe_control,
+    plan_slot,
+    plan_units,
+    turn_record,
+    zero_ledgers,
+)
+from dpmem_ref.turn.planner import TurnCursor, TurnFrame, begin_turn
+from dpmem_ref.turn.runner import TurnResult, run_interaction, run_turn
+from dpmem_ref.turn.state import InterfaceState
+
+__all__ = [
+    "InterfaceState",
+    "LLMChannel",
+    "Ledgers",
+    "SlotPlan",
+    "TemplateChannel",
+    "TurnCursor",
+    "TurnFrame",
+    "TurnResult",
+    "active_slots",
+    "begin_turn",
+    "check_ledgers",
+    "observe_control",
+    "plan_slot",
+    "plan_units",
+    "respond",
+    "run_interaction",
+    "run_turn",
+    "turn_record",
+    "view_texts",
+    "zero_ledgers",
+]

@@ -1,0 +1,343 @@
+"""The exact description of one slot-level release (Algorithm 1, lines 5-16).
+
+`plan_slot` is the one exact description of a release: read set, charge set, eps, the
+admission decision and the exact release distribution, given the public prefix, the
+ledgers and the store. The sampler (`dpmem_ref.turn.runner`), the durable session, the
+exact engine and the proofs all consume it, through the turn planner
+(`dpmem_ref.turn.planner.TurnCursor`) or directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from fractions import Fraction
+from typing import NamedTuple
+
+from dpmem_ref.core.interface import ChargePlan, Interface, fallback_distribution
+from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, rescale, to_units
+from dpmem_ref.core.memo import KernelMemo
+from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+from dpmem_ref.errors import ContractViolation
+from dpmem_ref.mechanism import ReleaseDistribution, validate_em_inputs
+from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
+from dpmem_ref.policy import MemoryItem, Store
+from dpmem_ref.views import Vocabulary
+
+_NO_CHARGE: frozenset[str] = frozenset()
+_ZERO = Fraction(0)
+
+
+def zero_ledgers(interface: Interface) -> Ledgers:
+    """L_a = 0 for every attribute at the start of an interaction (Appendix A)."""
+    return tuple(Fraction(0) for _ in interface.policy.attributes)
+
+
+class _SlotPlanFields(NamedTuple):
+    slot: str
+    read: SlotRead
+    charge_set: frozenset[str]
+    epsilon: Fraction
+    admitted: bool
+    distribution: ReleaseDistribution
+    vocabulary: Vocabulary
+    ledgers_after: Ledgers
+    items: tuple[MemoryItem, ...]
+    scores: tuple[Fraction, ...] | None
+    units_after: Units = ()
+    scale: int = 0
+
+
+_COMPARED = 10  # units_after / scale restate ledgers_after: not part of equality
+
+
+class SlotPlan(_SlotPlanFields):
+    """The exact description of one slot-level operation g_{t,j} (Algorithm 1, lines 4-16).
+
+    Public fields follow from the public prefix and the ledgers (C4, C5); the release
+    distribution is exact. Read items and scores are private and hidden from the repr.
+    `units_after` / `scale` are the same ledgers as `ledgers_after`, as exact integer
+    counts over a common denominator (dpmem_ref.core.ledgers). Immutable (a named tuple:
+    built once per slot on the hot path without per-field setattr).
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return (
+            f"SlotPlan(slot={self.slot!r}, charge_set={sorted(self.charge_set)}, epsilon={self.epsilon}, "
+            f"admitted={self.admitted}, <private items and scores>)"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SlotPlan):
+            return NotImplemented
+        return self[:_COMPARED] == other[:_COMPARED]
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, SlotPlan):
+            return NotImplemented
+        return self[:_COMPARED] != other[:_COMPARED]
+
+    def __hash__(self) -> int:
+        return hash(self[:_COMPARED])
+
+    @property
+    def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...]]:
+        """What two stores must agree on at the same prefix (C4, C5)."""
+        return (self.slot, self.charge_set, self.epsilon, self.admitted, self.vocabulary.names)
+
+
+def check_ledgers(
+    interface: Interface, ledgers: Ledgers, where: object, attributes: frozenset[str] | None = None
+) -> None:
+    """C5: L_a <= B_a, asserted after every update (for `attributes`, default all)."""
+    for attribute, value in zip(interface.policy.attributes, ledgers, strict=True):
+        if (attributes is None or attribute.name in attributes) and value > attribute.cap:
+            raise ContractViolation(
+                "C5.ledger_over_cap", f"{where}, attribute {attribute.name}: ledger {value} exceeds cap {attribute.cap}"
+            )
+
+
+def _read_store(
+    interface: Interface, read: SlotRead, charges: ChargePlan, store: Store
+) -> tuple[tuple[MemoryItem, ...], dict[Vocabulary, tuple[tuple[Fraction, ...], ReleaseDistribution]]]:
+    """M_R (line 11) and the memo of its selections. Memoized per (read, store object):
+    the entry holds the store itself and is used only for that very object, so an id is
+    never mistaken for another store's; everything cached is a pure function of the
+    read, the store's contents and the interface's frozen parts."""
+    key = (read, id(store))
+    table = interface._memo.store_reads
+    entry = table.get(key)
+    if entry is None or entry[0] is not store:
+        entry = (store, charges.items(store), {})
+        KernelMemo.put(table, key, entry)
+    return entry[1], entry[2]
+
+
+def _select(
+    interface: Interface,
+    vocabulary: Vocabulary,
+    read: SlotRead,
+    items: tuple[MemoryItem, ...],
+    epsilon: Fraction,
+    where: object,
+    memo: dict[Vocabulary, tuple[tuple[Fraction, ...], ReleaseDistribution]],
+) -> tuple[tuple[Fraction, ...], ReleaseDistribution]:
+    """Lines 12-14: internal scores, the policy-fixed sensitivity bound, and the release
+    distribution of the selector. A pure function of (vocabulary, read, items): eps is
+    fixed by the read (its charge plan), the scorer reads only the read's public relevance
+    and the read-set items (Eq. 5). Memoized privately per (read, store) and vocabulary."""
+    found = memo.get(vocabulary)
+    if found is not None:
+        return found
+    scores = tuple(interface.scorer.scores(read.relevance_map, vocabulary, items))  # line 12
+    sensitivity = interface.scorer.sensitivity(vocabulary)  # line 13
+    if len(scores) != len(vocabulary.views):
+        raise ContractViolation(
+            "C3.score_count", f"{where}: scorer returned {len(scores)} scores for {len(vocabulary.views)} views"
+        )
+    validate_em_inputs(vocabulary.slot, scores, epsilon, sensitivity)  # C3
+    distribution = interface.selector.distribution(vocabulary.names, scores, epsilon, sensitivity)  # line 14
+    if len(memo) < 64:
+        memo[vocabulary] = (scores, distribution)
+    return scores, distribution
+
+
+class _Where:
+    """`query Q, slot S` for messages, formatted only when an error is raised."""
+
+    __slots__ = ("query", "slot")
+
+    def __init__(self, query: str, slot: str) -> None:
+        self.query = query
+        self.slot = slot
+
+    def __str__(self) -> str:
+        return f"query {self.query}, slot {self.slot}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def _route(
+    interface: Interface,
+    history: tuple[TurnRecord, ...],
+    query: Query,
+    released: tuple[tuple[str, str], ...],
+    slot: str,
+) -> tuple[Vocabulary, SlotRead, ChargePlan]:
+    """V_g (C1), line 6 (ReadPolicy) and lines 7-8 (charge set, eps): public prefix only
+    (C4). A router that declares it reads neither history nor released views gives a read
+    that is a function of (q_t, slot) alone: memoized on those cached-hash keys."""
+    router = interface.router
+    if router.reads_history or router.reads_released_views:
+        read = router.read(PublicPrefix(history, query, released), slot)
+        return interface.vocabulary(slot), read, interface.charge_plan(read)
+    table = interface._memo.routes
+    key = (query, slot)
+    found: tuple[Vocabulary, SlotRead, ChargePlan] | None = table.get(key)
+    if found is None:
+        vocabulary = interface.vocabulary(slot)
+        read = router.read(PublicPrefix((), query, ()), slot)
+        found = (vocabulary, read, interface.charge_plan(read))
+        KernelMemo.put(table, key, found)
+    return found
+
+
+def plan_units(
+    interface: Interface,
+    units: Units,
+    scale: int,
+    history: tuple[TurnRecord, ...],
+    query: Query,
+    released: tuple[tuple[str, str], ...],
+    slot: str,
+    store: Store,
+    strict: bool = True,
+) -> SlotPlan:
+    """Algorithm 1, lines 5-16, for one slot at the public prefix (history, query,
+    released), with the ledgers as integer counts over `scale` (L_a = units_a / scale).
+    The hot path of `plan_slot` and of the turn planner; nothing sampled."""
+    hooks = interface.hooks
+    vocabulary, read, charges = _route(interface, history, query, released, slot)  # C1; lines 6-8 (C4)
+    if hooks.vocabulary is not None:
+        vocabulary = hooks.vocabulary(slot, store)  # a store-dependent vocabulary (breaks C1)
+    charge_set = charges.charge_set
+    epsilon = charges.epsilon
+    if strict and not charges.complete:
+        missing = sorted(charges.required - charge_set)[0]
+        raise ContractViolation(
+            "C2.uncharged_read",
+            f"{_Where(query.name, slot)}, attribute {missing}: read touches I_{missing} but is not charged to it",
+        )
+    step = charges.step(scale)
+    if step is None:  # an eps outside the catalogue's scale: widen, exactly
+        wider = common_scale(scale, (epsilon,))
+        units, scale = rescale(units, scale, wider), wider
+        step = epsilon.numerator * (wider // epsilon.denominator)
+    table = interface.fractions(scale)
+    caps = table.caps
+    indices = charges.indices
+    if interface.cap_rule.prospective:  # line 9 on exact integers (the rule's declared form)
+        admitted = True
+        for i in indices:
+            if units[i] + step > caps[i]:
+                admitted = False
+                break
+    else:
+        ledger_map = dict(zip(interface.policy.attribute_names, table.ledgers(units), strict=True))
+        admitted = interface.cap_rule.admits(ledger_map, interface.caps, charge_set, epsilon)
+    items, selections = _read_store(interface, read, charges, store)  # line 11
+    scores: tuple[Fraction, ...] | None = None
+    distribution: ReleaseDistribution | None = None
+    if admitted:
+        scores, distribution = _select(interface, vocabulary, read, items, epsilon, _Where(query.name, slot), selections)
+        if hooks.fallback is not None and hooks.fallback(scores):
+            admitted = False
+    if admitted:
+        assert distribution is not None
+        # Line 15. The charge is part of the plan, fixed before any view is drawn.
+        after = list(units)
+        for i in indices:
+            after[i] += step
+            if strict and after[i] > caps[i]:  # C5, asserted after every update (charged ledgers only)
+                attribute = interface.policy.attributes[i]
+                raise ContractViolation(
+                    "C5.ledger_over_cap",
+                    f"{_Where(query.name, slot)}, attribute {attribute.name}: "
+                    f"ledger {table(after[i])} exceeds cap {attribute.cap}",
+                )
+        units_after: Units = tuple(after)
+    else:
+        distribution = fallback_distribution(vocabulary)  # line 10
+        units_after = units
+    return SlotPlan(
+        slot,
+        read,
+        charge_set,
+        epsilon,
+        admitted,
+        distribution,
+        vocabulary,
+        table.ledgers(units_after),
+        items,
+        scores,
+        units_after,
+        scale,
+    )
+
+
+def plan_slot(
+    interface: Interface,
+    ledgers: Ledgers,
+    prefix: PublicPrefix,
+    slot: str,
+    store: Store,
+    strict: bool = True,
+) -> SlotPlan:
+    """Algorithm 1, lines 5-16, for one slot, as an exact description (nothing sampled)."""
+    scale = common_scale(interface.ledger_scale, ledgers)
+    units = to_units(ledgers, scale)
+    return plan_units(interface, units, scale, prefix.history, prefix.query, prefix.released, slot, store, strict)
+
+
+def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, ...], store: Store) -> tuple[str, ...]:
+    """Algorithm 1, lines 1-2: G_t = Slot(q_t, history), in policy order."""
+    if interface.hooks.routing is not None:
+        return interface.hooks.routing(query, history, store)
+    router = interface.router
+    if router.reads_history:
+        return router.active_slots(query, history)
+    table = interface._memo.routes  # a router that reads no history: G_t is a function of q_t
+    found: tuple[str, ...] | None = table.get(query)
+    if found is None:
+        found = router.active_slots(query, ())
+        KernelMemo.put(table, query, found)
+    return found
+
+
+def observe_control(
+    interface: Interface,
+    query: Query,
+    history: tuple[TurnRecord, ...],
+    plans: Sequence[SlotPlan],
+    views: tuple[tuple[str, str], ...],
+    ledgers: Ledgers,
+) -> Hashable:
+    """Algorithm 1, line 19: c_t from public inputs, released views and ledgers (C6)."""
+    policy = interface.policy
+    context = ControlContext(
+        query,
+        views,
+        tuple([p.admitted for p in plans]),
+        history,
+        tuple(zip(policy.attribute_names, ledgers, strict=True)),
+        policy.cap_items,
+    )
+    private = None
+    if interface.control.reads_private:
+        private = PrivateTurnData(
+            items=tuple(p.items for p in plans),
+            scores=tuple(p.scores for p in plans),
+            vocabularies=tuple(p.vocabulary for p in plans),
+        )
+    return interface.control.observe(context, private)
+
+
+def turn_record(
+    query: Query,
+    views: tuple[tuple[str, str], ...],
+    control: Hashable,
+    response: str,
+    plans: Sequence[SlotPlan],
+) -> TurnRecord:
+    """Algorithm 1, line 21: the turn appended to the history, with the public accounting
+    facts (charge set and eps of each admitted selection; nothing for a fallback)."""
+    return TurnRecord(
+        query.name,
+        views,
+        control,
+        response,
+        tuple([p.admitted for p in plans]),
+        tuple([(p.slot, p.charge_set, p.epsilon) if p.admitted else (p.slot, _NO_CHARGE, _ZERO) for p in plans]),
+    )

@@ -1,0 +1,210 @@
+"""The turn planner: Algorithm 1 at turn t as an immutable, forkable cursor.
+
+Every consumer drives this one loop - the sampling runner (`run_turn`), the durable
+session, the exact engine and the proofs' transcript enumeration - so a change to
+Algorithm 1 lands here and in `plan_slot` only.
+
+API
+---
+    cursor = begin_turn(interface, state, query, store, strict=True)   # lines 1-2: G_t
+    while not cursor.done:
+        plan = cursor.plan()            # lines 5-16 for the next active slot: a SlotPlan
+        cursor = cursor.release(view)   # record (slot, view); ledgers := plan.ledgers_after
+    control = cursor.control()          # line 19: c_t (C6)
+    state, record = cursor.finish(response, control)   # line 21
+
+- `TurnCursor` is frozen: `release` returns a new cursor, so the exact engine branches on
+  every view of `plan.distribution.support()` from one cursor (`plan()` is computed once
+  per cursor and shared by its forks).
+- The charge is fixed in the plan before any view is drawn (charge-before-release): the
+  ledgers after `release` are `plan.ledgers_after` whatever view is released. A durable
+  session passes the committed ledgers instead (`release(view, ledgers=...)`) and, when
+  its store refused a charge another process raced for, re-plans on them (`rebase`).
+- Fields: `frame` (what the turn fixes: interface, store, query, history, turn, slots
+  (G_t), strict - each also a property of the cursor), `released` ((slot, view), ...),
+  `plans` (the SlotPlans of the released slots); the ledgers are exact integer counts
+  `units` over `scale`, with the Fraction view `ledgers`.
+- For memo keys (the exact engine): `units`, `scale` and `released` are cheap, hashable
+  and exact; a cursor itself compares by value but hashing it hashes the interface.
+- strict=True refuses any part that breaks C1-C6 (the static check at `begin_turn`, C2
+  and C5 at each plan); strict=False runs broken variants unchanged (audits, counterexamples).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import attrs
+
+from dpmem_ref.core.interface import Interface
+from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, to_units
+from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
+from dpmem_ref.errors import InputError
+from dpmem_ref.policy import Store
+from dpmem_ref.turn.plan import SlotPlan, active_slots, observe_control, plan_units, turn_record
+from dpmem_ref.turn.state import InterfaceState
+
+
+@attrs.frozen
+class TurnFrame:
+    """What is fixed for the whole turn: the interface, the store, q_t, the completed
+    history, the turn index, G_t and strictness. Shared by every cursor of the turn."""
+
+    interface: Interface
+    store: Store = attrs.field(repr=False)
+    query: Query
+    history: tuple[TurnRecord, ...]
+    turn: int
+    slots: tuple[str, ...]
+    strict: bool = True
+
+
+@attrs.frozen(repr=False)
+class TurnCursor:
+    """Algorithm 1 at turn t, after the releases in `released` (see the module doc)."""
+
+    frame: TurnFrame
+    units: Units
+    scale: int
+    released: tuple[tuple[str, str], ...] = ()
+    plans: tuple[SlotPlan, ...] = ()
+    # plan() of this cursor, computed once and shared by every fork (a pure function of
+    # the fields above, so the cache never changes a value).
+    _plan: SlotPlan | None = attrs.field(init=False, default=None, eq=False)
+
+    @property
+    def interface(self) -> Interface:
+        return self.frame.interface
+
+    @property
+    def store(self) -> Store:
+        return self.frame.store
+
+    @property
+    def query(self) -> Query:
+        return self.frame.query
+
+    @property
+    def history(self) -> tuple[TurnRecord, ...]:
+        return self.frame.history
+
+    @property
+    def turn(self) -> int:
+        return self.frame.turn
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        """G_t, the active slots in order."""
+        return self.frame.slots
+
+    @property
+    def strict(self) -> bool:
+        return self.frame.strict
+
+    def __repr__(self) -> str:
+        return (
+            f"TurnCursor(query={self.query.name!r}, turn={self.turn}, slots={list(self.slots)}, "
+            f"released={list(self.released)})"
+        )
+
+    @property
+    def done(self) -> bool:
+        """Every active slot has released its view."""
+        return len(self.released) == len(self.frame.slots)
+
+    @property
+    def slot(self) -> str:
+        """The next active slot g_{t,j}."""
+        if self.done:
+            raise InputError("cursor", "a turn with a slot left to plan", "every slot released")
+        return self.slots[len(self.released)]
+
+    @property
+    def prefix(self) -> PublicPrefix:
+        """h_{t,j}: history, query and the views released earlier this turn (C4)."""
+        return PublicPrefix(history=self.history, query=self.query, released=self.released)
+
+    @property
+    def ledgers(self) -> Ledgers:
+        """L_a in policy order, exact Fractions."""
+        return self.interface.fractions(self.scale).ledgers(self.units)
+
+    def plan(self) -> SlotPlan:
+        """Algorithm 1, lines 5-16 for the next active slot at the current public prefix."""
+        plan = self._plan
+        if plan is not None:
+            return plan
+        frame = self.frame
+        released = self.released
+        if len(released) == len(frame.slots):
+            raise InputError("cursor", "a turn with a slot left to plan", "every slot released")
+        plan = plan_units(
+            frame.interface,
+            self.units,
+            self.scale,
+            frame.history,
+            frame.query,
+            released,
+            frame.slots[len(released)],
+            frame.store,
+            frame.strict,
+        )
+        object.__setattr__(self, "_plan", plan)
+        return plan
+
+    def release(self, view: str, ledgers: Ledgers | None = None) -> TurnCursor:
+        """Record `view` as the next slot's release. The ledgers become the plan's
+        `ledgers_after` (charged in the plan, before the release), or `ledgers` when a
+        durable store committed other values."""
+        plan = self.plan()
+        if view not in plan.vocabulary.names:
+            raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
+        units, scale = plan.units_after, plan.scale
+        if ledgers is not None:
+            scale = common_scale(scale, ledgers)
+            units = to_units(ledgers, scale)
+        return TurnCursor(self.frame, units, scale, self.released + ((plan.slot, view),), self.plans + (plan,))
+
+    def rebase(self, ledgers: Ledgers) -> TurnCursor:
+        """The same position in the turn over other ledgers (a durable store's committed
+        values): the next plan is made afresh from them."""
+        scale = common_scale(self.interface.ledger_scale, ledgers)
+        return attrs.evolve(self, units=to_units(ledgers, scale), scale=scale)
+
+    def control(self) -> Hashable:
+        """c_t (Algorithm 1, line 19; C6), once every slot has released."""
+        if not self.done:
+            raise InputError("cursor", "a turn whose every slot has released", f"{len(self.released)} released")
+        return observe_control(self.interface, self.query, self.history, self.plans, self.released, self.ledgers)
+
+    def finish(self, response: str = "", control: Hashable | None = None) -> tuple[InterfaceState, TurnRecord]:
+        """Algorithm 1, line 21: the turn record and the next state. `control` defaults to
+        `self.control()` (pass it when already observed)."""
+        frame = self.frame
+        ledgers = self.ledgers
+        if control is None:
+            if not self.done:
+                raise InputError("cursor", "a turn whose every slot has released", f"{len(self.released)} released")
+            control = observe_control(frame.interface, frame.query, frame.history, self.plans, self.released, ledgers)
+        record = turn_record(frame.query, self.released, control, response, self.plans)
+        state = InterfaceState(frame.turn + 1, ledgers, frame.history + (record,))
+        return state.with_units(self.units, self.scale), record
+
+
+def begin_turn(
+    interface: Interface,
+    state: InterfaceState,
+    query: Query | str,
+    store: Store,
+    strict: bool = True,
+) -> TurnCursor:
+    """Algorithm 1, lines 1-2 at turn t = state.turn: G_t = Slot(q_t, history)."""
+    if isinstance(query, str):
+        query = interface.query(query)
+    if strict:
+        interface.require_contract()
+    if store.layout is not interface.policy.layout and store.layout != interface.policy.layout:
+        raise InputError("store", "a store over the interface's layout", store.name or "another layout")
+    units, scale = state.units(interface.ledger_scale)
+    slots = active_slots(interface, query, state.history, store)
+    return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)

@@ -1,0 +1,61 @@
+"""Algorithm 1 run turn by turn: drive the turn planner, sampling each release."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from dpmem_ref.core.interface import Interface
+from dpmem_ref.core.transcript import Query, TurnRecord
+from dpmem_ref.policy import Store
+from dpmem_ref.randomness import RandomSource
+from dpmem_ref.turn.channel import LLMChannel, respond
+from dpmem_ref.turn.plan import SlotPlan
+from dpmem_ref.turn.planner import begin_turn
+from dpmem_ref.turn.state import InterfaceState
+
+
+@attrs.frozen
+class TurnResult:
+    state: InterfaceState
+    record: TurnRecord
+    plans: tuple[SlotPlan, ...] = attrs.field(repr=False)
+
+
+def run_turn(
+    interface: Interface,
+    state: InterfaceState,
+    query: Query | str,
+    store: Store,
+    source: RandomSource,
+    channel: LLMChannel | None = None,
+    strict: bool = True,
+) -> TurnResult:
+    """Algorithm 1 at turn t: route, plan and sample every active slot, update ledgers,
+    observe the control, call the LLM channel on public inputs only, append the turn.
+
+    strict=True (the default) refuses any part that breaks C1-C6 with ContractViolation.
+    strict=False runs broken variants unchanged (for audits and counterexamples).
+    """
+    cursor = begin_turn(interface, state, query, store, strict=strict)
+    while not cursor.done:
+        cursor = cursor.release(cursor.plan().distribution.sample(source))
+    response = "" if channel is None else respond(channel, interface, cursor.query, cursor.released, cursor.history)
+    new_state, record = cursor.finish(response)
+    return TurnResult(state=new_state, record=record, plans=cursor.plans)
+
+
+def run_interaction(
+    interface: Interface,
+    queries: Sequence[Query | str],
+    store: Store,
+    source: RandomSource,
+    channel: LLMChannel | None = None,
+    strict: bool = True,
+) -> InterfaceState:
+    """Run a fixed query sequence from the initial state."""
+    state = InterfaceState.initial(interface)
+    for query in queries:
+        state = run_turn(interface, state, query, store, source, channel=channel, strict=strict).state
+    return state

@@ -1,0 +1,45 @@
+"""What persists between turns: turn index, ledgers and the released history."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import attrs
+
+from dpmem_ref.core.interface import Interface
+from dpmem_ref.core.ledgers import Ledgers, common_scale, to_units
+from dpmem_ref.core.transcript import TurnRecord
+
+
+@attrs.frozen
+class InterfaceState:
+    """Everything that persists between turns: turn index, ledgers (L_a in policy order,
+    the kernel's one ledger shape) and released history."""
+
+    turn: int
+    ledgers: Ledgers
+    history: tuple[TurnRecord, ...]
+    # The turn planner's integer view of `ledgers` (units, scale), set only by the planner
+    # on the state it builds; never copied by attrs.evolve (init=False), so never stale.
+    _units: tuple[tuple[int, ...], int] | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    def units(self, base_scale: int) -> tuple[tuple[int, ...], int]:
+        """(units, scale) with L_a = units_a / scale, over a multiple of `base_scale`."""
+        cached = self._units
+        if cached is not None and cached[1] % base_scale == 0:
+            return cached
+        scale = common_scale(base_scale, self.ledgers)
+        return to_units(self.ledgers, scale), scale
+
+    def with_units(self, units: tuple[int, ...], scale: int) -> InterfaceState:
+        """This state, remembering the integer view the planner already has of its ledgers."""
+        object.__setattr__(self, "_units", (units, scale))
+        return self
+
+    @classmethod
+    def initial(cls, interface: Interface) -> InterfaceState:
+        return cls(turn=0, ledgers=tuple(Fraction(0) for _ in interface.policy.attributes), history=())
+
+    def ledger_map(self, interface: Interface) -> dict[str, Fraction]:
+        """L_a by attribute name."""
+        return dict(zip(interface.policy.attribute_names, self.ledgers, strict=True))
