@@ -26,7 +26,7 @@ from pathlib import Path
 import mpmath
 
 from dpmem_ref.analysis import enumerate_transcripts, worst_case_loss
-from dpmem_ref.auditor import certify, decide_adjacency
+from dpmem_ref.audit import certify, decide_adjacency
 from dpmem_ref.config import load_interface_file
 
 ROOT = Path(__file__).resolve().parent.parent

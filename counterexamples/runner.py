@@ -77,10 +77,7 @@ class Finding:
     @property
     def breaks_bound(self) -> bool:
         """Certified: the interval's lower end exceeds B_a (or the loss is infinite)."""
-        if self.is_infinite:
-            return True
-        bound = self.construction.bound
-        return bool(self.worst.lower > mpmath.mpf(bound.numerator) / bound.denominator)
+        return self.worst.value.exceeds(self.construction.bound)
 
     def log_ratio_text(self, digits: int = REPORT_DIGITS) -> str:
         return "inf" if self.is_infinite else mpmath.nstr(self.log_ratio, digits, strip_zeros=False)

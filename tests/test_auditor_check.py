@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from dpmem_ref.auditor import check_interface
+from dpmem_ref.audit import check_interface
 from dpmem_ref.cli import main
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.scoring import LinearTagScorer, LinearWeights
