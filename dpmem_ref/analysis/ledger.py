@@ -18,6 +18,13 @@ and three facts bring the cost down from (queries + T) x (K+1)^A:
   shows the pattern; at every other state only the admission test runs, on integers.
   This is the only place the engine decides admissions without `plan_slot`, so each new
   summary re-checks the cursor's admissions against the integer test.
+- Dominated moves. When every query has one slot, the control is public (fallback or
+  none) and some query is a pass (it charges no attribute of R and its release is the
+  same under both stores), V_r is non-increasing in the ledgers: from lower ledgers a
+  strategy can mimic any move (an admission at higher ledgers is an admission at lower
+  ones, with the same release law; a refusal is mimicked by the pass). A move whose step
+  is exactly 0 both ways and that only raises ledgers is then never better than the
+  pass, so it is not followed: the states are those reached by releases that differ.
 - Fixed point. V_r is computed bottom-up for r = 1, 2, ... and stops at the first r with
   V_r = V_{r-1} at every state still needed (exact comparison of the loss values): the
   computation of V_{r+1} then repeats that of V_r, so V_T = V_r.
@@ -142,6 +149,13 @@ class LedgerSearch:
                         relevant |= charge
                         grown = True
         self.relevant = tuple(a for a in names if a in relevant)
+        # Dominance pruning (module docstring): one slot per query, a public control and a
+        # pass query (every slot charges outside R, or nothing, and reads no position of D).
+        self.prune = (
+            all(len(turn) <= 1 for turn in reads)
+            and isinstance(interface.control, (FallbackControl, NoControl))
+            and any(all(not differs and not charge & relevant for charge, _, differs in turn) for turn in reads)
+        )
         index = {a: i for i, a in enumerate(self.relevant)}
         caps = interface.policy.caps
         unit = lcm(
@@ -236,6 +250,8 @@ class LedgerSearch:
                 if summary.terminal:
                     target = -1 - q
                 else:
+                    if self.prune and after != counts and summary.ab.is_zero and summary.ba.is_zero:
+                        continue  # dominated by the pass (module docstring)
                     target = index.get(after, -1)
                     if target < 0:
                         if depth[s] + 1 >= self.horizon:
@@ -286,7 +302,7 @@ class LedgerSearch:
             choices.append((pick_ab, pick_ba))
             self.iterations = r
             still = [s for s in range(len(states)) if depth[s] <= self.horizon - r]
-            stable = r > 1 and all(new_ab[s] == values_ab[s] and new_ba[s] == values_ba[s] for s in still)
+            stable = all(new_ab[s] == values_ab[s] and new_ba[s] == values_ba[s] for s in still)
             values_ab, values_ba = new_ab, new_ba
             if stable:
                 break
