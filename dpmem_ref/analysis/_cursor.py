@@ -66,9 +66,7 @@ class TurnCursor:
         """c_t (Algorithm 1, line 19), once every active slot has released."""
         if not self.done:
             raise ValueError("the control is observed once every active slot has released")
-        return observe_control(
-            self.interface, self.query, self.state.history, self.plans, self.released, self.ledgers
-        )
+        return observe_control(self.interface, self.query, self.state.history, self.plans, self.released, self.ledgers)
 
     def finish(self, response: str = "", control: Hashable = None) -> tuple[InterfaceState, TurnRecord]:
         """The state after the turn and the turn's record (line 21); `control` defaults to c_t."""

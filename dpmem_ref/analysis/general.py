@@ -41,9 +41,12 @@ NOTHING = Best(IMPOSSIBLE, None, IMPOSSIBLE, None)
 
 
 def state_limit(max_states: int) -> InputError:
-    return InputError(
-        "--max-states", f"an audit within {max_states} memoized states (raise --max-states)", "more states"
+    """The one-line refusal of an audit past `--max-states` (exit 2 in the CLI)."""
+    error = InputError("--max-states", f"at most {max_states} memoized states", "more")
+    error.args = (
+        f"--max-states: this audit needs more than {max_states} memoized states; raise --max-states or lower --horizon",
     )
+    return error
 
 
 class GeneralSearch:
@@ -137,13 +140,23 @@ class GeneralSearch:
             rest = self.slot_value(cursor_a.release(view), cursor_b.release(view))
             for view, ab, ba in steps:
                 best = best.combine(
-                    Best(ab.add(rest.ab), ViewNode(slot, view, rest.ab_node), ba.add(rest.ba), ViewNode(slot, view, rest.ba_node))
+                    Best(
+                        ab.add(rest.ab),
+                        ViewNode(slot, view, rest.ab_node),
+                        ba.add(rest.ba),
+                        ViewNode(slot, view, rest.ba_node),
+                    )
                 )
         else:
             for view, ab, ba in steps:
                 rest = self.slot_value(cursor_a.release(view), cursor_b.release(view))
                 best = best.combine(
-                    Best(ab.add(rest.ab), ViewNode(slot, view, rest.ab_node), ba.add(rest.ba), ViewNode(slot, view, rest.ba_node))
+                    Best(
+                        ab.add(rest.ab),
+                        ViewNode(slot, view, rest.ab_node),
+                        ba.add(rest.ba),
+                        ViewNode(slot, view, rest.ba_node),
+                    )
                 )
         self.slot_memo[key] = best
         return best

@@ -10,7 +10,8 @@ and three facts bring the cost down from (queries + T) x (K+1)^A:
   every such read and closed under "a read charging an attribute of R charges only R".
   A read charging outside R charges nothing in R and reads no position of D, so its step
   is exactly 0 and it moves no ledger of R: the ledgers outside R are dropped from the
-  state. States are integer counts over R in units of one common denominator.
+  state. States are integer counts over R in units of one common denominator. Without
+  a cap (NoCap) no ledger decides anything and R is empty.
 - One plan per (query, admission pattern). Read set, charge set and eps of a slot do not
   depend on the ledgers; the ledgers only decide, slot by slot, whether the cap rule
   admits (Algorithm 1, line 9). A query's turn is summarised once per pattern, by walking
@@ -148,6 +149,8 @@ class LedgerSearch:
                     if charge & relevant and not charge <= relevant:
                         relevant |= charge
                         grown = True
+        if not self.capped:
+            relevant = set()  # every selection is admitted: no ledger decides anything
         self.relevant = tuple(a for a in names if a in relevant)
         # Dominance pruning (module docstring): one slot per query, a public control and a
         # pass query (every slot charges outside R, or nothing, and reads no position of D).
@@ -167,9 +170,9 @@ class LedgerSearch:
         self.caps = tuple(int(caps[a] * unit) for a in self.relevant)
         self.slots = [
             [
-                _Slot(tuple(index[a] for a in sorted(charge)) if charge <= relevant else None, int(eps * unit))
+                _Slot(tuple(index[a] for a in sorted(charge)), int(eps * unit))
                 if charge <= relevant
-                else _Slot(None, 0)
+                else _Slot(() if not self.capped else None, 0)
                 for charge, eps, _ in turn
             ]
             for turn in reads
@@ -255,7 +258,7 @@ class LedgerSearch:
                     target = index.get(after, -1)
                     if target < 0:
                         if depth[s] + 1 >= self.horizon:
-                            target = -10**9 - q  # beyond the horizon: its value is never read
+                            target = -(10**9) - q  # beyond the horizon: its value is never read
                         else:
                             if len(states) >= self.max_states:
                                 raise state_limit(self.max_states)
@@ -277,6 +280,8 @@ class LedgerSearch:
         values_ba = [ZERO] * len(states)
         choices: list[tuple[list[int], list[int]]] = []
         for r in range(1, self.horizon + 1):
+            if len(states) * r + len(self.summaries) > self.max_states:
+                raise state_limit(self.max_states)
             new_ab = list(values_ab)
             new_ba = list(values_ba)
             pick_ab = [-1] * len(states)
@@ -320,7 +325,11 @@ class LedgerSearch:
         return self.state_count * self.iterations + len(self.summaries)
 
     def witness(
-        self, choices: list[tuple[list[int], list[int]]], side: int, states: list[tuple[int, ...]], index: dict[tuple[int, ...], int]
+        self,
+        choices: list[tuple[list[int], list[int]]],
+        side: int,
+        states: list[tuple[int, ...]],
+        index: dict[tuple[int, ...], int],
     ) -> Node:
         """Replay the chosen queries forward with real cursors under both stores."""
         interface = self.interface

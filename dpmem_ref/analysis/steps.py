@@ -34,8 +34,10 @@ class StepTable:
 
     def steps(self, pa: SlotPlan, pb: SlotPlan) -> tuple[Step, ...]:
         """Every view possible under either store, with its step in both directions."""
-        views = pa.vocabulary.names if pa.vocabulary.names == pb.vocabulary.names else tuple(
-            dict.fromkeys(pa.vocabulary.names + pb.vocabulary.names)
+        views = (
+            pa.vocabulary.names
+            if pa.vocabulary.names == pb.vocabulary.names
+            else tuple(dict.fromkeys(pa.vocabulary.names + pb.vocabulary.names))
         )
         same = same_release(pa, pb)
         key = (same, pa.distribution, pb.distribution, views)

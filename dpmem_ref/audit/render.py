@@ -202,7 +202,14 @@ def audit_text(report: AuditReport) -> str:
         ("stores", f"{a} vs {b}, horizon T = {report.horizon}"),
         ("differing positions", ", ".join(map(str, adjacency.differing)) or "none"),
         ("adjacency", adjacency.describe(a, b)),
-        ("bound", bound if decimal == bound else f"{bound} (= {decimal[:22]}...)" if len(decimal) > 22 else f"{bound} (= {decimal})"),
+        (
+            "bound",
+            bound
+            if decimal == bound
+            else f"{bound} (= {decimal[:22]}...)"
+            if len(decimal) > 22
+            else f"{bound} (= {decimal})",
+        ),
         ("worst-case loss", f"{loss_text(worst.value)}  (log Pr[w | {numerator}] / Pr[w | {denominator}])"),
         ("interval", f"[{interval[0]}, {interval[1]}]"),
         ("other direction", loss_text(other.value)),
@@ -211,7 +218,10 @@ def audit_text(report: AuditReport) -> str:
     for cover in report.covers:
         if cover.bound != adjacency.bound:
             rows.append(
-                (f"  vs {{{', '.join(cover.attributes)}}}", f"bound {bound_text(cover.bound)}: {_verdict(cover.holds, cover.certified)}")
+                (
+                    f"  vs {{{', '.join(cover.attributes)}}}",
+                    f"bound {bound_text(cover.bound)}: {_verdict(cover.holds, cover.certified)}",
+                )
             )
     fixed = f", fixed point after {result.fixed_point} turns" if result.fixed_point is not None else ""
     rows.append(("states explored", f"{result.states_explored} in {result.seconds:.3f} s{fixed}"))
