@@ -43,8 +43,9 @@ from math import lcm
 from dpmem_ref.analysis._cursor import begin_turn
 from dpmem_ref.analysis.general import state_limit
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
+from dpmem_ref.analysis.replay import witness_chain
 from dpmem_ref.analysis.steps import StepTable
-from dpmem_ref.analysis.witness import Node, TurnEnd, ViewNode
+from dpmem_ref.analysis.witness import Node
 from dpmem_ref.interface import (
     FallbackControl,
     Interface,
@@ -331,37 +332,18 @@ class LedgerSearch:
         states: list[tuple[int, ...]],
         index: dict[tuple[int, ...], int],
     ) -> Node:
-        """Replay the chosen queries forward with real cursors under both stores."""
-        interface = self.interface
-        state_a = state_b = InterfaceState.initial(interface)
+        """The chosen queries from the start (on ledger counts), replayed with real cursors."""
+        chosen: list[Query] = []
         s = 0
-        turns: list[tuple[str, tuple[tuple[str, str], ...], object, object, str]] = []
         for t in range(self.horizon):
-            remaining = self.horizon - t
-            q = choices[min(remaining, len(choices)) - 1][side][s]
+            q = choices[min(self.horizon - t, len(choices)) - 1][side][s]
             if q < 0:
                 break
-            query = self.queries[q]
-            cursor_a = begin_turn(interface, state_a, query, self.store_a, strict=self.strict)
-            cursor_b = begin_turn(interface, state_b, query, self.store_b, strict=self.strict)
-            while not cursor_a.done:
-                step_ab, view_ab, step_ba, view_ba = self.steps.best(cursor_a.plan(), cursor_b.plan())
-                view = view_ab if side == 0 else view_ba
-                cursor_a, cursor_b = cursor_a.release(view), cursor_b.release(view)
-            control_a, control_b = cursor_a.control(), cursor_b.control()
-            if control_a != control_b:
-                turns.append((query.name, cursor_a.released, control_a, control_b, "control differs"))
-                break
-            turns.append((query.name, cursor_a.released, control_a, control_b, ""))
-            state_a, _ = cursor_a.finish(control=control_a)
-            state_b = InterfaceState(turn=state_a.turn, ledgers=cursor_b.ledgers, history=state_a.history)
+            chosen.append(self.queries[q])
             _, after = self.pattern(q, states[s])
-            s = index.get(after, -1)
+            s = index.get(after, -1)  # a terminal move ends the replay (its controls differ)
             if s < 0:
                 break
-        node: Node = None
-        for name, views, control_a, control_b, note in reversed(turns):
-            node = TurnEnd(name, control_a, control_b, note, node)
-            for slot, view in reversed(views):
-                node = ViewNode(slot, view, node)
-        return node
+        return witness_chain(
+            self.interface, self.store_a, self.store_b, chosen, "ab" if side == 0 else "ba", self.steps, self.strict
+        )

@@ -1,6 +1,7 @@
-"""Single transcripts under one store: the exact replay of a given transcript, and the
-naive enumeration of every transcript (the reference the searches are checked against).
-Both drive the kernel's turn planner (`begin_turn`), as the sampler does."""
+"""Single transcripts: the exact replay of a given transcript under one store, the naive
+enumeration of every transcript (the reference the searches are checked against), and
+the witness of a chosen query sequence under both stores. All drive the kernel's turn
+planner (`begin_turn`), as the sampler does."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import attrs
 import mpmath
 
 from dpmem_ref.analysis._cursor import TurnCursor, begin_turn
-from dpmem_ref.analysis.witness import WitnessTurn
+from dpmem_ref.analysis.steps import StepTable
+from dpmem_ref.analysis.witness import Node, TurnEnd, ViewNode, WitnessTurn
 from dpmem_ref.interface import Interface, Query, TurnRecord
 from dpmem_ref.mechanism import DEFAULT_DPS
 from dpmem_ref.policy import Store
@@ -103,3 +105,39 @@ def enumerate_transcripts(
 
     with mpmath.workdps(max(mpmath.mp.dps, DEFAULT_DPS)):
         yield from turns(InterfaceState.initial(interface), mpmath.mpf(0))
+
+
+def witness_chain(
+    interface: Interface,
+    store_a: Store,
+    store_b: Store,
+    queries: Sequence[Query],
+    direction: str,
+    steps: StepTable,
+    strict: bool,
+) -> Node:
+    """The witness of a query sequence: each slot releases the view with the largest step
+    in `direction` ("ab" or "ba"), both stores walked from the same public history; a
+    turn whose controls differ ends it (the transcript is impossible under one store)."""
+    state_a = state_b = InterfaceState.initial(interface)
+    turns: list[tuple[str, tuple[tuple[str, str], ...], object, object, str]] = []
+    for query in queries:
+        cursor_a = begin_turn(interface, state_a, query, store_a, strict=strict)
+        cursor_b = begin_turn(interface, state_b, query, store_b, strict=strict)
+        while not cursor_a.done:
+            _, view_ab, _, view_ba = steps.best(cursor_a.plan(), cursor_b.plan())
+            view = view_ab if direction == "ab" else view_ba
+            cursor_a, cursor_b = cursor_a.release(view), cursor_b.release(view)
+        control_a, control_b = cursor_a.control(), cursor_b.control()
+        if control_a != control_b:
+            turns.append((query.name, cursor_a.released, control_a, control_b, "control differs"))
+            break
+        turns.append((query.name, cursor_a.released, control_a, control_b, ""))
+        state_a, _ = cursor_a.finish(control=control_a)
+        state_b = InterfaceState(turn=state_a.turn, ledgers=cursor_b.ledgers, history=state_a.history)
+    node: Node = None
+    for name, views, control_a, control_b, note in reversed(turns):
+        node = TurnEnd(name, control_a, control_b, note, node)
+        for slot, view in reversed(views):
+            node = ViewNode(slot, view, node)
+    return node
