@@ -316,7 +316,7 @@ def test_pruned_ledger_programme_agrees_with_the_full_one() -> None:
         values = []
         for prune in (True, False):
             with iv_precision(IV_DPS):
-                search = LedgerSearch(interface, loaded.store(a), loaded.store(b), 9, interface.queries, False, 10**6)
+                search = LedgerSearch(interface, loaded.store(a), loaded.store(b), 9, tuple(interface.queries), False, 10**6)
                 assert search.prune
                 search.prune = prune
                 ab, _, ba, _ = search.run()

@@ -10,15 +10,14 @@ history, the released views or the store, and deliberate private hooks.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 
 from dpmem_ref.analysis._cursor import TurnCursor, begin_turn
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
-from dpmem_ref.analysis.steps import StepTable
+from dpmem_ref.analysis.steps import SearchProblem, StepTable
 from dpmem_ref.analysis.witness import Node, TurnEnd, ViewNode
 from dpmem_ref.errors import InputError
-from dpmem_ref.interface import Interface, Query
-from dpmem_ref.policy import Store
+from dpmem_ref.interface import Query
 from dpmem_ref.turn import InterfaceState
 
 
@@ -49,31 +48,16 @@ def state_limit(max_states: int) -> InputError:
     return error
 
 
-class GeneralSearch:
-    def __init__(
-        self,
-        interface: Interface,
-        store_a: Store,
-        store_b: Store,
-        horizon: int,
-        queries: Sequence[Query],
-        strict: bool,
-        max_states: int,
-    ) -> None:
-        self.interface = interface
-        self.store_a, self.store_b = store_a, store_b
-        self.horizon = horizon
-        self.queries = tuple(queries)
-        self.strict = strict
-        self.max_states = max_states
+class GeneralSearch(SearchProblem):
+    def setup(self) -> None:
         self.steps = StepTable()
         self.turn_memo: dict[Hashable, Best] = {}
         self.slot_memo: dict[Hashable, Best] = {}
         # The rest of a turn and the future are independent of which view a slot released
         # when neither routing nor the control reads released views (declared on the parts).
-        router = interface.router
+        router = self.interface.router
         self.views_irrelevant = not getattr(router, "reads_released_views", True) and not getattr(
-            interface.control, "reads_views", True
+            self.interface.control, "reads_views", True
         )
 
     @property
@@ -134,30 +118,16 @@ class GeneralSearch:
         steps = self.steps.steps(plan_a, plan_b)
         slot = plan_a.slot
         best = NOTHING
+        # When neither routing nor the control reads released views, one continuation
+        # serves every outcome: the best step, then the rest.
+        shared = None
         if self.views_irrelevant:
-            # One continuation serves every outcome: the best step, then the rest.
             view = steps[0][0] if steps else plan_a.vocabulary.generic
-            rest = self.slot_value(cursor_a.release(view), cursor_b.release(view))
-            for view, ab, ba in steps:
-                best = best.combine(
-                    Best(
-                        ab.add(rest.ab),
-                        ViewNode(slot, view, rest.ab_node),
-                        ba.add(rest.ba),
-                        ViewNode(slot, view, rest.ba_node),
-                    )
-                )
-        else:
-            for view, ab, ba in steps:
-                rest = self.slot_value(cursor_a.release(view), cursor_b.release(view))
-                best = best.combine(
-                    Best(
-                        ab.add(rest.ab),
-                        ViewNode(slot, view, rest.ab_node),
-                        ba.add(rest.ba),
-                        ViewNode(slot, view, rest.ba_node),
-                    )
-                )
+            shared = self.slot_value(cursor_a.release(view), cursor_b.release(view))
+        for view, ab, ba in steps:
+            rest = shared if shared is not None else self.slot_value(cursor_a.release(view), cursor_b.release(view))
+            node_ab, node_ba = ViewNode(slot, view, rest.ab_node), ViewNode(slot, view, rest.ba_node)
+            best = best.combine(Best(ab.add(rest.ab), node_ab, ba.add(rest.ba), node_ba))
         self.slot_memo[key] = best
         return best
 

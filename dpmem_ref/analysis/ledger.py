@@ -36,7 +36,6 @@ chosen queries, choosing each slot's view by the exact step, so it is a real tra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from fractions import Fraction
 from math import lcm
 
@@ -44,7 +43,7 @@ from dpmem_ref.analysis._cursor import begin_turn
 from dpmem_ref.analysis.general import state_limit
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
 from dpmem_ref.analysis.replay import witness_chain
-from dpmem_ref.analysis.steps import StepTable
+from dpmem_ref.analysis.steps import SearchProblem, StepTable
 from dpmem_ref.analysis.witness import Node
 from dpmem_ref.interface import (
     FallbackControl,
@@ -56,7 +55,6 @@ from dpmem_ref.interface import (
     RawEvidenceControl,
     TopScoreControl,
 )
-from dpmem_ref.policy import Store
 from dpmem_ref.turn import InterfaceState
 
 # Controls known to read neither the history nor the released views.
@@ -98,23 +96,9 @@ class _Summary:
         self.ab, self.ba, self.delta, self.terminal = ab, ba, delta, terminal
 
 
-class LedgerSearch:
-    def __init__(
-        self,
-        interface: Interface,
-        store_a: Store,
-        store_b: Store,
-        horizon: int,
-        queries: Sequence[Query],
-        strict: bool,
-        max_states: int,
-    ) -> None:
-        self.interface = interface
-        self.store_a, self.store_b = store_a, store_b
-        self.horizon = horizon
-        self.queries = tuple(queries)
-        self.strict = strict
-        self.max_states = max_states
+class LedgerSearch(SearchProblem):
+    def setup(self) -> None:
+        interface = self.interface
         self.steps = StepTable()
         self.capped = isinstance(interface.cap_rule, ProspectiveCap)
         self.summaries: dict[tuple[int, tuple[bool | None, ...]], _Summary] = {}

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+import attrs
+
 from dpmem_ref.analysis.loss import IMPOSSIBLE, IV_DPS, ZERO, Loss, step_losses
+from dpmem_ref.interface import Interface, Query
 from dpmem_ref.mechanism import iv_precision
+from dpmem_ref.policy import Store
 from dpmem_ref.turn import SlotPlan
 
 Step = tuple[str, Loss, Loss]  # (view, log Pr_A - log Pr_B, log Pr_B - log Pr_A)
@@ -76,3 +80,23 @@ class StepTable:
             found = (ab, ab_view, ba, ba_view)
             self._best[key] = found
         return found
+
+
+@attrs.define(slots=False)
+class SearchProblem:
+    """What a worst-case search is asked: the interface, the two stores, the horizon, the
+    strategy's query catalogue, strictness and the state limit (shared by both searches)."""
+
+    interface: Interface
+    store_a: Store
+    store_b: Store
+    horizon: int
+    queries: tuple[Query, ...]
+    strict: bool
+    max_states: int
+
+    def __attrs_post_init__(self) -> None:
+        self.setup()
+
+    def setup(self) -> None:
+        """The search's own tables (subclasses)."""
