@@ -316,9 +316,21 @@ def test_pruned_ledger_programme_agrees_with_the_full_one() -> None:
         values = []
         for prune in (True, False):
             with iv_precision(IV_DPS):
-                search = LedgerSearch(interface, loaded.store(a), loaded.store(b), 9, tuple(interface.queries), False, 10**6)
+                search = LedgerSearch(
+                    interface, loaded.store(a), loaded.store(b), 9, tuple(interface.queries), False, 10**6
+                )
                 assert search.prune
                 search.prune = prune
                 ab, _, ba, _ = search.run()
             values.append((ab, ba))
         assert values[0] == values[1]
+
+
+def test_max_states_bounds_the_general_search_too() -> None:
+    from dpmem_ref.errors import InputError
+
+    loaded = load_interface_file(FIGURE2)
+    a, b = loaded.store("M"), loaded.store("M_no_diabetes")
+    with pytest.raises(InputError, match="--max-states"):
+        worst_case_loss(loaded.interface, a, b, 7, search="general", max_states=5)
+    assert worst_case_loss(loaded.interface, a, b, 7, search="general", max_states=10_000).states_explored <= 10_000
