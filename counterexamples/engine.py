@@ -70,7 +70,8 @@ def event_probability(
     transcript probabilities from `analysis.enumerate_transcripts` over the event."""
     with mpmath.workdps(max(mpmath.mp.dps, DEFAULT_DPS)):
         total = mpmath.mpf(0)
-        for transcript, log_probability in analysis.enumerate_transcripts(interface, store, horizon, (query,)):
+        # A broken variant by design: its exact law is computed, not refused (strict=False).
+        for transcript, log_probability in analysis.enumerate_transcripts(interface, store, horizon, (query,), strict=False):
             if event(transcript):
                 total += mpmath.exp(log_probability)
         return total

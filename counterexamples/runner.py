@@ -18,6 +18,8 @@ import mpmath
 from counterexamples.base import DIGITS, Construction
 from counterexamples.engine import EngineResult, exact_worst_case, lenient_replay
 from dpmem_ref import analysis
+from dpmem_ref.analysis import Loss
+from dpmem_ref.core.fmt import fraction_text
 from dpmem_ref.errors import CONDITIONS, ContractViolation
 from dpmem_ref.interface import Violation
 from dpmem_ref.randomness import SeededRandomSource
@@ -54,17 +56,22 @@ class Finding:
         return self.engine.worst_case.worst
 
     @property
+    def loss(self) -> Loss:
+        """The engine's worst-case loss (the one loss type, `dpmem_ref.analysis.Loss`)."""
+        return self.worst.value
+
+    @property
     def is_infinite(self) -> bool:
-        return self.worst.is_infinite
+        return self.loss.is_infinite
 
     @property
     def log_ratio(self) -> mpmath.mpf:
         """Midpoint of the engine's interval (its width is below 1e-60), or +inf."""
-        return mpmath.inf if self.is_infinite else self.worst.midpoint
+        return mpmath.inf if self.is_infinite else self.loss.midpoint
 
     @property
     def interval(self) -> tuple[mpmath.mpf, mpmath.mpf]:
-        return (self.worst.lower, self.worst.upper)
+        return (self.loss.lower, self.loss.upper)
 
     @property
     def violated_conditions(self) -> tuple[str, ...]:
@@ -77,10 +84,7 @@ class Finding:
     @property
     def breaks_bound(self) -> bool:
         """Certified: the interval's lower end exceeds B_a (or the loss is infinite)."""
-        if self.is_infinite:
-            return True
-        bound = self.construction.bound
-        return bool(self.worst.lower > mpmath.mpf(bound.numerator) / bound.denominator)
+        return self.loss.exceeds(self.construction.bound)
 
     def log_ratio_text(self, digits: int = REPORT_DIGITS) -> str:
         return "inf" if self.is_infinite else mpmath.nstr(self.log_ratio, digits, strip_zeros=False)
@@ -154,4 +158,4 @@ def _evaluate(construction: Construction) -> Finding:
 
 
 def bound_text(bound: Fraction) -> str:
-    return str(bound.numerator) if bound.denominator == 1 else f"{bound.numerator}/{bound.denominator}"
+    return fraction_text(bound)

@@ -116,9 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_auditor_commands(sub: Any) -> None:
-    """`check` and `audit` live in dpmem_ref.auditor when present."""
+    """`check` and `audit` live in dpmem_ref.audit when present."""
     try:
-        from dpmem_ref.auditor import add_auditor_parsers  # type: ignore[import-not-found,unused-ignore]
+        from dpmem_ref.audit import add_auditor_parsers  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return
     add_auditor_parsers(sub)

@@ -160,10 +160,10 @@ def _budget(data: dict[str, Any], attribute_names: tuple[str, ...]) -> BudgetRul
     spec = _table(data.get("budget"), "budget")
     rule = spec.get("rule")
     if rule == "online":
-        _unknown_keys(spec, {"rule", "K"}, "budget")
+        _unknown_keys(spec, {"rule", "K", "uncharged_epsilon"}, "budget")
         return OnlineBudget(K=spec.get("K"))  # type: ignore[arg-type]  # validated by OnlineBudget
     if rule == "preallocated":
-        _unknown_keys(spec, {"rule", "plan"}, "budget")
+        _unknown_keys(spec, {"rule", "plan", "uncharged_epsilon"}, "budget")
         plan = _table(spec.get("plan"), "budget.plan")
         for name in plan:
             if name not in attribute_names:
@@ -352,6 +352,10 @@ def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFil
         queries=_queries(data, layout, vocabularies, policy.attribute_names),
         scorer=_scorer(data),
         budget=_budget(data, policy.attribute_names),
+        # eps of a selection with an empty charge set (docs/config-format.md, "Uncharged reads").
+        uncharged_epsilon=positive_fraction(
+            _table(data.get("budget"), "budget").get("uncharged_epsilon", 1), "budget.uncharged_epsilon"
+        ),
         selector=selector,
         cap_rule=cap_rule,
         control=control,

@@ -13,7 +13,7 @@ probability under M or M', computing at each factor:
 - the control under each store (C6: must agree, else the transcript is one-sided).
 
 Each leaf carries its exact log probability under each store (mpmath, >= 60 digits),
-the interval loss in both directions (or INF when only one store can produce it) and
+the loss in both directions (the engine's `Loss`: INF when only one store can produce it) and
 the pathwise ledgers L(omega) under each store. Nothing here samples.
 """
 
@@ -24,23 +24,15 @@ from fractions import Fraction
 
 import attrs
 import mpmath
-from mpmath import libmp
 
 from dpmem_ref import InterfaceState, PublicPrefix, begin_turn
+from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, IV_DPS, ZERO, Loss, step_losses
 from dpmem_ref.mechanism import ExponentialWeights, PointMass, iv_precision
 from dpmem_ref.turn import Ledgers, view_texts
 from proofs_as_tests.strategies import Case, PublicTurn
 
 DPS = 60
-IV_DPS = 70
-
-
-class _Inf:
-    def __repr__(self) -> str:
-        return "INF"
-
-
-INF = _Inf()
+INF = INFINITE  # the engine's one loss type (dpmem_ref.analysis.loss)
 
 
 def log_fraction(value: Fraction) -> mpmath.mpf:
@@ -72,8 +64,8 @@ class Leaf:
     transcript: tuple[PublicTurn, ...]
     logp_a: mpmath.mpf | None  # None: probability zero under M
     logp_b: mpmath.mpf | None
-    loss_ab: object  # mpmath interval, INF, or None (not a transcript of M)
-    loss_ba: object
+    loss_ab: Loss  # IMPOSSIBLE when not a transcript of M
+    loss_ba: Loss
     ledgers_a: Ledgers
     ledgers_b: Ledgers
     truncated: str = ""
@@ -83,12 +75,8 @@ class Leaf:
         return tuple((q, c, y) for q, _, c, y in self.transcript)
 
 
-def _add(loss: object, step: object) -> object:
-    if loss is None or step is None:
-        return None
-    if loss is INF or step is INF:
-        return INF
-    return loss + step
+def _add(loss: Loss, step: Loss) -> Loss:
+    return loss.add(step)
 
 
 class _Walker:
@@ -105,23 +93,20 @@ class _Walker:
         in_a = view in da.support()
         in_b = view in db.support()
         if in_a and in_b and same_distribution(da, db):
-            zero = mpmath.iv.mpf(0)
-            return zero, zero, True, True
+            return ZERO, ZERO, True, True
         key = (da, db, view)
         cached = self.ratio_cache.get(key)
         if cached is None:
             la = da.log_probability_interval(view) if in_a else None
             lb = db.log_probability_interval(view) if in_b else None
-            ab = None if la is None else (INF if lb is None else la - lb)
-            ba = None if lb is None else (INF if la is None else lb - la)
-            cached = (ab, ba)
+            cached = step_losses(la, lb)
             self.ratio_cache[key] = cached
         return cached[0], cached[1], in_a, in_b
 
     def run(self) -> list[Leaf]:
         zero = InterfaceState.initial(self.interface)
         with mpmath.workdps(DPS), iv_precision(IV_DPS):
-            self.turn((), zero, zero, mpmath.mpf(0), mpmath.mpf(0), mpmath.iv.mpf(0), mpmath.iv.mpf(0))
+            self.turn((), zero, zero, mpmath.mpf(0), mpmath.mpf(0), ZERO, ZERO)
         return self.leaves
 
     def turn(self, public, state_a, state_b, pa, pb, ab, ba) -> None:
@@ -159,7 +144,7 @@ class _Walker:
             next_pa = _madd(pa, plan_a.distribution.log_probability(view)) if in_a and pa is not None else None
             next_pb = _madd(pb, plan_b.distribution.log_probability(view)) if in_b and pb is not None else None
             self.slot(public, cursor_a.release(view), cursor_b.release(view), next_pa, next_pb,
-                      _add(ab, sab) if pa is not None else None, _add(ba, sba) if pb is not None else None)
+                      _add(ab, sab) if pa is not None else IMPOSSIBLE, _add(ba, sba) if pb is not None else IMPOSSIBLE)
 
     def end_turn(self, public, cursor_a, cursor_b, pa, pb, ab, ba) -> None:
         interface = self.interface
@@ -169,8 +154,8 @@ class _Walker:
         query = cursor_a.query
         if control_a != control_b:
             turn = (query.name, released, ("controls differ", control_a, control_b), "")
-            self.leaves.append(Leaf(public + (turn,), pa, pb, INF if pa is not None else None,
-                                    INF if pb is not None else None, cursor_a.ledgers, cursor_b.ledgers,
+            self.leaves.append(Leaf(public + (turn,), pa, pb, INF if pa is not None else IMPOSSIBLE,
+                                    INF if pb is not None else IMPOSSIBLE, cursor_a.ledgers, cursor_b.ledgers,
                                     truncated="controls differ"))
             return
         texts = view_texts(interface, released)
@@ -198,51 +183,37 @@ def enumerate_joint(case: Case, strict: bool = True, visit=None) -> list[Leaf]:
     return _Walker(case, strict=strict, visit=visit).run()
 
 
+def as_loss(value: object) -> Loss:
+    """The engine's loss type, from a Loss or an mpmath interval computed here."""
+    return value if isinstance(value, Loss) else Loss.interval(value)
+
+
 def upper(value: object) -> mpmath.mpf:
-    if value is INF:
-        return mpmath.mpf("inf")
-    with mpmath.workdps(IV_DPS):
-        return mpmath.mpf(value.b)
+    return as_loss(value).upper
 
 
 def lower(value: object) -> mpmath.mpf:
-    if value is INF:
-        return mpmath.mpf("inf")
-    with mpmath.workdps(IV_DPS):
-        return mpmath.mpf(value.a)
+    return as_loss(value).lower
 
 
 def is_exact_zero(value: object) -> bool:
-    return value is not INF and value is not None and value.a == 0 and value.b == 0
+    return as_loss(value).is_zero
 
 
 def upper_fraction(value: object) -> Fraction | None:
-    """The exact rational upper end of an mpmath interval (None when it is +inf)."""
-    raw = value._mpi_[1]
-    if raw in (libmp.finf, libmp.fnan):
-        return None
-    p, q = libmp.to_rational(raw)
-    return Fraction(p, q)
+    """The exact rational upper end (None when it is +inf)."""
+    loss = as_loss(value)
+    return None if loss.is_infinite else loss.ends()[1]
 
 
 def lower_fraction(value: object) -> Fraction | None:
-    raw = value._mpi_[0]
-    if raw in (libmp.fninf, libmp.fnan):
-        return None
-    p, q = libmp.to_rational(raw)
-    return Fraction(p, q)
+    loss = as_loss(value)
+    return None if loss.is_infinite else loss.ends()[0]
 
 
 def certified_le(value: object, bound: Fraction) -> bool:
-    """True iff the interval's upper end is <= bound, compared exactly on rationals."""
-    if value is INF:
-        return False
-    if value is None:
-        return True
-    if is_exact_zero(value):
-        return 0 <= bound
-    top = upper_fraction(value)
-    return top is not None and top <= bound
+    """True iff the upper end is <= bound, compared exactly on rationals (impossible: True)."""
+    return as_loss(value).within(bound)
 
 
 def ledger_of(case: Case, ledgers: Ledgers, attribute: str) -> Fraction:

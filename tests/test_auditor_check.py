@@ -9,7 +9,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from dpmem_ref.auditor import check_interface
+from dpmem_ref import VIOLATION_CODES
+from dpmem_ref.audit import check_interface
 from dpmem_ref.cli import main
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.scoring import LinearTagScorer, LinearWeights
@@ -45,7 +46,9 @@ def test_broken_variant_is_flagged_with_its_condition(
     assert report["ok"] is False
     assert {v["condition"] for v in report["violations"]} == {condition}
     for violation in report["violations"]:
-        assert set(violation) == {"condition", "message"}
+        assert set(violation) == {"condition", "code", "message"}
+        # Machine-readable: "C2.charge_omits_attribute", a code from the kernel's registry.
+        assert violation["code"] in VIOLATION_CODES and violation["code"].split(".")[0] == condition
 
 
 def test_c2_message_names_query_slot_attribute() -> None:

@@ -12,7 +12,7 @@ into the plan (`ledgers_after`) before anything is drawn, and `run_turn` returns
 state together with the released record, so no part can release without charging. The
 exact evaluation is therefore built on `plan_slot` directly: every turn is planned from the
 durable ledgers (which the crash leaves at zero), the per-turn log ratios come from the
-plans' exact release distributions (`analysis._step_ratios`, the engine's own step), and
+plans' exact release distributions (`StepTable.best`, the engine's own step), and
 they add along the witness because each crashed session is a fresh run of the same plan.
 A kernel extension point that would make this a part: an explicit commit step (plan ->
 commit charge -> sample -> release) with a pluggable persistence order, which the durable
@@ -31,8 +31,9 @@ from counterexamples.engine import EngineResult
 from counterexamples.incomplete_charging import default_repetitions
 from counterexamples.zoo._common import one_slot
 from dpmem_ref import analysis
+from dpmem_ref.analysis import ZERO
+from dpmem_ref.analysis.steps import StepTable
 from dpmem_ref.interface import Interface, PublicPrefix
-from dpmem_ref.mechanism import iv_precision
 from dpmem_ref.policy import Store
 from dpmem_ref.turn import plan_slot, zero_ledgers
 
@@ -42,24 +43,20 @@ def crash_every_turn(interface: Interface, store_a: Store, store_b: Store, repet
     start = time.perf_counter()
     durable = zero_ledgers(interface)
     query = interface.queries[0]
-    total_ab = mpmath.iv.mpf(0)
-    total_ba = mpmath.iv.mpf(0)
+    total_ab = total_ba = ZERO
     witness_ab: list[analysis.WitnessTurn] = []
     witness_ba: list[analysis.WitnessTurn] = []
-    with iv_precision(analysis.IV_DPS):
-        for _ in range(repetitions):
-            prefix = PublicPrefix(history=(), query=query)
-            plan_a = plan_slot(interface, durable, prefix, SLOT, store_a, strict=True)
-            plan_b = plan_slot(interface, durable, prefix, SLOT, store_b, strict=True)
-            views = list(dict.fromkeys(plan_a.vocabulary.names + plan_b.vocabulary.names))
-            steps = analysis._step_ratios(plan_a.distribution, plan_b.distribution, views)
-            view_ab, step_ab, _ = max(steps, key=lambda s: analysis._key(s[1]))
-            view_ba, _, step_ba = max(steps, key=lambda s: analysis._key(s[2]))
-            total_ab = analysis._add(step_ab, total_ab)
-            total_ba = analysis._add(step_ba, total_ba)
-            control = (("s", "released"),)
-            witness_ab.append(analysis.WitnessTurn(query.name, ((SLOT, view_ab),), control, control, ""))
-            witness_ba.append(analysis.WitnessTurn(query.name, ((SLOT, view_ba),), control, control, ""))
+    steps = StepTable()
+    for _ in range(repetitions):
+        prefix = PublicPrefix(history=(), query=query)
+        plan_a = plan_slot(interface, durable, prefix, SLOT, store_a, strict=True)
+        plan_b = plan_slot(interface, durable, prefix, SLOT, store_b, strict=True)
+        step_ab, view_ab, step_ba, view_ba = steps.best(plan_a, plan_b)
+        total_ab = step_ab.add(total_ab)
+        total_ba = step_ba.add(total_ba)
+        control = (("s", "released"),)
+        witness_ab.append(analysis.WitnessTurn(query.name, ((SLOT, view_ab),), control, control, ""))
+        witness_ba.append(analysis.WitnessTurn(query.name, ((SLOT, view_ba),), control, control, ""))
     worst = analysis.WorstCase(
         a_over_b=analysis.Direction(total_ab, tuple(witness_ab)),
         b_over_a=analysis.Direction(total_ba, tuple(witness_ba)),

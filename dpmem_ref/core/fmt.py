@@ -1,7 +1,8 @@
 """The kernel's one formatter of exact rationals for humans and JSON.
 
 `fraction_text` writes "2" or "4/3" (exact); `decimal_text` writes a decimal rounded to
-the nearest, or directed up/down so that printed interval ends still enclose the value.
+the nearest, or directed up/down so that printed interval ends still enclose the value;
+`significant_text` writes a given number of significant digits, rounded toward +inf or -inf.
 """
 
 from __future__ import annotations
@@ -37,3 +38,28 @@ def decimal_text(value: Fraction | int, digits: int = 6, rounding: Rounding = "n
     whole, frac = divmod(abs(units), 10**digits)
     text = f"{sign}{whole}.{frac:0{digits}d}".rstrip("0").rstrip(".") if digits else f"{sign}{whole}"
     return "0" if text in ("-0", "") else text
+
+
+def significant_text(value: Fraction, digits: int, up: bool) -> str:
+    """`value` to `digits` significant digits, rounded toward +inf (up) or -inf, with its sign."""
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    exponent = len(str(magnitude.numerator // magnitude.denominator)) - 1 if magnitude >= 1 else 0
+    if magnitude < 1:
+        exponent = -1
+        while magnitude * Fraction(10) ** (-exponent) < 1:
+            exponent -= 1
+    scale = Fraction(10) ** (digits - 1 - exponent)
+    scaled = value * scale
+    integer = -((-scaled.numerator) // scaled.denominator) if up else scaled.numerator // scaled.denominator
+    sign = "-" if integer < 0 else ""
+    text = str(abs(integer))
+    point = len(text) - (digits - 1 - exponent)
+    if point <= 0:
+        text = "0." + "0" * (-point) + text
+    elif point < len(text):
+        text = text[:point] + "." + text[point:]
+    else:
+        text = text + "0" * (point - len(text))
+    return sign + text

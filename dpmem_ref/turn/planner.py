@@ -155,9 +155,14 @@ class TurnCursor:
     def release(self, view: str, ledgers: Ledgers | None = None) -> TurnCursor:
         """Record `view` as the next slot's release. The ledgers become the plan's
         `ledgers_after` (charged in the plan, before the release), or `ledgers` when a
-        durable store committed other values."""
+        durable store committed other values.
+
+        Lenient cursors (strict=False) also follow a view outside this store's vocabulary:
+        the exact engine walks both stores along one public transcript, and under a C1
+        breach (a store-dependent vocabulary) a view only the other store can release is
+        the transcript that tells them apart."""
         plan = self.plan()
-        if view not in plan.vocabulary.names:
+        if self.strict and view not in plan.vocabulary.names:
             raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
         units, scale = plan.units_after, plan.scale
         if ledgers is not None:

@@ -1,0 +1,51 @@
+"""Deterministic larger interfaces for `bench_audit.py`: the evaluation configuration
+(`examples/evaluation.toml`: 28 positions, 6 slots, 21 query families) with more protected
+attributes and other K.
+
+Attributes 5-8 (allergy, diet, travel savings, work style) protect positions the
+evaluation file leaves public or share positions with its groups (diet shares 8 with
+diabetes, travel 27 with pregnancy, work style 19 and 22 with job_loss and pregnancy); each
+spans two or three slots. Two same-domain neutral queries (team-meeting, evening-errands)
+still read only public positions, as the evaluation's catalogue design asks. Each new attribute
+gets a store `M_<attribute>`: `neutral` with evidence tags at its group. Every cap is
+B_a = 2; K is a parameter. Nothing is random.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+from typing import Any
+
+CONFIG = Path(__file__).resolve().parent.parent / "examples" / "evaluation.toml"
+
+# name -> (group, evidence tags per position), in the order attributes are added.
+EXTRA_ATTRIBUTES: tuple[tuple[str, dict[int, list[str]]], ...] = (
+    ("allergy", {6: ["allergy"], 11: ["vegetarian"]}),
+    ("diet", {8: ["vegetarian"], 10: ["vegetarian"], 28: ["runner"]}),
+    ("travel", {16: ["saving-for-travel"], 27: ["low-impact"]}),
+    ("work_style", {19: ["remote-work"], 22: ["daytime-free"]}),
+)
+
+
+def evaluation_dict() -> dict[str, Any]:
+    with CONFIG.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def interface_dict(attributes: int = 4, K: int = 3) -> dict[str, Any]:
+    """The evaluation configuration with `attributes` protected attributes (4..8) and K."""
+    if not 4 <= attributes <= 4 + len(EXTRA_ATTRIBUTES):
+        raise ValueError(f"attributes must be in 4..{4 + len(EXTRA_ATTRIBUTES)}")
+    data = copy.deepcopy(evaluation_dict())
+    data["name"] = f"evaluation-{attributes}a-K{K}"
+    data["budget"] = {"rule": "online", "K": K}
+    neutral = data["stores"]["neutral"]
+    for name, evidence in EXTRA_ATTRIBUTES[: attributes - 4]:
+        data["attributes"][name] = {"description": f"synthetic attribute {name}", "group": sorted(evidence), "cap": 2}
+        store = copy.deepcopy(neutral)
+        for position, tags in evidence.items():
+            store[str(position)] = {"tags": tags, "text": f"evidence for {name}"}
+        data["stores"][f"M_{name}"] = store
+    return data

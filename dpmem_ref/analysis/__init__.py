@@ -1,0 +1,105 @@
+"""The exact engine: transcript likelihoods and the worst case over adaptive strategies.
+
+For a finite interface (finite query catalogue, vocabularies, controls) and two stores,
+every augmented transcript has an exact probability under each store. Queries and
+responses cancel in the likelihood ratio (proof of Theorem 1: the strategy and the LLM
+channel see only public inputs), so the privacy loss of a transcript is the sum, over
+slot-level releases, of log Pr[v | h, M] - log Pr[v | h, M'], plus an infinite term
+wherever a store-dependent part (route, control) makes the two sides disagree.
+
+Modules, one job each:
+- `loss`: the one loss type (impossible / exact finite interval / infinite);
+- `steps`: the loss of one release from two plans (exactly 0 for identical releases);
+- `ledger`: the ledger programme (sliced, one plan per admission pattern, fixed point);
+- `general`: the general memoized search (any router, control or hook);
+- `witness`: results and witness transcripts;
+- `replay`: one transcript's exact likelihood, and the naive enumeration;
+Every probability comes from `plan_slot`, the description the sampler draws from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from dpmem_ref.analysis import ledger
+from dpmem_ref.analysis.general import GeneralSearch
+from dpmem_ref.analysis.ledger import LedgerSearch
+from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, IV_DPS, ZERO, Loss
+from dpmem_ref.analysis.replay import Replay, enumerate_transcripts, replay_transcript
+from dpmem_ref.analysis.witness import Direction, WitnessTurn, WorstCase, flatten
+from dpmem_ref.errors import InputError
+from dpmem_ref.interface import Interface, Query
+from dpmem_ref.mechanism import iv_precision
+from dpmem_ref.policy import Store
+
+MAX_HORIZON = 256
+# Memoized states (as `states_explored` counts them) before an audit stops with exit 2
+# (`dpmem audit --max-states`): every shipped example at T = 256 and the benchmarks need
+# under 20,000; a million is under a minute and a few hundred MB here.
+DEFAULT_MAX_STATES = 1_000_000
+
+__all__ = [
+    "DEFAULT_MAX_STATES",
+    "IMPOSSIBLE",
+    "INFINITE",
+    "IV_DPS",
+    "MAX_HORIZON",
+    "ZERO",
+    "Direction",
+    "Loss",
+    "Replay",
+    "WitnessTurn",
+    "WorstCase",
+    "enumerate_transcripts",
+    "replay_transcript",
+    "worst_case_loss",
+]
+
+
+def worst_case_loss(
+    interface: Interface,
+    store_a: Store,
+    store_b: Store,
+    horizon: int,
+    queries: Sequence[Query] | None = None,
+    strict: bool = True,
+    max_states: int = DEFAULT_MAX_STATES,
+    search: str = "auto",
+) -> WorstCase:
+    """max over adaptive strategies and transcripts of |log Pr[w | A] / Pr[w | B]|, both ways.
+
+    `queries` restricts the strategy's choices (default: the whole catalogue, every turn).
+    strict=True refuses a contract-breaking interface (ContractViolation, as `run_turn`);
+    strict=False audits it as deployed, so the loss shows how far a broken part breaks
+    the bound (the auditor's mode). More than `max_states` memoized states raise
+    InputError naming `--max-states`. `search`: "auto" (the ledger programme where it
+    applies), or "general" to force the general search (cross-checks).
+    """
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or not 1 <= horizon <= MAX_HORIZON:
+        raise InputError("horizon", f"an integer in 1..{MAX_HORIZON}", horizon)
+    if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
+        raise InputError("--max-states", "a positive integer", max_states)
+    if search not in ("auto", "general"):
+        raise InputError("search", '"auto" or "general"', search)
+    start = time.perf_counter()
+    catalogue = tuple(queries if queries is not None else interface.queries)
+    fixed_point = None
+    with iv_precision(IV_DPS):
+        if search == "auto" and ledger.applies(interface, strict):
+            programme = LedgerSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
+            ab, ab_node, ba, ba_node = programme.run()
+            states, fixed_point = programme.states_explored, programme.fixed_point
+        else:
+            general = GeneralSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
+            best = general.run()
+            ab, ab_node, ba, ba_node = best.ab, best.ab_node, best.ba, best.ba_node
+            states = general.states_explored
+    return WorstCase(
+        a_over_b=Direction(ab, flatten(ab_node)),
+        b_over_a=Direction(ba, flatten(ba_node)),
+        horizon=horizon,
+        states_explored=states,
+        seconds=time.perf_counter() - start,
+        fixed_point=fixed_point,
+    )

@@ -1,0 +1,151 @@
+"""The general memoized search over adaptive strategies (any router, control or hook).
+
+V(t, ledgers, router state[, released views]) = max over queries and released views of
+the step log ratios plus the future, both directions, walking each store's turn with the
+kernel's turn planner (`begin_turn`, one cursor per store). A transcript that one store
+cannot produce (its slots or its control differ) is infinite. Used whenever the ledger
+programme (`dpmem_ref.analysis.ledger`) does not apply: routing or controls that read the
+history, the released views or the store, and deliberate private hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
+from dpmem_ref.analysis.steps import SearchProblem, StepTable
+from dpmem_ref.analysis.witness import Node, TurnEnd, ViewNode
+from dpmem_ref.errors import InputError
+from dpmem_ref.interface import Query
+from dpmem_ref.turn import InterfaceState, TurnCursor, begin_turn
+
+
+class Best:
+    """The worst case of a sub-search in both directions, with the witness chains."""
+
+    __slots__ = ("ab", "ab_node", "ba", "ba_node")
+
+    def __init__(self, ab: Loss, ab_node: Node, ba: Loss, ba_node: Node) -> None:
+        self.ab, self.ab_node, self.ba, self.ba_node = ab, ab_node, ba, ba_node
+
+    def combine(self, other: Best) -> Best:
+        """Interval max of both directions; the witness of the larger (first on ties)."""
+        ab_node = other.ab_node if other.ab.ranks_above(self.ab) else self.ab_node
+        ba_node = other.ba_node if other.ba.ranks_above(self.ba) else self.ba_node
+        return Best(self.ab.join(other.ab), ab_node, self.ba.join(other.ba), ba_node)
+
+
+NOTHING = Best(IMPOSSIBLE, None, IMPOSSIBLE, None)
+
+
+def state_limit(max_states: int) -> InputError:
+    """The one-line refusal of an audit past `--max-states` (exit 2 in the CLI)."""
+    error = InputError("--max-states", f"at most {max_states} memoized states", "more")
+    error.args = (
+        f"--max-states: this audit needs more than {max_states} memoized states; raise --max-states or lower --horizon",
+    )
+    return error
+
+
+class GeneralSearch(SearchProblem):
+    def setup(self) -> None:
+        self.steps = StepTable()
+        self.turn_memo: dict[Hashable, Best] = {}
+        self.slot_memo: dict[Hashable, Best] = {}
+        # The rest of a turn and the future are independent of which view a slot released
+        # when neither routing nor the control reads released views (declared on the parts).
+        router = self.interface.router
+        self.views_irrelevant = not router.reads_released_views and not self.interface.control.reads_views
+
+    @property
+    def states_explored(self) -> int:
+        """(turn, ledgers, router key) nodes plus (turn, query, slot, ledgers, ...) nodes."""
+        return len(self.turn_memo) + len(self.slot_memo)
+
+    def _room(self) -> None:
+        if len(self.turn_memo) + len(self.slot_memo) >= self.max_states:
+            raise state_limit(self.max_states)
+
+    def run(self) -> Best:
+        start = InterfaceState.initial(self.interface)
+        return self.turn_value(start, start)
+
+    def turn_value(self, state_a: InterfaceState, state_b: InterfaceState) -> Best:
+        t = state_a.turn
+        if t == self.horizon:
+            return Best(ZERO, None, ZERO, None)
+        key = (t, state_a.ledgers, state_b.ledgers, self.interface.router.state_key(state_a.history))
+        cached = self.turn_memo.get(key)
+        if cached is not None:
+            return cached
+        self._room()
+        best = NOTHING
+        for query in self.queries:
+            cursor_a = begin_turn(self.interface, state_a, query, self.store_a, strict=self.strict)
+            cursor_b = begin_turn(self.interface, state_b, query, self.store_b, strict=self.strict)
+            best = best.combine(self.slot_value(cursor_a, cursor_b))
+        self.turn_memo[key] = best
+        return best
+
+    def slot_value(self, cursor_a: TurnCursor, cursor_b: TurnCursor) -> Best:
+        query = cursor_a.query
+        if cursor_a.done or cursor_b.done:
+            if cursor_a.done != cursor_b.done:
+                return _one_sided(query, "active slots differ")
+            return self.turn_end(cursor_a, cursor_b)
+        plan_a, plan_b = cursor_a.plan(), cursor_b.plan()
+        if plan_a.slot != plan_b.slot:
+            return _one_sided(query, "active slots differ")
+        released = cursor_a.released
+        key = (
+            cursor_a.turn,
+            query.name,
+            len(released),
+            (cursor_a.units, cursor_a.scale),
+            (cursor_b.units, cursor_b.scale),
+            self.interface.router.state_key(cursor_a.history),
+            None if self.views_irrelevant else released,
+            tuple(p.admitted for p in cursor_a.plans),
+            tuple(p.admitted for p in cursor_b.plans),
+        )
+        cached = self.slot_memo.get(key)
+        if cached is not None:
+            return cached
+        self._room()
+        steps = self.steps.steps(plan_a, plan_b)
+        slot = plan_a.slot
+        best = NOTHING
+        # When neither routing nor the control reads released views, one continuation
+        # serves every outcome: the best step, then the rest.
+        shared = None
+        if self.views_irrelevant:
+            view = steps[0][0] if steps else plan_a.vocabulary.generic
+            shared = self.slot_value(cursor_a.release(view), cursor_b.release(view))
+        for view, ab, ba in steps:
+            rest = shared if shared is not None else self.slot_value(cursor_a.release(view), cursor_b.release(view))
+            node_ab, node_ba = ViewNode(slot, view, rest.ab_node), ViewNode(slot, view, rest.ba_node)
+            best = best.combine(Best(ab.add(rest.ab), node_ab, ba.add(rest.ba), node_ba))
+        self.slot_memo[key] = best
+        return best
+
+    def turn_end(self, cursor_a: TurnCursor, cursor_b: TurnCursor) -> Best:
+        control_a, control_b = cursor_a.control(), cursor_b.control()
+        query = cursor_a.query.name
+        if control_a != control_b:
+            node = TurnEnd(query, control_a, control_b, "control differs", None)
+            return Best(INFINITE, node, INFINITE, node)
+        state_a, _ = cursor_a.finish(control=control_a)
+        # Both sides continue from the one public history (the released transcript).
+        state_b = InterfaceState(turn=state_a.turn, ledgers=cursor_b.ledgers, history=state_a.history)
+        future = self.turn_value(state_a, state_b)
+        return Best(
+            future.ab,
+            TurnEnd(query, control_a, control_b, "", future.ab_node),
+            future.ba,
+            TurnEnd(query, control_a, control_b, "", future.ba_node),
+        )
+
+
+def _one_sided(query: Query, note: str) -> Best:
+    node = TurnEnd(query.name, None, None, note, None)
+    return Best(INFINITE, node, INFINITE, node)

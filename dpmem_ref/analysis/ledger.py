@@ -1,0 +1,326 @@
+"""The ledger programme: the worst case when a turn's plans depend on the prefix only
+through the ledgers (fixed routing, a control that reads neither history nor views, no
+private hooks, a cap rule that reads only the charged ledgers: every file interface).
+
+Then V_r(L) = max_q [step(q, L) + V_{r-1}(L + delta(q, L))] with r the remaining turns,
+and three facts bring the cost down from (queries + T) x (K+1)^A:
+
+- Slicing. A release can differ between the stores only if its read set meets the
+  differing positions D. Let R be the smallest attribute set holding the charge set of
+  every such read and closed under "a read charging an attribute of R charges only R".
+  A read charging outside R charges nothing in R and reads no position of D, so its step
+  is exactly 0 and it moves no ledger of R: the ledgers outside R are dropped from the
+  state. States are integer counts over R in units of one common denominator. Without
+  a cap (NoCap) no ledger decides anything and R is empty.
+- One plan per (query, admission pattern). Read set, charge set and eps of a slot do not
+  depend on the ledgers; the ledgers only decide, slot by slot, whether the cap rule
+  admits (Algorithm 1, line 9). A query's turn is summarised once per pattern, by walking
+  the kernel's turn planner (`begin_turn`, one cursor per store) at the first state that
+  shows the pattern; at every other state only the admission test runs, on integers.
+  This is the only place the engine decides admissions without `plan_slot`, so each new
+  summary re-checks the cursor's admissions against the integer test.
+- Dominated moves. When every query has one slot, the control is public (fallback or
+  none) and some query is a pass (it charges no attribute of R and its release is the
+  same under both stores), V_r is non-increasing in the ledgers: from lower ledgers a
+  strategy can mimic any move (an admission at higher ledgers is an admission at lower
+  ones, with the same release law; a refusal is mimicked by the pass). A move whose step
+  is exactly 0 both ways and that only raises ledgers is then never better than the
+  pass, so it is not followed: the states are those reached by releases that differ.
+- Fixed point. V_r is computed bottom-up for r = 1, 2, ... and stops at the first r with
+  V_r = V_{r-1} at every state still needed (exact comparison of the loss values): the
+  computation of V_{r+1} then repeats that of V_r, so V_T = V_r.
+
+The witness is replayed forward with real cursors (full ledgers, both stores) along the
+chosen queries, choosing each slot's view by the exact step, so it is a real transcript.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import lcm
+
+from dpmem_ref.analysis.general import state_limit
+from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
+from dpmem_ref.analysis.replay import witness_chain
+from dpmem_ref.analysis.steps import SearchProblem, StepTable
+from dpmem_ref.analysis.witness import Node
+from dpmem_ref.interface import Interface, NoCap, Query
+from dpmem_ref.turn import InterfaceState, begin_turn
+
+
+def _public_control(interface: Interface) -> bool:
+    """The control reads only public per-turn inputs (declared on the part, C6)."""
+    control = interface.control
+    return not (control.reads_private or control.reads_views or control.reads_history)
+
+
+def applies(interface: Interface, strict: bool) -> bool:
+    """Whether the ledger programme is exact for this interface (module docstring)."""
+    router = interface.router
+    hooks = interface.hooks
+    return (
+        not router.reads_released_views
+        and not router.reads_history
+        and not interface.control.reads_views
+        and not interface.control.reads_history
+        and hooks.routing is None
+        and hooks.fallback is None
+        and hooks.vocabulary is None
+        # Strict NoCap must raise C5 at the state that overflows: the general search does.
+        and (interface.cap_rule.prospective or (isinstance(interface.cap_rule, NoCap) and not strict))
+    )
+
+
+class _Slot:
+    """One slot of a query's turn: charge set over R (None if it charges outside R)."""
+
+    __slots__ = ("charge", "units")
+
+    def __init__(self, charge: tuple[int, ...] | None, units: int) -> None:
+        self.charge, self.units = charge, units
+
+
+class _Summary:
+    """A query's turn under one admission pattern: best steps, views, ledger move."""
+
+    __slots__ = ("ab", "ba", "delta", "terminal")
+
+    def __init__(self, ab: Loss, ba: Loss, delta: tuple[int, ...], terminal: bool) -> None:
+        self.ab, self.ba, self.delta, self.terminal = ab, ba, delta, terminal
+
+
+class LedgerSearch(SearchProblem):
+    def setup(self) -> None:
+        interface = self.interface
+        self.steps = StepTable()
+        self.capped = interface.cap_rule.prospective
+        self.summaries: dict[tuple[int, tuple[bool | None, ...]], _Summary] = {}
+        self.iterations = 0
+        self._layout()
+
+    # ---- slicing and integer units
+
+    def _layout(self) -> None:
+        interface = self.interface
+        names = interface.policy.attribute_names
+        initial = InterfaceState.initial(interface)
+        reads: list[list[tuple[frozenset[str], Fraction, bool]]] = []
+        for query in self.queries:
+            cursor = begin_turn(interface, initial, query, self.store_a, strict=self.strict)
+            turn = []
+            while not cursor.done:
+                plan = cursor.plan()
+                differs = self.store_a.read(plan.read.positions) != self.store_b.read(plan.read.positions)
+                turn.append((plan.charge_set, plan.epsilon, differs))
+                cursor = cursor.release(plan.distribution.support()[0])
+            reads.append(turn)
+        relevant: set[str] = set()
+        for turn in reads:
+            for charge, _, differs in turn:
+                if differs:
+                    relevant |= charge
+        grown = True
+        while grown:
+            grown = False
+            for turn in reads:
+                for charge, _, _ in turn:
+                    if charge & relevant and not charge <= relevant:
+                        relevant |= charge
+                        grown = True
+        if not self.capped:
+            relevant = set()  # every selection is admitted: no ledger decides anything
+        self.relevant = tuple(a for a in names if a in relevant)
+        # Dominance pruning (module docstring): one slot per query, a public control and a
+        # pass query (every slot charges outside R, or nothing, and reads no position of D).
+        self.prune = (
+            all(len(turn) <= 1 for turn in reads)
+            and _public_control(interface)
+            and any(all(not differs and not charge & relevant for charge, _, differs in turn) for turn in reads)
+        )
+        index = {a: i for i, a in enumerate(self.relevant)}
+        caps = interface.policy.caps
+        unit = lcm(
+            1,
+            *(caps[a].denominator for a in self.relevant),
+            *(eps.denominator for turn in reads for charge, eps, _ in turn if charge <= relevant),
+        )
+        self.unit = unit
+        self.caps = tuple(int(caps[a] * unit) for a in self.relevant)
+        self.slots = [
+            [
+                _Slot(tuple(index[a] for a in sorted(charge)), int(eps * unit))
+                if charge <= relevant
+                else _Slot(() if not self.capped else None, 0)
+                for charge, eps, _ in turn
+            ]
+            for turn in reads
+        ]
+
+    def ledgers_of(self, counts: tuple[int, ...]) -> tuple[Fraction, ...]:
+        """A full ledger vector showing `counts` on R (0 elsewhere): a representative."""
+        by_name = dict(zip(self.relevant, counts, strict=True))
+        return tuple(Fraction(by_name.get(a, 0), self.unit) for a in self.interface.policy.attribute_names)
+
+    # ---- one query at one state
+
+    def pattern(self, q: int, counts: tuple[int, ...]) -> tuple[tuple[bool | None, ...], tuple[int, ...]]:
+        """Admission of each slot (Algorithm 1, line 9, in integer units; None for slots
+        charging outside R) and the counts after the turn."""
+        current = list(counts)
+        bits: list[bool | None] = []
+        caps = self.caps
+        for slot in self.slots[q]:
+            charge = slot.charge
+            if charge is None:
+                bits.append(None)
+                continue
+            units = slot.units
+            admitted = not self.capped or all(current[i] + units <= caps[i] for i in charge)
+            bits.append(admitted)
+            if admitted:
+                for i in charge:
+                    current[i] += units
+        return tuple(bits), tuple(current)
+
+    def summary(self, q: int, bits: tuple[bool | None, ...], counts: tuple[int, ...]) -> _Summary:
+        key = (q, bits)
+        found = self.summaries.get(key)
+        if found is not None:
+            return found
+        query = self.queries[q]
+        state = InterfaceState(turn=0, ledgers=self.ledgers_of(counts), history=())
+        cursor_a = begin_turn(self.interface, state, query, self.store_a, strict=self.strict)
+        cursor_b = begin_turn(self.interface, state, query, self.store_b, strict=self.strict)
+        ab: Loss = ZERO
+        ba: Loss = ZERO
+        for bit in bits:
+            plan_a, plan_b = cursor_a.plan(), cursor_b.plan()
+            if bit is not None and plan_a.admitted != bit:
+                raise AssertionError(f"ledger programme: admission of slot {plan_a.slot} disagrees with plan_slot")
+            step_ab, view, step_ba, _ = self.steps.best(plan_a, plan_b)
+            if bit is None and not (step_ab.is_zero and step_ba.is_zero):
+                raise AssertionError(f"ledger programme: sliced slot {plan_a.slot} differs between the stores")
+            ab, ba = step_ab.add(ab), step_ba.add(ba)
+            cursor_a, cursor_b = cursor_a.release(view), cursor_b.release(view)
+        terminal = cursor_a.control() != cursor_b.control()
+        if terminal:
+            ab = ab if ab.is_impossible else INFINITE
+            ba = ba if ba.is_impossible else INFINITE
+        _, after = self.pattern(q, counts)
+        found = _Summary(ab, ba, tuple(x - y for x, y in zip(after, counts, strict=True)), terminal)
+        self.summaries[key] = found
+        return found
+
+    # ---- the programme
+
+    def run(self) -> tuple[Loss, Node, Loss, Node]:
+        start: tuple[int, ...] = tuple(0 for _ in self.relevant)
+        index = {start: 0}
+        states = [start]
+        depth = [0]
+        # moves[s]: per distinct target (next state, or terminal per query): the best query
+        # index and step each direction.
+        moves: list[list[tuple[int, Loss, int, Loss, int]]] = []
+        s = 0
+        while s < len(states):
+            counts = states[s]
+            groups: dict[int, list[object]] = {}
+            for q in range(len(self.queries)):
+                bits, after = self.pattern(q, counts)
+                summary = self.summary(q, bits, counts)
+                if summary.terminal:
+                    target = -1 - q
+                else:
+                    if self.prune and after != counts and summary.ab.is_zero and summary.ba.is_zero:
+                        continue  # dominated by the pass (module docstring)
+                    target = index.get(after, -1)
+                    if target < 0:
+                        if depth[s] + 1 >= self.horizon:
+                            target = -(10**9) - q  # beyond the horizon: its value is never read
+                        else:
+                            if len(states) >= self.max_states:
+                                raise state_limit(self.max_states)
+                            target = index[after] = len(states)
+                            states.append(after)
+                            depth.append(depth[s] + 1)
+                group = groups.get(target)
+                if group is None:
+                    groups[target] = [q, summary.ab, q, summary.ba]
+                    continue
+                if summary.ab.ranks_above(group[1]):  # type: ignore[arg-type]
+                    group[0], group[1] = q, summary.ab
+                if summary.ba.ranks_above(group[3]):  # type: ignore[arg-type]
+                    group[2], group[3] = q, summary.ba
+            moves.append([(t, g[1], g[0], g[3], g[2]) for t, g in groups.items()])  # type: ignore[misc]
+            s += 1
+        self.state_count = len(states)
+        values_ab = [ZERO] * len(states)
+        values_ba = [ZERO] * len(states)
+        choices: list[tuple[list[int], list[int]]] = []
+        for r in range(1, self.horizon + 1):
+            if len(states) * r + len(self.summaries) > self.max_states:
+                raise state_limit(self.max_states)
+            new_ab = list(values_ab)
+            new_ba = list(values_ba)
+            pick_ab = [-1] * len(states)
+            pick_ba = [-1] * len(states)
+            for s, state_moves in enumerate(moves):
+                if depth[s] > self.horizon - r:
+                    continue
+                best_ab, best_ba = IMPOSSIBLE, IMPOSSIBLE
+                choice_ab = choice_ba = -1
+                for target, step_ab, q_ab, step_ba, q_ba in state_moves:
+                    future_ab = values_ab[target] if target >= 0 else ZERO
+                    future_ba = values_ba[target] if target >= 0 else ZERO
+                    total_ab = step_ab.add(future_ab)
+                    total_ba = step_ba.add(future_ba)
+                    if choice_ab < 0 or total_ab.ranks_above(best_ab):
+                        choice_ab = q_ab
+                    if choice_ba < 0 or total_ba.ranks_above(best_ba):
+                        choice_ba = q_ba
+                    best_ab = best_ab.join(total_ab)
+                    best_ba = best_ba.join(total_ba)
+                new_ab[s], new_ba[s] = best_ab, best_ba
+                pick_ab[s], pick_ba[s] = choice_ab, choice_ba
+            choices.append((pick_ab, pick_ba))
+            self.iterations = r
+            still = [s for s in range(len(states)) if depth[s] <= self.horizon - r]
+            stable = all(new_ab[s] == values_ab[s] and new_ba[s] == values_ba[s] for s in still)
+            values_ab, values_ba = new_ab, new_ba
+            if stable:
+                break
+        self.fixed_point = self.iterations if self.iterations < self.horizon else None
+        return (
+            values_ab[0],
+            self.witness(choices, 0, states, index),
+            values_ba[0],
+            self.witness(choices, 1, states, index),
+        )
+
+    @property
+    def states_explored(self) -> int:
+        """Ledger states times value iterations, plus (query, admission pattern) summaries."""
+        return self.state_count * self.iterations + len(self.summaries)
+
+    def witness(
+        self,
+        choices: list[tuple[list[int], list[int]]],
+        side: int,
+        states: list[tuple[int, ...]],
+        index: dict[tuple[int, ...], int],
+    ) -> Node:
+        """The chosen queries from the start (on ledger counts), replayed with real cursors."""
+        chosen: list[Query] = []
+        s = 0
+        for t in range(self.horizon):
+            q = choices[min(self.horizon - t, len(choices)) - 1][side][s]
+            if q < 0:
+                break
+            chosen.append(self.queries[q])
+            _, after = self.pattern(q, states[s])
+            s = index.get(after, -1)  # a terminal move ends the replay (its controls differ)
+            if s < 0:
+                break
+        return witness_chain(
+            self.interface, self.store_a, self.store_b, chosen, "ab" if side == 0 else "ba", self.steps, self.strict
+        )
