@@ -107,6 +107,7 @@ class ExactTable:
     sure: tuple[int, ...]  # a_i = floor(T_i)
     ends: tuple[int, ...]  # end of outcome i's slots (its sure slots, then its residual slot)
     bound: int  # a round draws its slot below this (>= ends[-1])
+    chunk_bits: int = CHUNK_BITS  # bits of U drawn per step of a residual Bernoulli
 
     def round(self, source: RandomSource) -> int | None:
         """One round: an outcome index, or None (draw another round)."""
@@ -118,7 +119,7 @@ class ExactTable:
         if index == len(self.ends):
             return None
         offset = slot - (self.ends[index - 1] if index else 0)
-        if offset < self.sure[index] or residual_accept(self, index, source):
+        if offset < self.sure[index] or residual_accept(self, index, source, self.chunk_bits):
             return index
         return None
 
@@ -163,15 +164,20 @@ class ExactTable:
         return result
 
 
-def build_table(multiplicities: Sequence[int], exponents: Sequence[Fraction], table_bits: int = TABLE_BITS) -> ExactTable:
+def build_table(
+    multiplicities: Sequence[int], exponents: Sequence[Fraction], table_bits: int = TABLE_BITS, chunk_bits: int = CHUNK_BITS
+) -> ExactTable:
     """The exact table for weights m_i * exp(-x_i); at least one x_i must be 0.
 
-    table_bits < 64 (tests only) makes residual and empty slots frequent enough to count.
+    Smaller table_bits and chunk_bits (tests) make residual and empty slots frequent and
+    every draw's bound small, so that a round's law can be enumerated exactly.
     """
     if not exponents or len(multiplicities) != len(exponents) or min(exponents) != 0:
         raise InputError("exact table", "one exponent per outcome, the smallest 0", len(exponents))
     if not 2 * len(exponents) < 1 << table_bits <= 1 << TABLE_BITS:
         raise InputError("table_bits", f"room for 2 slots per outcome, at most {TABLE_BITS}", table_bits)
+    if not 1 <= chunk_bits <= 64:
+        raise InputError("chunk_bits", "1..64", chunk_bits)
     bound = (1 << table_bits) - 1
     capacity = bound - 1 - len(exponents)
     bits = table_bits + _GUARD
@@ -187,7 +193,7 @@ def build_table(multiplicities: Sequence[int], exponents: Sequence[Fraction], ta
         used += floor_t + (x != 0)
         sure.append(floor_t)
         ends.append(used)
-    return ExactTable(tuple(multiplicities), tuple(exponents), scale, tuple(sure), tuple(ends), bound)
+    return ExactTable(tuple(multiplicities), tuple(exponents), scale, tuple(sure), tuple(ends), bound, chunk_bits)
 
 
 def _exact_floor(factor: int, x: Fraction) -> int:

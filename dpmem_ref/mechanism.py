@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import attrs
 import mpmath
 
-from dpmem_ref.em_sampler import ExactTable, build_table
+from dpmem_ref.em_sampler import CHUNK_BITS, TABLE_BITS, ExactTable, build_table
 from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.randomness import RandomSource
 
@@ -199,39 +199,52 @@ class ExponentialWeights:
         return tuple(itemgetter(*indices)(self.views)) if indices else ()
 
     def _uniform_proposal_draw(self, source: RandomSource) -> int:
-        gaps = self._gaps
-        count = len(self.views)
         while True:
-            index = source.randbelow(count)
-            if bernoulli_exp_minus(gaps[index], source):
+            index = uniform_proposal_round(self._gaps, source)
+            if index is not None:
                 return index
 
     def _bucketed_draw(self, source: RandomSource) -> int:
         proposal = self._tables.get("buckets")
         if proposal is None:
-            proposal = self._tables["buckets"] = _bucket_proposal(self._gaps)
-        table, members, keys = proposal
-        gaps = self._gaps
+            proposal = self._tables["buckets"] = bucket_proposal(self._gaps)
         while True:
-            bucket = table.round(source)
-            if bucket is None:
-                continue
-            group = members[bucket]
-            index = group[source.randbelow(len(group))] if len(group) > 1 else group[0]
-            gap = gaps[index]
-            # gap - k/4 = (4 p - k q) / (4 q), in [0, 1/4)
-            scaled = BUCKETS_PER_UNIT * gap.denominator
-            if _bernoulli_exp_minus_unit(BUCKETS_PER_UNIT * gap.numerator - keys[bucket] * gap.denominator, scaled, source):
+            index = bucketed_round(proposal, self._gaps, source)
+            if index is not None:
                 return index
 
 
-def _bucket_proposal(gaps: tuple[Fraction, ...]) -> tuple[ExactTable, tuple[tuple[int, ...], ...], tuple[int, ...]]:
+def uniform_proposal_round(gaps: tuple[Fraction, ...], source: RandomSource) -> int | None:
+    """One round: view v with probability exp(-gap_v) / n, else None."""
+    index = source.randbelow(len(gaps))
+    return index if bernoulli_exp_minus(gaps[index], source) else None
+
+
+BucketProposal = tuple[ExactTable, tuple[tuple[int, ...], ...], tuple[int, ...]]
+
+
+def bucketed_round(proposal: BucketProposal, gaps: tuple[Fraction, ...], source: RandomSource) -> int | None:
+    """One round: view v with probability (scale / table bound) * exp(-gap_v), else None."""
+    table, members, keys = proposal
+    bucket = table.round(source)
+    if bucket is None:
+        return None
+    group = members[bucket]
+    index = group[source.randbelow(len(group))] if len(group) > 1 else group[0]
+    gap = gaps[index]
+    # gap - k/4 = (4 p - k q) / (4 q), in [0, 1/4)
+    remainder = BUCKETS_PER_UNIT * gap.numerator - keys[bucket] * gap.denominator
+    return index if _bernoulli_exp_minus_unit(remainder, BUCKETS_PER_UNIT * gap.denominator, source) else None
+
+
+def bucket_proposal(gaps: tuple[Fraction, ...], table_bits: int = TABLE_BITS, chunk_bits: int = CHUNK_BITS) -> BucketProposal:
     """Views grouped by floor(4 gap), and the exact table with weights |B_k| exp(-k/4)."""
     members: dict[int, list[int]] = {}
     for index, gap in enumerate(gaps):
         members.setdefault(BUCKETS_PER_UNIT * gap.numerator // gap.denominator, []).append(index)
     keys = tuple(sorted(members))
-    table = build_table([len(members[k]) for k in keys], [Fraction(k, BUCKETS_PER_UNIT) for k in keys])
+    weights = [Fraction(k, BUCKETS_PER_UNIT) for k in keys]
+    table = build_table([len(members[k]) for k in keys], weights, table_bits, chunk_bits)
     return table, tuple(tuple(members[k]) for k in keys), keys
 
 
