@@ -103,7 +103,7 @@ class ExponentialWeights:
     exponents: tuple[Fraction, ...]
     # Acceptance probabilities of the exact sampler are exp(-gap_v), gap_v = x_max - x_v.
     _gaps: tuple[Fraction, ...] = attrs.field(init=False, eq=False, hash=False)
-    _spread: Fraction = attrs.field(init=False, eq=False, hash=False)
+    _bucketed: bool = attrs.field(init=False, eq=False, hash=False)  # spread > 1: the adaptive proposal
     # log sum_w exp(x_w - x_max), per working precision: shared by every view's likelihood.
     _log_sums: dict[tuple[str, int], Any] = attrs.field(init=False, eq=False, hash=False, factory=dict)
     # The samplers' exact integer tables, built on first use (a function of the exponents).
@@ -119,7 +119,7 @@ class ExponentialWeights:
                 )
         top = max(self.exponents)
         object.__setattr__(self, "_gaps", tuple(top - x for x in self.exponents))
-        object.__setattr__(self, "_spread", max(self._gaps))
+        object.__setattr__(self, "_bucketed", max(self._gaps) > UNIFORM_PROPOSAL_MAX_SPREAD)
 
     def __repr__(self) -> str:
         return f"ExponentialWeights(views={self.views!r}, <private exponents>)"
@@ -178,9 +178,15 @@ class ExponentialWeights:
         Which proposal runs is a function of the distribution alone, so a seeded source or a
         recorded tape reproduces the draw.
         """
-        if self._spread <= UNIFORM_PROPOSAL_MAX_SPREAD:
-            return self.views[self._uniform_proposal_draw(source)]
-        return self.views[self._bucketed_draw(source)]
+        if self._bucketed:
+            return self.views[self._bucketed_draw(source)]
+        # `uniform_proposal_round` until it yields, inlined: this is the hot path of a turn.
+        gaps = self._gaps
+        count = len(gaps)
+        while True:
+            index = source.randbelow(count)
+            if bernoulli_exp_minus(gaps[index], source):
+                return self.views[index]
 
     def sample_many(self, count: int, source: RandomSource) -> tuple[str, ...]:
         """`count` independent exact draws from Eq. (7), for experiments (a batch).
@@ -197,12 +203,6 @@ class ExponentialWeights:
         if count == 1:
             return (self.views[indices[0]],)
         return tuple(itemgetter(*indices)(self.views)) if indices else ()
-
-    def _uniform_proposal_draw(self, source: RandomSource) -> int:
-        while True:
-            index = uniform_proposal_round(self._gaps, source)
-            if index is not None:
-                return index
 
     def _bucketed_draw(self, source: RandomSource) -> int:
         proposal = self._tables.get("buckets")
