@@ -25,8 +25,11 @@ from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.randomness import RandomSource
 
 DEFAULT_DPS = 60
-# Largest gap x_max - x_v served by the uniform proposal (a round succeeds w.p. >= exp(-1)).
+# The uniform proposal serves distributions whose largest gap x_max - x_v is at most 1 (a
+# round succeeds w.p. >= exp(-1)) or with at most 8 views (<= 8 expected rounds, since the
+# top view is always accepted); it builds no table, which matters for a fresh turn.
 UNIFORM_PROPOSAL_MAX_SPREAD = Fraction(1)
+UNIFORM_PROPOSAL_MAX_VIEWS = 8
 BUCKETS_PER_UNIT = 4  # the bucketed proposal groups gaps by floor(4 gap)
 _IV_DPS = 70
 
@@ -103,7 +106,7 @@ class ExponentialWeights:
     exponents: tuple[Fraction, ...]
     # Acceptance probabilities of the exact sampler are exp(-gap_v), gap_v = x_max - x_v.
     _gaps: tuple[Fraction, ...] = attrs.field(init=False, eq=False, hash=False)
-    _bucketed: bool = attrs.field(init=False, eq=False, hash=False)  # spread > 1: the adaptive proposal
+    _bucketed: bool = attrs.field(init=False, eq=False, hash=False)  # use the score-adaptive proposal
     # log sum_w exp(x_w - x_max), per working precision: shared by every view's likelihood.
     _log_sums: dict[tuple[str, int], Any] = attrs.field(init=False, eq=False, hash=False, factory=dict)
     # The samplers' exact integer tables, built on first use (a function of the exponents).
@@ -119,7 +122,8 @@ class ExponentialWeights:
                 )
         top = max(self.exponents)
         object.__setattr__(self, "_gaps", tuple(top - x for x in self.exponents))
-        object.__setattr__(self, "_bucketed", max(self._gaps) > UNIFORM_PROPOSAL_MAX_SPREAD)
+        bucketed = len(self.views) > UNIFORM_PROPOSAL_MAX_VIEWS and max(self._gaps) > UNIFORM_PROPOSAL_MAX_SPREAD
+        object.__setattr__(self, "_bucketed", bucketed)
 
     def __repr__(self) -> str:
         return f"ExponentialWeights(views={self.views!r}, <private exponents>)"
@@ -161,14 +165,14 @@ class ExponentialWeights:
     def sample(self, source: RandomSource) -> str:
         """One exact draw from Eq. (7); every decision compares integers.
 
-        Spread (largest gap) <= 1: propose a view uniformly, accept it with probability
-        exp(-gap_v) (the Canonne-Kamath-Steinke Bernoulli below). A round yields v with
-        probability exp(-gap_v) / n, so the accepted view has probability
-        exp(x_v - x_max) / sum_w exp(x_w - x_max): Eq. (7). Each round succeeds with
-        probability >= exp(-1).
+        Spread (largest gap) <= 1, or at most 8 views: propose a view uniformly, accept it
+        with probability exp(-gap_v) (the Canonne-Kamath-Steinke Bernoulli below). A round
+        yields v with probability exp(-gap_v) / n, so the accepted view has probability
+        exp(x_v - x_max) / sum_w exp(x_w - x_max): Eq. (7). A round succeeds with
+        probability >= max(exp(-spread), 1/n).
 
-        Larger spread (one dominant view at large eps): the uniform proposal would need up to
-        n * exp(spread) rounds, so the proposal adapts to the scores. Views are bucketed by
+        Otherwise (one dominant view among many at large eps) the uniform proposal would need
+        up to n rounds, so the proposal adapts to the scores. Views are bucketed by
         k_v = floor(4 gap_v); a round picks bucket k with probability proportional to
         |B_k| exp(-k/4) (`em_sampler.ExactTable`, exact integer table), a view uniformly in
         it, and accepts with Bernoulli(exp(-(gap_v - k/4))). A round yields v with probability
@@ -243,9 +247,14 @@ def bucket_proposal(gaps: tuple[Fraction, ...], table_bits: int = TABLE_BITS, ch
     for index, gap in enumerate(gaps):
         members.setdefault(BUCKETS_PER_UNIT * gap.numerator // gap.denominator, []).append(index)
     keys = tuple(sorted(members))
-    weights = [Fraction(k, BUCKETS_PER_UNIT) for k in keys]
-    table = build_table([len(members[k]) for k in keys], weights, table_bits, chunk_bits)
+    table = _bucket_table(keys, tuple(len(members[k]) for k in keys), table_bits, chunk_bits)
     return table, tuple(tuple(members[k]) for k in keys), keys
+
+
+@lru_cache(maxsize=4096)
+def _bucket_table(keys: tuple[int, ...], counts: tuple[int, ...], table_bits: int, chunk_bits: int) -> ExactTable:
+    # A function of the bucket shape only: turns with recurring shapes share one table.
+    return build_table(counts, [Fraction(k, BUCKETS_PER_UNIT) for k in keys], table_bits, chunk_bits)
 
 
 def bernoulli_rational(probability: Fraction, source: RandomSource) -> bool:

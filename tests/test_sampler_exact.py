@@ -184,8 +184,9 @@ def test_residual_bernoulli_boundary_is_the_fraction_at_64_bits() -> None:
 @pytest.mark.parametrize(
     "scores, epsilon, uses_buckets",
     [
-        ([Fraction(1), Fraction(0), Fraction(1, 2)], Fraction(2), False),  # spread 1: uniform proposal
-        ([Fraction(1), Fraction(0), Fraction(1, 2)], Fraction(12), True),
+        ([Fraction(1), Fraction(0), Fraction(1, 2)] * 3, Fraction(2), False),  # spread 1: uniform proposal
+        ([Fraction(1), Fraction(0), Fraction(1, 2)], Fraction(12), False),  # 3 views: uniform proposal
+        ([Fraction(1), Fraction(0), Fraction(1, 2)] * 3, Fraction(12), True),
         ([Fraction(1)] + [Fraction(0)] * 63, Fraction(12), True),
     ],
 )
