@@ -22,6 +22,7 @@ import numpy as np
 
 from dpmem_ref import (
     Attribute,
+    ExponentialWeights,
     Interface,
     InterfaceState,
     Layout,
@@ -94,7 +95,8 @@ def baseline_column(base: str, budget_s: float) -> dict[str, float]:
 
 def bench_samplers(budget_s: float, base: str | None, batch: int) -> None:
     print(f"EM samplers, microseconds per draw (Delta = {SENSITIVITY}); {budget_s:.2f} s per figure; batches of {batch:,}")
-    print("  exact = ExponentialWeights.sample (one call per draw); batch = sample_many(batch) per draw;")
+    print("  exact = ExponentialWeights.sample (one call per draw); cold = a fresh ExponentialWeights (gaps, tables)")
+    print("  and one draw; batch = sample_many(batch) per draw; base = `exact` on the --base checkout's kernel;")
     print("  np call = numpy float EM, exp + rng.choice per call; np vec = rng.choice(size=batch, p) per draw;")
     print("  odp P&F = OpenDP make_noisy_max(max_divergence): exponential noise = permute-and-flip, NOT the EM;")
     print("  odp EM = OpenDP make_noisy_max(zero_concentrated_divergence): Gumbel noise = the EM's law")
@@ -107,7 +109,7 @@ def bench_samplers(budget_s: float, base: str | None, batch: int) -> None:
         print("  (opendp not installed: pip install -e '.[bench]' to add its columns)")
     old = baseline_column(base, budget_s) if base else {}
     new = exact_single_column(budget_s)
-    header = (f"  {'cell':<32}{'exact':>8}{'batch':>8}{'np call':>9}{'np vec':>8}{'odp P&F':>9}{'odp EM':>8}"
+    header = (f"  {'cell':<32}{'exact':>8}{'cold':>8}{'batch':>8}{'np call':>9}{'np vec':>8}{'odp P&F':>9}{'odp EM':>8}"
               f"{'base':>9}{'exact/np call':>15}{'batch/np vec':>14}{'base/exact':>12}")
     print(header)
     worst_single = worst_batch = 0.0
@@ -116,6 +118,8 @@ def bench_samplers(budget_s: float, base: str | None, batch: int) -> None:
         distribution = exponential_mechanism(views, scores, epsilon, SENSITIVITY)
         source = SeededRandomSource(1)
         batched = us_per_call(lambda d=distribution, s=source: d.sample_many(batch, s), budget_s, batch)
+        exponents = distribution.exponents
+        cold = us_per_call(lambda e=exponents, v=views, s=source: ExponentialWeights(views=v, exponents=e).sample(s), budget_s)
 
         rng = np.random.default_rng(0)
         float_scores = np.array([float(u) for u in scores])
@@ -143,7 +147,7 @@ def bench_samplers(budget_s: float, base: str | None, batch: int) -> None:
         exact = new[label]
         before = old.get(label, float("nan"))
         worst_single, worst_batch = max(worst_single, exact / per_call), max(worst_batch, batched / vectorised)
-        print(f"  {label:<32}{exact:>8.1f}{batched:>8.2f}{per_call:>9.1f}{vectorised:>8.3f}{permute_and_flip:>9.1f}{gumbel:>8.1f}"
+        print(f"  {label:<32}{exact:>8.1f}{cold:>8.1f}{batched:>8.2f}{per_call:>9.1f}{vectorised:>8.3f}{permute_and_flip:>9.1f}{gumbel:>8.1f}"
               f"{before:>9.1f}{exact / per_call:>15.2f}{batched / vectorised:>14.1f}{before / exact:>12.1f}")
     print(f"  worst cell: exact/np call = {worst_single:.2f} (target <= 2), batch/np vec = {worst_batch:.1f} (target <= 10)")
 
