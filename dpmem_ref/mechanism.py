@@ -14,15 +14,23 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any, Protocol
 
 import attrs
 import mpmath
 
+from dpmem_ref.em_sampler import CHUNK_BITS, TABLE_BITS, ExactTable, build_table
 from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.randomness import RandomSource
 
 DEFAULT_DPS = 60
+# The uniform proposal serves distributions whose largest gap x_max - x_v is at most 1 (a
+# round succeeds w.p. >= exp(-1)) or with at most 8 views (<= 8 expected rounds, since the
+# top view is always accepted); it builds no table, which matters for a fresh turn.
+UNIFORM_PROPOSAL_MAX_SPREAD = Fraction(1)
+UNIFORM_PROPOSAL_MAX_VIEWS = 8
+BUCKETS_PER_UNIT = 4  # the bucketed proposal groups gaps by floor(4 gap)
 _IV_DPS = 70
 
 
@@ -83,6 +91,9 @@ class PointMass:
     def sample(self, source: RandomSource) -> str:
         return self.view
 
+    def sample_many(self, count: int, source: RandomSource) -> tuple[str, ...]:
+        return (self.view,) * count
+
 
 @attrs.frozen(repr=False)
 class ExponentialWeights:
@@ -95,8 +106,11 @@ class ExponentialWeights:
     exponents: tuple[Fraction, ...]
     # Acceptance probabilities of the exact sampler are exp(-gap_v), gap_v = x_max - x_v.
     _gaps: tuple[Fraction, ...] = attrs.field(init=False, eq=False, hash=False)
+    _bucketed: bool = attrs.field(init=False, eq=False, hash=False)  # use the score-adaptive proposal
     # log sum_w exp(x_w - x_max), per working precision: shared by every view's likelihood.
     _log_sums: dict[tuple[str, int], Any] = attrs.field(init=False, eq=False, hash=False, factory=dict)
+    # The samplers' exact integer tables, built on first use (a function of the exponents).
+    _tables: dict[str, Any] = attrs.field(init=False, eq=False, hash=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         if len(self.views) != len(self.exponents) or not self.views:
@@ -108,6 +122,8 @@ class ExponentialWeights:
                 )
         top = max(self.exponents)
         object.__setattr__(self, "_gaps", tuple(top - x for x in self.exponents))
+        bucketed = len(self.views) > UNIFORM_PROPOSAL_MAX_VIEWS and max(self._gaps) > UNIFORM_PROPOSAL_MAX_SPREAD
+        object.__setattr__(self, "_bucketed", bucketed)
 
     def __repr__(self) -> str:
         return f"ExponentialWeights(views={self.views!r}, <private exponents>)"
@@ -147,17 +163,98 @@ class ExponentialWeights:
         return self.views
 
     def sample(self, source: RandomSource) -> str:
-        """Exact EM draw: uniform proposal, accepted with probability exp(-gap_v).
+        """One exact draw from Eq. (7); every decision compares integers.
 
-        The accepted view has probability exp(x_v - x_max) / sum_w exp(x_w - x_max),
-        i.e. exactly Eq. (7); every decision is made on integers.
+        Spread (largest gap) <= 1, or at most 8 views: propose a view uniformly, accept it
+        with probability exp(-gap_v) (the Canonne-Kamath-Steinke Bernoulli below). A round
+        yields v with probability exp(-gap_v) / n, so the accepted view has probability
+        exp(x_v - x_max) / sum_w exp(x_w - x_max): Eq. (7). A round succeeds with
+        probability >= max(exp(-spread), 1/n).
+
+        Otherwise (one dominant view among many at large eps) the uniform proposal would need
+        up to n rounds, so the proposal adapts to the scores. Views are bucketed by
+        k_v = floor(4 gap_v); a round picks bucket k with probability proportional to
+        |B_k| exp(-k/4) (`em_sampler.ExactTable`, exact integer table), a view uniformly in
+        it, and accepts with Bernoulli(exp(-(gap_v - k/4))). A round yields v with probability
+        c * |B_k| exp(-k/4) / |B_k| * exp(-(gap_v - k/4)) = c * exp(-gap_v) (one constant
+        c), so again Eq. (7); a round succeeds with probability >= exp(-1/4) (1 - 1e-16).
+
+        Which proposal runs is a function of the distribution alone, so a seeded source or a
+        recorded tape reproduces the draw.
         """
+        if self._bucketed:
+            return self.views[self._bucketed_draw(source)]
+        # `uniform_proposal_round` until it yields, inlined: this is the hot path of a turn.
         gaps = self._gaps
-        count = len(self.views)
+        count = len(gaps)
         while True:
             index = source.randbelow(count)
             if bernoulli_exp_minus(gaps[index], source):
                 return self.views[index]
+
+    def sample_many(self, count: int, source: RandomSource) -> tuple[str, ...]:
+        """`count` independent exact draws from Eq. (7), for experiments (a batch).
+
+        One exact table over the views (`em_sampler.build_table` with weights exp(-gap_v),
+        built once per distribution) and one uniform integer per block of draws whose
+        64-bit digits are the rounds' slots; see `ExactTable.draw_many`. Same law as
+        `sample`, different use of the random tape.
+        """
+        table = self._tables.get("views")
+        if table is None:
+            table = self._tables["views"] = build_table([1] * len(self.views), self._gaps)
+        indices = table.draw_many(count, source)
+        if count == 1:
+            return (self.views[indices[0]],)
+        return tuple(itemgetter(*indices)(self.views)) if indices else ()
+
+    def _bucketed_draw(self, source: RandomSource) -> int:
+        proposal = self._tables.get("buckets")
+        if proposal is None:
+            proposal = self._tables["buckets"] = bucket_proposal(self._gaps)
+        while True:
+            index = bucketed_round(proposal, self._gaps, source)
+            if index is not None:
+                return index
+
+
+def uniform_proposal_round(gaps: tuple[Fraction, ...], source: RandomSource) -> int | None:
+    """One round: view v with probability exp(-gap_v) / n, else None."""
+    index = source.randbelow(len(gaps))
+    return index if bernoulli_exp_minus(gaps[index], source) else None
+
+
+BucketProposal = tuple[ExactTable, tuple[tuple[int, ...], ...], tuple[int, ...]]
+
+
+def bucketed_round(proposal: BucketProposal, gaps: tuple[Fraction, ...], source: RandomSource) -> int | None:
+    """One round: view v with probability (scale / table bound) * exp(-gap_v), else None."""
+    table, members, keys = proposal
+    bucket = table.round(source)
+    if bucket is None:
+        return None
+    group = members[bucket]
+    index = group[source.randbelow(len(group))] if len(group) > 1 else group[0]
+    gap = gaps[index]
+    # gap - k/4 = (4 p - k q) / (4 q), in [0, 1/4)
+    remainder = BUCKETS_PER_UNIT * gap.numerator - keys[bucket] * gap.denominator
+    return index if _bernoulli_exp_minus_unit(remainder, BUCKETS_PER_UNIT * gap.denominator, source) else None
+
+
+def bucket_proposal(gaps: tuple[Fraction, ...], table_bits: int = TABLE_BITS, chunk_bits: int = CHUNK_BITS) -> BucketProposal:
+    """Views grouped by floor(4 gap), and the exact table with weights |B_k| exp(-k/4)."""
+    members: dict[int, list[int]] = {}
+    for index, gap in enumerate(gaps):
+        members.setdefault(BUCKETS_PER_UNIT * gap.numerator // gap.denominator, []).append(index)
+    keys = tuple(sorted(members))
+    table = _bucket_table(keys, tuple(len(members[k]) for k in keys), table_bits, chunk_bits)
+    return table, tuple(tuple(members[k]) for k in keys), keys
+
+
+@lru_cache(maxsize=4096)
+def _bucket_table(keys: tuple[int, ...], counts: tuple[int, ...], table_bits: int, chunk_bits: int) -> ExactTable:
+    # A function of the bucket shape only: turns with recurring shapes share one table.
+    return build_table(counts, [Fraction(k, BUCKETS_PER_UNIT) for k in keys], table_bits, chunk_bits)
 
 
 def bernoulli_rational(probability: Fraction, source: RandomSource) -> bool:
@@ -179,13 +276,14 @@ def bernoulli_exp_minus(gamma: Fraction, source: RandomSource) -> bool:
         return True
     whole = gamma.numerator // gamma.denominator
     for _ in range(whole):
-        if not _bernoulli_exp_minus_unit(Fraction(1), source):
+        if not _bernoulli_exp_minus_unit(1, 1, source):
             return False
-    return _bernoulli_exp_minus_unit(gamma - whole, source)
+    rest = gamma - whole
+    return _bernoulli_exp_minus_unit(rest.numerator, rest.denominator, source)
 
 
-def _bernoulli_exp_minus_unit(gamma: Fraction, source: RandomSource) -> bool:
-    numerator, denominator = gamma.numerator, gamma.denominator
+def _bernoulli_exp_minus_unit(numerator: int, denominator: int, source: RandomSource) -> bool:
+    """Bernoulli(exp(-numerator / denominator)) for 0 <= numerator / denominator <= 1."""
     k = 1
     # Bernoulli(gamma / k) = [randbelow(denominator * k) < numerator].
     while source.randbelow(denominator * k) < numerator:

@@ -11,7 +11,7 @@ import pytest
 
 from dpmem_ref import SeededRandomSource, bernoulli_exp_minus, exponential_mechanism, plan_slot
 from dpmem_ref.interface import PublicPrefix
-from dpmem_ref.mechanism import ExponentialWeights, _bernoulli_exp_minus_unit
+from dpmem_ref.mechanism import ExponentialWeights, _bernoulli_exp_minus_unit, uniform_proposal_round
 from dpmem_ref.turn import zero_ledgers
 from tests.kernel_fixtures import figure2
 
@@ -100,10 +100,14 @@ def test_chi_square_rejects_a_wrong_distribution() -> None:
 
 
 def test_sampler_decisions_use_no_floats() -> None:
-    """Trace every line of the sampler: no local variable is ever a float, and the random
-    source is only asked for integers below integer bounds."""
+    """Trace every line of the uniform-proposal sampler: no local variable is ever a float, and
+    the random source is only asked for integers below integer bounds (the bucketed sampler and
+    the batch: tests/test_sampler_batch.py)."""
     distribution = exponential_mechanism(("a", "b", "c"), [Fraction(1), Fraction(1, 3), Fraction(0)], Fraction(5, 2), Fraction(3, 5))
-    watched = {ExponentialWeights.sample.__code__, bernoulli_exp_minus.__code__, _bernoulli_exp_minus_unit.__code__}
+    watched = {
+        ExponentialWeights.sample.__code__,
+        uniform_proposal_round.__code__, bernoulli_exp_minus.__code__, _bernoulli_exp_minus_unit.__code__,
+    }
     seen_floats: list[str] = []
     bounds: list[object] = []
 

@@ -1,0 +1,200 @@
+"""Seeded G-tests of the exact EM sampler at scale, and the batch API `sample_many`.
+
+Deterministic: every source is seeded, so each test is one fixed computation. Cells whose
+expected count is below 5 are pooled. A test fails below p = 1e-6; a wrong law (a
+uniform sampler, an off-by-one table) is rejected far below that (checked below).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections import Counter
+from fractions import Fraction
+
+import mpmath
+import pytest
+
+from dpmem_ref import SeededRandomSource, TapeSource, exponential_mechanism
+from dpmem_ref.em_sampler import ExactTable, build_table, residual_accept
+from dpmem_ref.errors import InputError
+from dpmem_ref.mechanism import ExponentialWeights
+
+P_MIN = 1e-6
+
+
+def g_test_p_value(observed: list[int], probabilities: list[mpmath.mpf]) -> float:
+    """G-test of counts against a law, pooling cells expected below 5."""
+    total = sum(observed)
+    cells: list[tuple[int, mpmath.mpf]] = []
+    pooled_o, pooled_p = 0, mpmath.mpf(0)
+    for o, p in zip(observed, probabilities, strict=True):
+        if total * p >= 5:
+            cells.append((o, p))
+        else:
+            pooled_o, pooled_p = pooled_o + o, pooled_p + p
+    if total * pooled_p >= 5 or pooled_o:
+        cells.append((pooled_o, pooled_p))
+    if len(cells) < 2:
+        return 1.0 if cells[0][0] == total else 0.0
+    statistic = 2 * mpmath.fsum(o * mpmath.log(o / (total * p)) for o, p in cells if o)
+    degrees = len(cells) - 1
+    return float(mpmath.gammainc(mpmath.mpf(degrees) / 2, statistic / 2, mpmath.inf, regularized=True))
+
+
+def homogeneity_p_value(first: Counter[str], second: Counter[str]) -> float:
+    """Two-sample chi-square: the same law behind both samples (cells below 5 pooled)."""
+    keys = sorted(set(first) | set(second))
+    n1, n2 = sum(first.values()), sum(second.values())
+    rows = [(first[k], second[k]) for k in keys if first[k] + second[k] >= 10]
+    rest = (n1 - sum(a for a, _ in rows), n2 - sum(b for _, b in rows))
+    if sum(rest):
+        rows.append(rest)
+    statistic = mpmath.mpf(0)
+    for a, b in rows:
+        expected_a = mpmath.mpf(a + b) * n1 / (n1 + n2)
+        expected_b = mpmath.mpf(a + b) * n2 / (n1 + n2)
+        statistic += (a - expected_a) ** 2 / expected_a + (b - expected_b) ** 2 / expected_b
+    degrees = len(rows) - 1
+    return float(mpmath.gammainc(mpmath.mpf(degrees) / 2, statistic / 2, mpmath.inf, regularized=True))
+
+
+def law(distribution: ExponentialWeights) -> list[mpmath.mpf]:
+    with mpmath.workdps(40):
+        return list(distribution.probabilities())
+
+
+def _scores(views: int, kind: str) -> list[Fraction]:
+    if kind == "one-hot":
+        return [Fraction(1)] + [Fraction(0)] * (views - 1)
+    rng = random.Random(views)
+    return [Fraction(rng.randrange(101), 100) for _ in range(views)]
+
+
+CASES = [
+    (1024, "one-hot", Fraction(12)),  # the issue's dominant-view case
+    (256, "random", Fraction(12)),
+    (64, "random", Fraction(4)),
+    (16, "one-hot", Fraction(2, 3)),  # spread <= 1: the uniform proposal
+    (3, "random", Fraction(30)),
+]
+
+
+@pytest.mark.parametrize("views, kind, epsilon", CASES, ids=[f"{v}-{k}-eps{e}" for v, k, e in CASES])
+def test_single_draws_match_eq7(views: int, kind: str, epsilon: Fraction) -> None:
+    names = tuple(f"v{i}" for i in range(views))
+    distribution = exponential_mechanism(names, _scores(views, kind), epsilon, Fraction(3, 5))
+    source = SeededRandomSource(20261201)
+    counts = Counter(distribution.sample(source) for _ in range(30_000))
+    assert g_test_p_value([counts[v] for v in names], law(distribution)) > P_MIN
+
+
+@pytest.mark.parametrize("views, kind, epsilon", CASES, ids=[f"{v}-{k}-eps{e}" for v, k, e in CASES])
+def test_batch_draws_match_eq7_and_single_draws(views: int, kind: str, epsilon: Fraction) -> None:
+    names = tuple(f"v{i}" for i in range(views))
+    distribution = exponential_mechanism(names, _scores(views, kind), epsilon, Fraction(3, 5))
+    batch = Counter(distribution.sample_many(100_000, SeededRandomSource(7)))
+    assert sum(batch.values()) == 100_000
+    assert g_test_p_value([batch[v] for v in names], law(distribution)) > P_MIN
+    single_source = SeededRandomSource(8)
+    single = Counter(distribution.sample(single_source) for _ in range(20_000))
+    assert homogeneity_p_value(batch, single) > P_MIN
+
+
+def test_g_test_rejects_a_wrong_law() -> None:
+    """Power: counts drawn uniformly, or from a table whose sure range is off by one (the
+    residual slot taken as sure), are rejected."""
+    names = tuple(f"v{i}" for i in range(8))
+    distribution = exponential_mechanism(names, _scores(8, "random"), Fraction(12), Fraction(3, 5))
+    source = SeededRandomSource(1)
+    uniform = Counter(names[source.randbelow(8)] for _ in range(30_000))
+    assert g_test_p_value([uniform[v] for v in names], law(distribution)) < 1e-12
+    good = build_table([1] * 3, [Fraction(0), Fraction(1), Fraction(2)], table_bits=4)
+    shifted = ExactTable(good.multiplicities, good.exponents, good.scale, tuple(a + 1 for a in good.sure), good.ends, good.bound)
+    counts = Counter(shifted.draw(source) for _ in range(30_000))
+    with mpmath.workdps(30):
+        weights = [mpmath.exp(-k) for k in range(3)]
+        expected = [w / mpmath.fsum(weights) for w in weights]
+    assert g_test_p_value([counts[i] for i in range(3)], expected) < 1e-6
+    counts = Counter(good.draw(source) for _ in range(30_000))
+    assert g_test_p_value([counts[i] for i in range(3)], expected) > P_MIN
+
+
+def test_sample_many_is_reproducible_and_the_numpy_path_is_the_python_path() -> None:
+    names = tuple(f"v{i}" for i in range(100))
+    distribution = exponential_mechanism(names, _scores(100, "random"), Fraction(12), Fraction(3, 5))
+    assert distribution.sample_many(5_000, SeededRandomSource(3)) == distribution.sample_many(5_000, SeededRandomSource(3))
+    assert distribution.sample_many(0, SeededRandomSource(3)) == ()
+    assert len(distribution.sample_many(1, SeededRandomSource(3))) == 1
+    table = build_table([1] * 100, [max(distribution.exponents) - x for x in distribution.exponents])
+    # 9,000 draws span two blocks; 6-bit tables make the rare residual/empty slots common.
+    assert table.draw_many(9_000, SeededRandomSource(4)) == table.draw_many(9_000, SeededRandomSource(4), use_numpy=False)
+    small = build_table([1, 2, 1], [Fraction(0), Fraction(1, 3), Fraction(3)], table_bits=6)
+    assert small.draw_many(500, SeededRandomSource(5)) == small.draw_many(500, SeededRandomSource(5), use_numpy=False)
+
+
+def test_batch_resolves_every_kind_of_slot_like_a_single_round() -> None:
+    """A crafted tape puts the batch's 64-bit slots on every edge (first and last sure slot,
+    residual slot, first empty slot, the top): numpy and pure-Python paths agree with
+    `ExactTable.resolve` slot by slot (rare slots are ~1e-16 likely under a real source)."""
+    table = build_table([1] * 5, [Fraction(0), Fraction(1, 3), Fraction(5, 2), Fraction(7), Fraction(60)])
+    slots: list[int] = []
+    start = 0
+    for sure, end in zip(table.sure, table.ends, strict=True):
+        slots += [start, start + sure - 1, start + sure, end - 1] if sure else [start]
+        start = end
+    slots += [table.ends[-1], table.bound - 1, table.bound, (1 << 64) - 1]
+    slots *= 3
+    block = sum(slot << (64 * position) for position, slot in enumerate(slots))
+    follow_ups = [random.Random(11).getrandbits(64) for _ in range(10_000)]
+    got = table.draw_many(len(slots), TapeSource([block, *follow_ups]))
+    assert got == table.draw_many(len(slots), TapeSource([block, *follow_ups]), use_numpy=False)
+    replay = TapeSource(follow_ups)
+    expected = []
+    for slot in slots:
+        outcome = table.resolve(slot, replay) if slot < table.bound else None
+        expected.append(table.draw(replay) if outcome is None else outcome)
+    assert got == expected
+    assert got[:2] == [0, 0] and got[4:6] == [1, 1]
+
+
+@pytest.mark.parametrize("count", [-1, 1.5, True, "3"])
+def test_sample_many_rejects_a_bad_count(count: object) -> None:
+    distribution = exponential_mechanism(("a", "b"), [Fraction(1), Fraction(0)], Fraction(1), Fraction(1))
+    with pytest.raises(InputError, match="count"):
+        distribution.sample_many(count, SeededRandomSource(0))  # type: ignore[arg-type]
+
+
+def test_new_sampler_paths_use_no_floats() -> None:
+    """Trace the bucketed sampler, the table and the batch: no float local, integer arrays only."""
+    distribution = exponential_mechanism(tuple(f"v{i}" for i in range(40)), _scores(40, "random"), Fraction(12), Fraction(3, 5))
+    small = build_table([1, 2], [Fraction(0), Fraction(1, 3)], table_bits=6)
+    import dpmem_ref.em_sampler as em
+    import dpmem_ref.mechanism as mechanism
+
+    watched = {
+        mechanism.bucketed_round.__code__, mechanism.ExponentialWeights._bucketed_draw.__code__,
+        ExactTable.round.__code__, ExactTable.resolve.__code__, ExactTable.draw_many.__code__,
+        residual_accept.__code__, em.exp_neg_bounds.__wrapped__.__code__, em._series_bounds.__code__,
+        em.build_table.__code__, em._exact_floor.__code__,
+    }
+    problems: list[str] = []
+
+    def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
+        if frame.f_code in watched:
+            for name, value in frame.f_locals.items():
+                if isinstance(value, float) or (hasattr(value, "dtype") and value.dtype.kind not in "uib"):
+                    problems.append(f"{frame.f_code.co_name}.{name}")
+            return tracer
+        return None
+
+    em.exp_neg_bounds.cache_clear()
+    source = SeededRandomSource(9)
+    sys.settrace(tracer)
+    try:
+        draws = [distribution.sample(source) for _ in range(300)] + list(distribution.sample_many(3_000, source))
+        drawn_small = small.draw_many(200, source)
+    finally:
+        sys.settrace(None)
+    assert len(draws) == 3_300 and set(drawn_small) == {0, 1}
+    assert problems == []
