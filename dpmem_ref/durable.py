@@ -32,7 +32,7 @@ import attrs
 
 from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.interface import Interface, PublicPrefix, Query, TurnRecord
-from dpmem_ref.ledger_store import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease
+from dpmem_ref.ledger import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease, interface_fingerprint
 from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
 from dpmem_ref.timing import check_deadline, wait_until
@@ -112,7 +112,9 @@ class DurableSession:
         if not isinstance(source, RandomSource):
             raise InputError("source", "a RandomSource (randbelow)", type(source).__name__)
         interface.require_contract()
-        session = store.open_session(user, interaction, interface.caps)
+        # The ledger database is bound to this interface's fingerprint (issue 13.1): the
+        # ledgers count charges of one set of groups, routes and budget rule only.
+        session = store.open_session(user, interaction, interface.caps, fingerprint=interface_fingerprint(interface))
         return cls(
             interface=interface,
             ledgers=session,
