@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
+import postgres_server
 import pytest
 
 from dpmem_ref.errors import ContractViolation, InputError
@@ -33,9 +34,19 @@ CAPS = {"diabetes": Fraction(2), "debt": Fraction(2)}
 EPS = Fraction(2, 3)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+def make_store(kind: str, tmp_path: Path) -> LedgerStore:
+    if kind == "memory":
+        return MemoryLedgerStore()
+    if kind == "sqlite":
+        return SQLiteLedgerStore(tmp_path / "l.db")
+    from dpmem_ref.ledger import open_ledger_store
+
+    return open_ledger_store(postgres_server.new_database())  # a real server (skips if none starts)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
-    backend: LedgerStore = MemoryLedgerStore() if request.param == "memory" else SQLiteLedgerStore(tmp_path / "l.db")
+    backend = make_store(request.param, tmp_path)
     yield backend
     backend.close()
 

@@ -32,6 +32,14 @@ def open_ledger_store(url: str) -> LedgerStore:
         raise InputError("--store-url", "memory:, sqlite:///PATH or postgresql://...", "an unusable URL")
     if url == "memory:":
         return MemoryLedgerStore()
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            from dpmem_ref.ledger.postgres import PostgresLedgerStore
+        except ImportError:
+            raise InputError(
+                "--store-url", "psycopg 3 for postgresql:// (pip install 'dpmem-ref[postgres]')", "it missing"
+            ) from None
+        return PostgresLedgerStore(url)
     if url.startswith("sqlite:///"):
         return SQLiteLedgerStore(url[len("sqlite:///") :])
     if "://" in url or url.startswith("sqlite:"):
