@@ -9,15 +9,18 @@ slot, in this order:
 1. plan the slot from the committed ledgers and history (public prefix, C4);
 2. if admitted, draw the candidate view *privately* from the plan's distribution
    (nothing is observable yet);
-3. ONE transaction (`charge_and_record`): re-check L_a + eps <= B_a against the committed
-   ledgers, charge every attribute of the charge set or none, persist the release row;
+3. ONE transaction (`charge_and_record`): commit the plan's charge to every attribute of
+   the charge set or none, re-checking L_a <= B_a (C5) on the committed ledgers, and
+   persist the release row (admission itself is the plan's, from the interface's cap rule);
 4. only after the commit: release the committed view (the generic view if the
    transaction refused because another process spent the budget meanwhile).
 
 A crash before 3 commits releases nothing and charges nothing; a crash after 3 and before
 4 leaves a charge for a view nobody saw (over-charge, safe); no path releases a view whose
 charge is not committed. A new process that opens the same (user, interaction) continues
-the same ledgers and history. See docs/durability.md.
+the same ledgers and history. `open` binds the ledger database to the interface's
+fingerprint (`dpmem_ref.ledger.fingerprint`): another interface on it is refused. See
+docs/durability.md.
 """
 
 from __future__ import annotations
