@@ -2,8 +2,8 @@
 
 Every part that decides a charge or its amount changes the fingerprint; equal interfaces
 (however written) give equal ones. A second interface on a bound database is refused with
-one line, also when processes with the two interfaces race to open it: 0 overruns and 0
-uncharged releases.
+one line, also when processes with the two interfaces race to open it (SQLite and
+PostgreSQL): 0 overruns and 0 uncharged releases.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import postgres_server
 import pytest
 
 from dpmem_ref.config import interface_from_dict
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.errors import InputError
-from dpmem_ref.ledger import SQLiteLedgerStore, interface_fingerprint
+from dpmem_ref.ledger import SQLiteLedgerStore, interface_fingerprint, open_ledger_store
 from dpmem_ref.randomness import SeededRandomSource
 
 CAP = 2
@@ -114,9 +115,9 @@ INTERFACE_A = variant(lambda d: d["attributes"]["debt"].update(group=[2]))
 INTERFACE_B = variant(VARIANTS["groups swapped (equal caps)"])
 
 
-def _racer(path: str, which: int, barrier: Any, results: Any) -> None:
+def _racer(url: str, which: int, barrier: Any, results: Any) -> None:
     loaded = interface_from_dict(INTERFACE_A if which == 0 else INTERFACE_B)
-    store = SQLiteLedgerStore(path)
+    store = open_ledger_store(url)
     barrier.wait()
     try:
         session = DurableSession.open(loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(which))
@@ -128,16 +129,16 @@ def _racer(path: str, which: int, barrier: Any, results: Any) -> None:
     results.put((which, "ran", ""))
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("repetition", range(3))
-def test_racing_interfaces_one_wins_the_other_is_refused(repetition: int, tmp_path: Path) -> None:
-    path = tmp_path / "race.db"
-    SQLiteLedgerStore(path).close()
+def test_racing_interfaces_one_wins_the_other_is_refused(kind: str, repetition: int, tmp_path: Path) -> None:
+    path = str(tmp_path / "race.db") if kind == "sqlite" else postgres_server.new_database()
+    open_ledger_store(path).close()  # the schema exists; no interface bound yet
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(PROCESSES)
     results = context.Queue()
     workers = [
-        context.Process(target=_racer, args=(str(path), (i + repetition) % 2, barrier, results))
-        for i in range(PROCESSES)
+        context.Process(target=_racer, args=(path, (i + repetition) % 2, barrier, results)) for i in range(PROCESSES)
     ]
     for worker in workers:
         worker.start()
@@ -152,7 +153,7 @@ def test_racing_interfaces_one_wins_the_other_is_refused(repetition: int, tmp_pa
     (winner,) = winners
     data = INTERFACE_A if winner == 0 else INTERFACE_B
     loaded = interface_from_dict(data)
-    store = SQLiteLedgerStore(path)
+    store = open_ledger_store(path)
     assert store.fingerprint == interface_fingerprint(loaded.interface)
     snapshot = store.open_session("u", "i", loaded.interface.caps).load()
     assert len(snapshot.history) == TURNS * PROCESSES // 2

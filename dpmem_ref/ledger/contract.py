@@ -210,6 +210,10 @@ class LedgerSession(Protocol):
 
 
 class LedgerStore(Protocol):
+    @property
+    def fingerprint(self) -> str | None:
+        """The interface fingerprint the database is bound to (None until the first bind)."""
+
     def open_session(
         self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
     ) -> LedgerSession:
