@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.errors import ContractViolation, InputError
+from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments, durable_turns
 from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.turn import InterfaceState, TemplateChannel, run_turn
 
@@ -54,8 +55,13 @@ def command_run(args: argparse.Namespace) -> int:
     channel = TemplateChannel()
     state = InterfaceState.initial(interface)
     turns: list[dict[str, Any]] = []
+    durable = durable_turns(args, interface, store, source, channel)  # --store-url: a DurableSession
     for name in names:
-        result = run_turn(interface, state, name, store, source, channel=channel, strict=not args.unsafe)
+        result = (
+            durable(name)
+            if durable is not None
+            else run_turn(interface, state, name, store, source, channel=channel, strict=not args.unsafe)
+        )
         state = result.state
         ledgers = {a: fraction_text(v) for a, v in state.ledger_map(interface).items()}
         slots = [
@@ -110,8 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=None, help="seed for reproducible EM draws (default: OS entropy)")
     run.add_argument("--json", action="store_true", help="machine-readable output")
     run.add_argument("--unsafe", action="store_true", help="run a contract-breaking file anyway (for demonstrations)")
+    add_store_url_arguments(run)
     run.set_defaults(handler=command_run)
     _add_auditor_commands(sub)
+    add_ledger_commands(sub)
     return parser
 
 

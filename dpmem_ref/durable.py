@@ -9,15 +9,18 @@ slot, in this order:
 1. plan the slot from the committed ledgers and history (public prefix, C4);
 2. if admitted, draw the candidate view *privately* from the plan's distribution
    (nothing is observable yet);
-3. ONE transaction (`charge_and_record`): re-check L_a + eps <= B_a against the committed
-   ledgers, charge every attribute of the charge set or none, persist the release row;
+3. ONE transaction (`charge_and_record`): commit the plan's charge to every attribute of
+   the charge set or none, re-checking L_a <= B_a (C5) on the committed ledgers, and
+   persist the release row (admission itself is the plan's, from the interface's cap rule);
 4. only after the commit: release the committed view (the generic view if the
    transaction refused because another process spent the budget meanwhile).
 
 A crash before 3 commits releases nothing and charges nothing; a crash after 3 and before
 4 leaves a charge for a view nobody saw (over-charge, safe); no path releases a view whose
 charge is not committed. A new process that opens the same (user, interaction) continues
-the same ledgers and history. See docs/durability.md.
+the same ledgers and history. `open` binds the ledger database to the interface's
+fingerprint (`dpmem_ref.ledger.fingerprint`): another interface on it is refused. See
+docs/durability.md.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import attrs
 
 from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.interface import Interface, Query, TurnRecord
-from dpmem_ref.ledger_store import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease
+from dpmem_ref.ledger import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease, interface_fingerprint
 from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
 from dpmem_ref.timing import check_deadline, wait_until
@@ -112,7 +115,9 @@ class DurableSession:
         if not isinstance(source, RandomSource):
             raise InputError("source", "a RandomSource (randbelow)", type(source).__name__)
         interface.require_contract()
-        session = store.open_session(user, interaction, interface.caps)
+        # The ledger database is bound to this interface's fingerprint (issue 13.1): the
+        # ledgers count charges of one set of groups, routes and budget rule only.
+        session = store.open_session(user, interaction, interface.caps, fingerprint=interface_fingerprint(interface))
         return cls(
             interface=interface,
             ledgers=session,

@@ -14,7 +14,7 @@ from dpmem_ref import durable
 from dpmem_ref.config import interface_from_dict, load_interface_file
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.errors import ContractViolation, InputError
-from dpmem_ref.ledger_store import LedgerStore, MemoryLedgerStore, SlotRelease, SQLiteLedgerStore
+from dpmem_ref.ledger import LedgerStore, MemoryLedgerStore, SlotRelease, SQLiteLedgerStore
 from dpmem_ref.policy import Layout, Store
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.turn import TemplateChannel, run_interaction
@@ -61,7 +61,7 @@ def test_restart_in_a_new_process_continues_ledgers_and_history(tmp_path: Path) 
         "import json, sys\n"
         "from dpmem_ref.config import load_interface_file\n"
         "from dpmem_ref.durable import DurableSession\n"
-        "from dpmem_ref.ledger_store import SQLiteLedgerStore\n"
+        "from dpmem_ref.ledger import SQLiteLedgerStore\n"
         "from dpmem_ref.randomness import SeededRandomSource\n"
         "f = load_interface_file(sys.argv[1])\n"
         "s = DurableSession.open(f.interface, SQLiteLedgerStore(sys.argv[2]), 'u', 'i', f.store('M'), SeededRandomSource(4))\n"
@@ -232,3 +232,29 @@ def test_bad_turn_deadlines_are_refused(deadline: object) -> None:
             SeededRandomSource(0),
             turn_deadline_s=deadline,  # type: ignore[arg-type]
         )
+
+
+def test_dpmem_run_store_url_continues_one_durable_ledger(tmp_path: Path) -> None:
+    database = tmp_path / "ledgers.db"
+    queries = ROOT / "examples" / "figure2-queries.txt"
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "dpmem_ref.cli", "run", str(FIGURE2), "--store", "M", "--queries", str(queries),
+             "--seed", "0", "--json", *extra],
+            capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120,
+        )  # fmt: skip
+
+    first = run("--store-url", f"sqlite:///{database}")
+    second = run("--store-url", f"sqlite:///{database}")
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    turns_first = json.loads(first.stdout)["turns"]
+    turns_second = json.loads(second.stdout)["turns"]
+    assert turns_second[0]["turn"] == turns_first[-1]["turn"] + 1  # the same interaction, resumed
+    for turn_a, turn_b in zip(turns_first, turns_second, strict=True):  # ledgers only grow
+        assert all(Fraction(turn_b["ledgers"][a]) >= Fraction(turn_a["ledgers"][a]) for a in turn_a["ledgers"])
+    in_memory = run()
+    assert json.loads(in_memory.stdout)["turns"] == turns_first  # same kernel, same draws
+    for bad in ("ftp://host/x", "sqlite:relative.db", ""):
+        refused = run("--store-url", bad)
+        assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.count("\n") == 1

@@ -30,7 +30,7 @@ from dpmem_ref.config import InterfaceFile, interface_from_dict, load_interface_
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.interface import PublicPrefix
-from dpmem_ref.ledger_store import MemoryLedgerStore, SQLiteLedgerStore
+from dpmem_ref.ledger import MemoryLedgerStore, SQLiteLedgerStore
 from dpmem_ref.policy import MemoryItem, Store
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.scoring import FunctionScorer

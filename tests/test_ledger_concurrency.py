@@ -19,7 +19,7 @@ import pytest
 
 from dpmem_ref.config import interface_from_dict
 from dpmem_ref.durable import DurableSession
-from dpmem_ref.ledger_store import SQLiteLedgerStore
+from dpmem_ref.ledger import SQLiteLedgerStore
 from dpmem_ref.randomness import SeededRandomSource
 
 PROCESSES = 8

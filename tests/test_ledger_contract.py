@@ -1,8 +1,9 @@
-"""One contract suite for every LedgerStore backend (memory, SQLite).
+"""One contract suite for every LedgerStore backend (memory, SQLite, PostgreSQL).
 
-The transaction `charge_and_record` is Algorithm 1, lines 9 and 15, against committed
-state: admit iff L_a + eps <= B_a for every charged a, charge all or none, record the
-release row with it. Ledgers are exact: 2/3 + 2/3 + 2/3 == 2 is admitted, the 4th refused.
+The transaction `charge_and_record` is Algorithm 1, line 15, against committed state: the
+plan (the kernel's cap rule) requested the charge; the store commits it to every charged a,
+all or none, iff L_a <= B_a still holds after it (C5 re-checked), and records the release
+row with it. Ledgers are exact: 2/3 + 2/3 + 2/3 == 2 is admitted, the 4th refused.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
+import postgres_server
 import pytest
 
 from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.interface import TurnRecord
-from dpmem_ref.ledger_store import (
+from dpmem_ref.ledger import (
     LedgerStore,
     LedgerStoreError,
     MemoryLedgerStore,
@@ -32,9 +34,19 @@ CAPS = {"diabetes": Fraction(2), "debt": Fraction(2)}
 EPS = Fraction(2, 3)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+def make_store(kind: str, tmp_path: Path) -> LedgerStore:
+    if kind == "memory":
+        return MemoryLedgerStore()
+    if kind == "sqlite":
+        return SQLiteLedgerStore(tmp_path / "l.db")
+    from dpmem_ref.ledger import open_ledger_store
+
+    return open_ledger_store(postgres_server.new_database())  # a real server (skips if none starts)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
-    backend: LedgerStore = MemoryLedgerStore() if request.param == "memory" else SQLiteLedgerStore(tmp_path / "l.db")
+    backend = make_store(request.param, tmp_path)
     yield backend
     backend.close()
 
@@ -238,7 +250,7 @@ def test_sqlite_settings_and_exact_text(tmp_path: Path) -> None:
     assert raw.execute("SELECT typeof(spent) FROM ledgers").fetchone()[0] == "text"
     raw.close()
     again = SQLiteLedgerStore(path)
-    connection = again._connect()  # noqa: SLF001
+    connection = again.connect()
     assert connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert again.integrity_check() == "ok"
     assert again.open_session("u", "i", CAPS).load().ledger_map()["diabetes"] == EPS
@@ -288,3 +300,34 @@ def test_sqlite_fault_inside_the_transaction_rolls_back(tmp_path: Path) -> None:
 def test_sqlite_refuses_bad_busy_timeouts(tmp_path: Path, timeout: object) -> None:
     with pytest.raises(InputError, match="^busy_timeout_s: "):
         SQLiteLedgerStore(tmp_path / "l.db", busy_timeout_s=timeout)  # type: ignore[arg-type]
+
+
+FP_A, FP_B = "a" * 64, "b" * 64
+
+
+def test_fingerprint_binds_the_database_to_one_interface(store: LedgerStore) -> None:
+    first = store.open_session("u", "i", CAPS, fingerprint=FP_A)
+    first.charge_and_record(req())
+    store.open_session("u", "other", CAPS, fingerprint=FP_A)  # same interface: any session
+    for key in (("u", "i"), ("v", "j")):  # an existing and a new session alike
+        with pytest.raises(InputError) as refused:
+            store.open_session(*key, CAPS, fingerprint=FP_B)
+        message = str(refused.value)
+        assert "\n" not in message and "ledger database" in message and "different interface" in message
+    # Nothing was half-written by the refusals: the refused new session has no ledgers.
+    assert first.load().ledger_map()["diabetes"] == EPS
+    assert store.open_session("v", "j", CAPS, fingerprint=FP_A).load().ledger_map() == {a: 0 for a in CAPS}
+
+
+@pytest.mark.parametrize("fingerprint", ["", "A" * 64, "a" * 63, "g" * 64, 7, b"a" * 64])
+def test_bad_fingerprints_are_refused(store: LedgerStore, fingerprint: object) -> None:
+    with pytest.raises(InputError, match="fingerprint"):
+        store.open_session("u", "i", CAPS, fingerprint=fingerprint)  # type: ignore[arg-type]
+
+
+def test_sqlite_fingerprint_survives_reopening(tmp_path: Path) -> None:
+    SQLiteLedgerStore(tmp_path / "l.db").open_session("u", "i", CAPS, fingerprint=FP_A)
+    again = SQLiteLedgerStore(tmp_path / "l.db")
+    assert again.fingerprint == FP_A
+    with pytest.raises(InputError, match=r"ledger database .*l\.db.*different interface"):
+        again.open_session("u", "i", CAPS, fingerprint=FP_B)

@@ -1,0 +1,50 @@
+"""Durable privacy ledgers: one atomic commit per charged selection (C5 across processes).
+
+- `contract`: the public release facts, the `LedgerStore` / `LedgerSession` protocols,
+  and `committed_charge` (the C5 re-check every backend runs at commit);
+- `memory`, `sqlite`, `postgres`: the backends (one contract suite for all,
+  tests/test_ledger_contract.py); `open_ledger_store(url)` picks one by URL;
+- `fingerprint`: the canonical interface fingerprint a ledger database is bound to;
+- `backup`: online backup and verification of SQLite ledger files.
+
+See docs/durability.md.
+"""
+
+from dpmem_ref.ledger.contract import (
+    LedgerSession,
+    LedgerStore,
+    LedgerStoreError,
+    ReleaseOutcome,
+    ReleaseRequest,
+    SessionKey,
+    SessionSnapshot,
+    SlotRelease,
+    fraction_from_text,
+    fraction_to_text,
+)
+from dpmem_ref.ledger.fingerprint import interface_fingerprint
+from dpmem_ref.ledger.memory import MemoryLedgerSession, MemoryLedgerStore
+from dpmem_ref.ledger.records import decode_turn, encode_turn
+from dpmem_ref.ledger.sqlite import SQLiteLedgerSession, SQLiteLedgerStore
+from dpmem_ref.ledger.urls import open_ledger_store
+
+__all__ = [
+    "LedgerSession",
+    "LedgerStore",
+    "LedgerStoreError",
+    "MemoryLedgerSession",
+    "MemoryLedgerStore",
+    "ReleaseOutcome",
+    "ReleaseRequest",
+    "SQLiteLedgerSession",
+    "SQLiteLedgerStore",
+    "SessionKey",
+    "SessionSnapshot",
+    "SlotRelease",
+    "decode_turn",
+    "encode_turn",
+    "fraction_from_text",
+    "fraction_to_text",
+    "interface_fingerprint",
+    "open_ledger_store",
+]

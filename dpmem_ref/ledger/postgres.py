@@ -1,0 +1,349 @@
+"""Ledgers in a PostgreSQL database shared by agent replicas on several hosts.
+
+Every charge is one transaction: `SELECT ... FOR UPDATE` locks the session's ledger rows
+(in attribute order, so transactions never deadlock), the C5 re-check runs on those
+locked, committed values, and the charge and the release row commit together. Writes of
+one session therefore serialise, so its release and turn rows are numbered in commit
+order (the incremental load cache relies on it). Loads read one REPEATABLE READ snapshot.
+
+Serialization failures and deadlocks are retried a bounded number of times. A lost
+connection (server restart, failover) is reconnected within `reconnect_timeout_s`; an
+ambiguous COMMIT is resolved by looking the release (or turn) id up before retrying, so a
+charge is never applied twice and never lost. Every driver error becomes one
+`LedgerStoreError` line naming the database (password removed).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import Any, TypeVar
+
+import attrs
+import psycopg
+from psycopg import errors as pg_errors
+
+from dpmem_ref.errors import InputError
+from dpmem_ref.interface import TurnRecord
+from dpmem_ref.ledger.contract import (
+    SCHEMA_VERSION,
+    FaultHook,
+    LedgerStoreError,
+    ReleaseOutcome,
+    ReleaseRequest,
+    SessionKey,
+    SessionSnapshot,
+    SlotRelease,
+    check_caps,
+    check_fingerprint,
+    check_turn_id,
+    committed_charge,
+    fraction_from_text,
+    fraction_to_text,
+    interface_mismatch,
+    release_row,
+)
+from dpmem_ref.ledger.postgres_schema import COLUMNS, SCHEMA, SCHEMA_LOCK, describe_postgres_error, locked_ledgers
+from dpmem_ref.ledger.records import decode_release, decode_turn, encode_charge_set, encode_turn
+from dpmem_ref.ledger.urls import redact_url
+
+_T = TypeVar("_T")
+_JITTER = random.SystemRandom()
+_RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+Work = Callable[[psycopg.Connection[Any]], _T]
+
+
+class PostgresLedgerStore:
+    """One PostgreSQL database of ledgers (extra `dpmem-ref[postgres]`, psycopg 3).
+
+    `fault_hook` (tests only) is called with "charge:inside" after the charge is written
+    and before COMMIT, and with "charge:committed" right after COMMIT.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        retries: int = 16,
+        reconnect_timeout_s: float = 30.0,
+        connect_timeout_s: int = 10,
+        fault_hook: FaultHook | None = None,
+    ) -> None:
+        self.url = url
+        self.name = redact_url(url)
+        self._retries = retries
+        self._reconnect_timeout_s = reconnect_timeout_s
+        self._connect_timeout_s = connect_timeout_s
+        self._fault_hook = fault_hook
+        self._lock = threading.RLock()
+        self._connection: psycopg.Connection[Any] | None = None
+        self._pid = -1
+        self._ever_connected = False
+        self.run(self._create_schema)
+
+    def __repr__(self) -> str:
+        return f"PostgresLedgerStore(url={self.name!r})"
+
+    def _failure(self, error: BaseException) -> LedgerStoreError:
+        return LedgerStoreError(f"ledger database {self.name}: {describe_postgres_error(error)}")
+
+    def _create_schema(self, connection: psycopg.Connection[Any]) -> None:
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        rows = connection.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = ANY(%s) ORDER BY table_name, ordinal_position",
+            (list(COLUMNS),),
+        ).fetchall()
+        found: dict[str, list[str]] = {}
+        for table, column in rows:
+            found.setdefault(str(table), []).append(str(column))
+        for table, columns in found.items():
+            if tuple(columns) != COLUMNS[table]:
+                raise LedgerStoreError(f"ledger database {self.name}: foreign schema (table {table} has other columns)")
+        connection.execute(SCHEMA)
+        connection.execute(
+            "INSERT INTO dpmem_meta (key, value) VALUES ('schema', %s) ON CONFLICT DO NOTHING", (SCHEMA_VERSION,)
+        )
+        row = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'schema'").fetchone()
+        if row is None or row[0] != SCHEMA_VERSION:
+            raise LedgerStoreError(f"ledger database {self.name}: dpmem_meta.schema is not version {SCHEMA_VERSION}")
+
+    def connect(self) -> psycopg.Connection[Any]:
+        """This process's connection (never shared across fork(): reopened in a child)."""
+        if self._connection is None or self._pid != os.getpid() or self._connection.closed:
+            self._connection = None
+            self._connection = psycopg.connect(self.url, autocommit=True, connect_timeout=self._connect_timeout_s)
+            self._pid = os.getpid()
+            self._ever_connected = True
+        return self._connection
+
+    def _drop_connection(self) -> None:
+        if self._connection is not None and self._pid == os.getpid():
+            try:
+                self._connection.close()
+            except psycopg.Error:
+                pass
+        self._connection = None
+
+    def run(self, work: Work[_T], resolve: Work[_T | None] | None = None, read_only: bool = False) -> _T:
+        """`work` in one transaction; retries serialization failures (bounded) and, after a
+        lost connection, reconnects and asks `resolve` whether the lost COMMIT happened."""
+        attempts = 0
+        deadline: float | None = None
+        lost = False
+        with self._lock:
+            while True:
+                try:
+                    connection = self.connect()
+                    if lost and resolve is not None:
+                        with connection.transaction():
+                            done = resolve(connection)
+                        if done is not None:
+                            return done
+                    with connection.transaction():
+                        if read_only:
+                            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                        return work(connection)
+                except _RETRYABLE:
+                    attempts += 1
+                    if attempts > self._retries:
+                        raise LedgerStoreError(
+                            f"ledger database {self.name}: still conflicting after {self._retries} retries"
+                        ) from None
+                    time.sleep(_JITTER.uniform(0, 0.002 * attempts))
+                except psycopg.OperationalError as error:
+                    current = self._connection
+                    if not self._ever_connected or (current is not None and not current.broken and not current.closed):
+                        raise self._failure(error) from None  # bad URL, credentials or database; or a query error
+                    self._drop_connection()  # lost (server restart, failover): reconnect, then resolve
+                    if deadline is None:
+                        deadline = time.monotonic() + self._reconnect_timeout_s
+                    if time.monotonic() >= deadline:
+                        raise self._failure(error) from None
+                    lost = True
+                    time.sleep(0.05)
+                except psycopg.Error as error:
+                    raise self._failure(error) from None
+
+    def fault(self, point: str) -> None:
+        if self._fault_hook is not None:
+            self._fault_hook(point)
+
+    @property
+    def fingerprint(self) -> str | None:
+        row = self.run(lambda c: c.execute("SELECT value FROM dpmem_meta WHERE key = 'fingerprint'").fetchone())
+        return None if row is None else str(row[0])
+
+    def open_session(
+        self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
+    ) -> PostgresLedgerSession:
+        key = SessionKey(user=user, interaction=interaction)
+        checked = check_caps(caps)
+        if fingerprint is not None:
+            check_fingerprint(fingerprint)
+
+        def work(connection: psycopg.Connection[Any]) -> None:
+            if fingerprint is not None:
+                connection.execute(
+                    "INSERT INTO dpmem_meta (key, value) VALUES ('fingerprint', %s) ON CONFLICT DO NOTHING",
+                    (fingerprint,),
+                )
+                row = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'fingerprint'").fetchone()
+                if row is None or row[0] != fingerprint:
+                    raise interface_mismatch(self.name, str(row[0] if row else ""), fingerprint)
+            connection.execute(
+                "INSERT INTO dpmem_ledgers (user_name, interaction, attribute, spent, cap) "
+                "SELECT %s, %s, a, '0/1', c FROM unnest(%s::text[], %s::text[]) AS t(a, c) ON CONFLICT DO NOTHING",
+                (
+                    key.user,
+                    key.interaction,
+                    sorted(checked),
+                    [fraction_to_text(checked[a]) for a in sorted(checked)],
+                ),
+            )
+            stored = {
+                str(a): fraction_from_text(c, "ledgers.cap")
+                for a, c in connection.execute(
+                    "SELECT attribute, cap FROM dpmem_ledgers WHERE user_name = %s AND interaction = %s",
+                    (key.user, key.interaction),
+                )
+            }
+            if stored != checked:
+                raise InputError("caps", "the caps this interaction was opened with (precommitted)", "different caps")
+
+        self.run(work)
+        return PostgresLedgerSession(store=self, key=key)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop_connection()
+
+
+@attrs.define
+class _LoadCache:
+    release_seq: int = 0
+    turn_seq: int = 0
+    releases: list[SlotRelease] = attrs.field(factory=list)
+    history: list[TurnRecord] = attrs.field(factory=list)
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+
+_RELEASE_COLUMNS = "seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon"
+
+
+@attrs.frozen
+class PostgresLedgerSession:
+    store: PostgresLedgerStore = attrs.field(repr=False)
+    key: SessionKey
+    _cache: _LoadCache = attrs.field(factory=lambda: _LoadCache(), init=False, eq=False, repr=False)
+
+    def load(self) -> SessionSnapshot:
+        with self._cache.lock:
+            return self.store.run(self._load_once, read_only=True)
+
+    def _load_once(self, connection: psycopg.Connection[Any]) -> SessionSnapshot:
+        key, cache = self.key, self._cache
+        spent, caps = locked_ledgers(connection, key, lock=False)
+        releases = connection.execute(
+            f"SELECT {_RELEASE_COLUMNS} FROM dpmem_releases "
+            "WHERE user_name = %s AND interaction = %s AND seq > %s ORDER BY seq",
+            (key.user, key.interaction, cache.release_seq),
+        ).fetchall()
+        turns = connection.execute(
+            "SELECT seq, record FROM dpmem_turns WHERE user_name = %s AND interaction = %s AND seq > %s ORDER BY seq",
+            (key.user, key.interaction, cache.turn_seq),
+        ).fetchall()
+        new_releases = [decode_release(row) for row in releases]
+        new_turns = [decode_turn(str(text)) for _, text in turns]
+        cache.releases.extend(new_releases)
+        cache.history.extend(new_turns)
+        if new_releases:
+            cache.release_seq = new_releases[-1].seq
+        if turns:
+            cache.turn_seq = int(turns[-1][0])
+        return SessionSnapshot(
+            ledgers=tuple(sorted(spent.items())),
+            caps=tuple(sorted(caps.items())),
+            history=tuple(cache.history),
+            releases=tuple(cache.releases),
+        )
+
+    def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
+        key, store = self.key, self.store
+
+        def work(connection: psycopg.Connection[Any]) -> ReleaseOutcome:
+            spent, caps = locked_ledgers(connection, key, lock=True)  # the session's write lock
+            after = committed_charge(spent, caps, request)
+            if after is not None:
+                with connection.cursor() as cursor:
+                    cursor.executemany(
+                        "UPDATE dpmem_ledgers SET spent = %s WHERE user_name = %s AND interaction = %s "
+                        "AND attribute = %s",
+                        [
+                            (fraction_to_text(after[a]), key.user, key.interaction, a)
+                            for a in sorted(request.charge_set)
+                        ],
+                    )
+            row = release_row(0, request, after is not None)
+            try:
+                inserted = connection.execute(
+                    "INSERT INTO dpmem_releases (user_name, interaction, release_id, turn_id, slot_index, slot, view, "
+                    "admitted, charge_set, epsilon) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
+                    (
+                        key.user,
+                        key.interaction,
+                        row.release_id,
+                        row.turn_id,
+                        row.index,
+                        row.slot,
+                        row.view,
+                        row.admitted,
+                        encode_charge_set(row.charge_set),
+                        fraction_to_text(row.epsilon),
+                    ),
+                ).fetchone()
+            except pg_errors.UniqueViolation:
+                raise InputError("release_id", "an id not used before", request.release_id) from None
+            store.fault("charge:inside")
+            ledgers = after if after is not None else spent
+            seq = int(inserted[0]) if inserted else 0
+            return ReleaseOutcome(release=attrs.evolve(row, seq=seq), ledgers=tuple(sorted(ledgers.items())))
+
+        def resolve(connection: psycopg.Connection[Any]) -> ReleaseOutcome | None:
+            """After a lost connection: did the COMMIT happen? Then that is the outcome."""
+            found = connection.execute(
+                f"SELECT {_RELEASE_COLUMNS} FROM dpmem_releases WHERE release_id = %s", (request.release_id,)
+            ).fetchone()
+            if found is None:
+                return None
+            spent, _ = locked_ledgers(connection, key, lock=False)
+            return ReleaseOutcome(release=decode_release(found), ledgers=tuple(sorted(spent.items())))
+
+        outcome = store.run(work, resolve)
+        store.fault("charge:committed")
+        return outcome
+
+    def record_turn(self, turn_id: str, record: TurnRecord) -> None:
+        check_turn_id(turn_id)
+        text = encode_turn(record)
+        key = self.key
+
+        def work(connection: psycopg.Connection[Any]) -> bool:
+            locked_ledgers(connection, key, lock=True)  # turns of one session commit in order
+            try:
+                connection.execute(
+                    "INSERT INTO dpmem_turns (user_name, interaction, turn_id, record) VALUES (%s, %s, %s, %s)",
+                    (key.user, key.interaction, turn_id, text),
+                )
+            except pg_errors.UniqueViolation:
+                raise InputError("turn_id", "an id not used before", turn_id) from None
+            return True
+
+        def resolve(connection: psycopg.Connection[Any]) -> bool | None:
+            found = connection.execute("SELECT 1 FROM dpmem_turns WHERE turn_id = %s", (turn_id,)).fetchone()
+            return True if found else None
+
+        self.store.run(work, resolve)

@@ -1,0 +1,334 @@
+"""Ledgers in one SQLite file shared by every process of one host (the embedded default).
+
+WAL journal, synchronous=FULL (a commit survives power loss once it returns), and
+BEGIN IMMEDIATE for every write: the C5 re-check and the charge of all attributes run
+under the database write lock, so concurrent processes serialise and never both pass the
+cap. Every driver error becomes one `LedgerStoreError` line naming the file and the class
+(not a database, corrupted, foreign schema, read-only, disk full, busy); the transaction
+is rolled back first, so nothing is half-written and no committed charge is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from fractions import Fraction
+from pathlib import Path
+from typing import TypeVar
+
+import attrs
+
+from dpmem_ref.errors import InputError
+from dpmem_ref.interface import TurnRecord
+from dpmem_ref.ledger.contract import (
+    SCHEMA_VERSION,
+    FaultHook,
+    LedgerStoreError,
+    ReleaseOutcome,
+    ReleaseRequest,
+    SessionKey,
+    SessionSnapshot,
+    SlotRelease,
+    check_caps,
+    check_fingerprint,
+    check_turn_id,
+    committed_charge,
+    fraction_from_text,
+    fraction_to_text,
+    interface_mismatch,
+    release_row,
+)
+from dpmem_ref.ledger.records import decode_release, decode_turn, encode_charge_set, encode_turn
+from dpmem_ref.ledger.sqlite_schema import COLUMNS, SCHEMA, describe_sqlite_error, ledger_rows
+
+_T = TypeVar("_T")
+_JITTER = random.SystemRandom()  # backoff jitter only; fresh after fork
+
+
+class SQLiteLedgerStore:
+    """Ledgers in one SQLite file shared by every process of a deployment.
+
+    `fault_hook` (tests only) is called with "charge:inside" after the charge is written
+    and before COMMIT, and with "charge:committed" right after COMMIT.
+    """
+
+    def __init__(self, path: str | Path, busy_timeout_s: float = 60.0, fault_hook: FaultHook | None = None) -> None:
+        if (
+            isinstance(busy_timeout_s, bool)
+            or not isinstance(busy_timeout_s, int | float)
+            or not 0 < busy_timeout_s <= 3600
+        ):
+            raise InputError("busy_timeout_s", "a number of seconds in (0, 3600]", busy_timeout_s)
+        self.path = Path(path)
+        self._busy_timeout_s = float(busy_timeout_s)
+        self._fault_hook = fault_hook
+        self._lock = threading.RLock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = -1
+        if self.path.is_dir():
+            raise LedgerStoreError(f"ledger database {self.path}: a directory, not an SQLite file")
+        with self.transaction() as connection:
+            connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            row = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None or row[0] != SCHEMA_VERSION:
+                raise LedgerStoreError(f"ledger database {self.path}: meta.schema is not version {SCHEMA_VERSION}")
+
+    def __repr__(self) -> str:
+        return f"SQLiteLedgerStore(path={str(self.path)!r})"
+
+    def _failure(self, error: sqlite3.Error) -> LedgerStoreError:
+        return LedgerStoreError(f"ledger database {self.path}: {describe_sqlite_error(error)}")
+
+    def retrying(self, action: Callable[[], _T]) -> _T:
+        """Run `action`, retrying SQLITE_BUSY with short jittered sleeps up to busy_timeout_s.
+
+        SQLite's own busy handler sleeps in steps of up to 100 ms, which serialises
+        contending processes badly; the connection therefore has busy_timeout 0 and the
+        waiting happens here.
+        """
+        deadline = time.monotonic() + self._busy_timeout_s
+        delay = 0.0005
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as error:
+                text = str(error).lower()
+                if "locked" not in text and "busy" not in text:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise LedgerStoreError(
+                        f"ledger database {self.path}: busy for longer than busy_timeout_s"
+                    ) from None
+            time.sleep(_JITTER.uniform(0, delay))
+            delay = min(2 * delay, 0.01)
+
+    def _check_schema(self, connection: sqlite3.Connection) -> None:
+        """Refuse a database that is not a dpmem ledger before writing anything to it."""
+        tables = {str(name) for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables.discard("sqlite_sequence")
+        if tables and "meta" not in tables:
+            raise LedgerStoreError(f"ledger database {self.path}: foreign schema (not a dpmem ledger)")
+        for table in tables & set(COLUMNS):
+            columns = tuple(str(row[1]) for row in connection.execute(f"PRAGMA table_info({table})"))
+            if columns != COLUMNS[table]:
+                raise LedgerStoreError(f"ledger database {self.path}: foreign schema (table {table} has other columns)")
+
+    def connect(self) -> sqlite3.Connection:
+        """This process's connection (a connection must not cross fork(): reopen in a child)."""
+        if self._connection is None or self._pid != os.getpid():
+            connection: sqlite3.Connection | None = None
+            try:
+                connection = sqlite3.connect(str(self.path), timeout=0, isolation_level=None, check_same_thread=False)
+                connection.execute("PRAGMA busy_timeout = 0")
+                self.retrying(lambda: self._check_schema(connection))
+                mode = self.retrying(lambda: connection.execute("PRAGMA journal_mode = WAL").fetchone())
+                if mode is None or str(mode[0]).lower() != "wal":
+                    raise LedgerStoreError(f"ledger database {self.path}: could not enable the WAL journal")
+                connection.execute("PRAGMA synchronous = FULL")
+                self.retrying(lambda: connection.executescript(SCHEMA))
+            except (sqlite3.Error, LedgerStoreError) as error:
+                if connection is not None:
+                    connection.close()
+                if isinstance(error, LedgerStoreError):
+                    raise
+                raise self._failure(error) from None
+            self._connection = connection
+            self._pid = os.getpid()
+        return self._connection
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error; driver errors become one line."""
+        with self._lock:
+            connection = self.connect()
+            try:
+                self.retrying(lambda: connection.execute("BEGIN IMMEDIATE"))
+                try:
+                    yield connection
+                    connection.execute("COMMIT")
+                except BaseException:
+                    if connection.in_transaction:
+                        _rollback(connection)
+                    raise
+            except sqlite3.Error as error:
+                raise self._failure(error) from None
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot (one read transaction)."""
+        with self._lock:
+            connection = self.connect()
+            try:
+                connection.execute("BEGIN")
+                try:
+                    yield connection
+                finally:
+                    if connection.in_transaction:
+                        connection.execute("COMMIT")
+            except sqlite3.Error as error:
+                raise self._failure(error) from None
+
+    def fault(self, point: str) -> None:
+        if self._fault_hook is not None:
+            self._fault_hook(point)
+
+    @property
+    def fingerprint(self) -> str | None:
+        with self.reading() as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+        return None if row is None else str(row[0])
+
+    def open_session(
+        self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
+    ) -> SQLiteLedgerSession:
+        key = SessionKey(user=user, interaction=interaction)
+        checked = check_caps(caps)
+        if fingerprint is not None:
+            check_fingerprint(fingerprint)
+        with self.transaction() as connection:  # the binding and the session rows commit together
+            if fingerprint is not None:
+                connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
+                (stored,) = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+                if stored != fingerprint:
+                    raise interface_mismatch(str(self.path), str(stored), fingerprint)
+            rows = connection.execute(
+                "SELECT attribute, cap FROM ledgers WHERE user = ? AND interaction = ?", (key.user, key.interaction)
+            ).fetchall()
+            if rows:
+                stored_caps = {a: fraction_from_text(c, "ledgers.cap") for a, c in rows}
+                if stored_caps != checked:
+                    raise InputError(
+                        "caps", "the caps this interaction was opened with (precommitted)", "different caps"
+                    )
+            else:
+                connection.executemany(
+                    "INSERT INTO ledgers (user, interaction, attribute, spent, cap) VALUES (?, ?, ?, '0/1', ?)",
+                    [(key.user, key.interaction, a, fraction_to_text(c)) for a, c in sorted(checked.items())],
+                )
+        return SQLiteLedgerSession(store=self, key=key)
+
+    def integrity_check(self) -> str:
+        with self.reading() as connection:
+            row = connection.execute("PRAGMA integrity_check").fetchone()
+        return str(row[0]) if row else "no answer"
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None and self._pid == os.getpid():
+                self._connection.close()
+            self._connection = None
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    try:
+        connection.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # SQLite already rolled back (e.g. SQLITE_FULL); the transaction wrote nothing
+
+
+@attrs.define
+class _LoadCache:
+    """Rows already decoded by this session object (append-only tables)."""
+
+    release_seq: int = 0
+    turn_seq: int = 0
+    releases: list[SlotRelease] = attrs.field(factory=list)
+    history: list[TurnRecord] = attrs.field(factory=list)
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+
+@attrs.frozen
+class SQLiteLedgerSession:
+    store: SQLiteLedgerStore = attrs.field(repr=False)
+    key: SessionKey
+    _cache: _LoadCache = attrs.field(factory=lambda: _LoadCache(), init=False, eq=False, repr=False)
+
+    def load(self) -> SessionSnapshot:
+        with self._cache.lock:  # the cache below is shared by threads
+            return self.store.retrying(self._load_once)
+
+    def _load_once(self) -> SessionSnapshot:
+        # Rows are append-only and numbered in commit order (writes are serialised), so
+        # each load reads only the rows committed since the previous one.
+        key = self.key
+        cache = self._cache
+        with self.store.reading() as connection:
+            spent, caps = ledger_rows(connection, key)
+            releases = connection.execute(
+                "SELECT seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
+                "FROM releases WHERE user = ? AND interaction = ? AND seq > ? ORDER BY seq",
+                (key.user, key.interaction, cache.release_seq),
+            ).fetchall()
+            turns = connection.execute(
+                "SELECT seq, record FROM turns WHERE user = ? AND interaction = ? AND seq > ? ORDER BY seq",
+                (key.user, key.interaction, cache.turn_seq),
+            ).fetchall()
+        new_releases = [decode_release(row) for row in releases]
+        new_turns = [decode_turn(str(text)) for _, text in turns]
+        cache.releases.extend(new_releases)
+        cache.history.extend(new_turns)
+        if new_releases:
+            cache.release_seq = new_releases[-1].seq
+        if turns:
+            cache.turn_seq = int(turns[-1][0])
+        return SessionSnapshot(
+            ledgers=tuple(sorted(spent.items())),
+            caps=tuple(sorted(caps.items())),
+            history=tuple(cache.history),
+            releases=tuple(cache.releases),
+        )
+
+    def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
+        key = self.key
+        store = self.store
+        with store.transaction() as connection:  # BEGIN IMMEDIATE: holds the write lock
+            spent, caps = ledger_rows(connection, key)
+            after = committed_charge(spent, caps, request)
+            admitted = after is not None
+            if after is not None:
+                connection.executemany(
+                    "UPDATE ledgers SET spent = ? WHERE user = ? AND interaction = ? AND attribute = ?",
+                    [(fraction_to_text(after[a]), key.user, key.interaction, a) for a in sorted(request.charge_set)],
+                )
+            row = release_row(0, request, admitted)
+            try:
+                cursor = connection.execute(
+                    "INSERT INTO releases (user, interaction, release_id, turn_id, slot_index, slot, view, admitted, "
+                    "charge_set, epsilon) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        key.user,
+                        key.interaction,
+                        row.release_id,
+                        row.turn_id,
+                        row.index,
+                        row.slot,
+                        row.view,
+                        int(admitted),
+                        encode_charge_set(row.charge_set),
+                        fraction_to_text(row.epsilon),
+                    ),
+                )
+            except sqlite3.IntegrityError:
+                raise InputError("release_id", "an id not used before", request.release_id) from None
+            seq = int(cursor.lastrowid or 0)
+            store.fault("charge:inside")
+        store.fault("charge:committed")
+        ledgers = after if after is not None else spent
+        return ReleaseOutcome(release=attrs.evolve(row, seq=seq), ledgers=tuple(sorted(ledgers.items())))
+
+    def record_turn(self, turn_id: str, record: TurnRecord) -> None:
+        check_turn_id(turn_id)
+        text = encode_turn(record)
+        with self.store.transaction() as connection:
+            try:
+                connection.execute(
+                    "INSERT INTO turns (user, interaction, turn_id, record) VALUES (?, ?, ?, ?)",
+                    (self.key.user, self.key.interaction, turn_id, text),
+                )
+            except sqlite3.IntegrityError:
+                raise InputError("turn_id", "an id not used before", turn_id) from None

