@@ -143,7 +143,7 @@ def test_cli_outputs_carry_no_memory(marked: tuple[InterfaceFile, Path], tmp_pat
     store_names = sorted(loaded.stores)
     commands = [["run", str(path), "--store", name, "--queries", str(queries), "--seed", "3"] for name in store_names]
     commands += [[*c, "--json"] for c in commands]
-    commands += [["run", str(path), "--store", name, "--queries", str(queries), "--unsafe"] for name in store_names[:1]]
+    commands += [["run", str(path), "--store", name, "--queries", str(queries), "--debug-print-private-scores"] for name in store_names[:1]]
     commands.append(["check", str(path), "--json"])
     commands.append(["check", str(path)])
     if len(store_names) >= 2:
