@@ -33,8 +33,10 @@ MAX_KEY_CHARS = 200
 """Longest table key (store key, view, slot, attribute or query name) accepted."""
 MAX_LEDGER_DIGITS = 1_000
 """Most decimal digits any exact ledger value (numerator or denominator) may need."""
-Z3_BUDGET_S = 10.0
+Z3_BUDGET_S = 5.0
 """Wall-clock seconds the z3 cross-check of one `dpmem check` may take in total."""
+Z3_MEMORY_MB = 256
+"""Memory z3 may allocate per query (MB); past it the cross-check is "unproved"."""
 
 
 def read_bounded(path: str | Path, limit: int, field: str, what: str = "file") -> bytes:
