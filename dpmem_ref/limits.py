@@ -57,9 +57,9 @@ def read_bounded(path: str | Path, limit: int, field: str, what: str = "file") -
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(field, f"a regular {what}", f"{shown} (a {_kind(info.st_mode)})")
+            raise InputError(field, f"a regular {what}", f"a {_kind(info.st_mode)}: {shown}")
         if info.st_size > limit:
-            raise InputError(field, f"a {what} of at most {limit} bytes", f"{shown} ({info.st_size} bytes)")
+            raise InputError(field, f"a {what} of at most {limit} bytes", f"{info.st_size} bytes: {shown}")
         chunks: list[bytes] = []
         size = 0
         while size <= limit:
@@ -69,7 +69,7 @@ def read_bounded(path: str | Path, limit: int, field: str, what: str = "file") -
             chunks.append(chunk)
             size += len(chunk)
         if size > limit:
-            raise InputError(field, f"a {what} of at most {limit} bytes", f"{shown} (grew past the limit)")
+            raise InputError(field, f"a {what} of at most {limit} bytes", f"a file that grew past the limit: {shown}")
         return b"".join(chunks)
     except OSError as error:
         raise InputError(field, f"a readable {what}", f"{shown} ({error.strerror})") from None
