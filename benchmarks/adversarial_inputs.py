@@ -78,7 +78,8 @@ def judge(kind: str, label: str, argv: list[str | bytes], allowed: set[int]) -> 
 
 def figure2_with(store_block: str) -> str:
     head = FIGURE2.split("[stores.M]")[0]
-    return head + store_block
+    # Dotted top-level keys must precede every table header; table blocks follow the head.
+    return head + store_block if store_block.startswith("[") else store_block + head
 
 
 def hygiene_cases() -> list[tuple[str, str]]:

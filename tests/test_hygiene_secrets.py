@@ -268,7 +268,8 @@ def test_malformed_stores_carry_no_memory_through_any_command(block: str, tmp_pa
     body = block.format(m=secret, many=many, nines="9" * 5000)
     head = (ROOT / "examples" / "figure2.toml").read_text().split("[stores.M]")[0]
     path = tmp_path / "malformed.toml"
-    path.write_text(head + body, encoding="utf-8")
+    # Dotted top-level keys must precede every table header; table blocks follow the head.
+    path.write_text(head + body if body.startswith("[") else body + head, encoding="utf-8")
     queries = tmp_path / "q.txt"
     queries.write_text("affordable-dinner\n")
     run = ["run", str(path), "--store", "M", "--queries", str(queries), "--no-release-deadline"]
