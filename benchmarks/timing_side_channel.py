@@ -254,7 +254,7 @@ def _toml(data: dict[str, object]) -> str:
 def observation_points(turns: int, seed: int) -> None:
     print(f"\n== observation points: 64-view pair, eps 4, Delta 3/5, {turns} turns per store and setting")
     print(f"   deadline = DEFAULT_TURN_DEADLINE_S = {DEFAULT_TURN_DEADLINE_S * 1e3:g} ms per turn")
-    print(f"   {'point':<28} {'KS no deadline':>15} {'KS deadline':>12} {'median M/M2 no deadline (us)':>30}")
+    print(f"   {'point':<28} {'KS no deadline (p)':>24} {'KS deadline (p)':>24} {'median M/M2 no deadline (us)':>30}")
     plain = durable_points(turns, seed, None)
     fixed = durable_points(turns, seed, DEFAULT_TURN_DEADLINE_S)
     for point in ("return", "callback", "log record"):
@@ -262,13 +262,22 @@ def observation_points(turns: int, seed: int) -> None:
         ks_plain = ks_statistic(a, b)
         ks_fixed = ks_statistic(fixed["M"][point], fixed["Mprime"][point])
         medians = f"{statistics.median(a) / 1000:.1f}/{statistics.median(b) / 1000:.1f}"
-        print(f"   DurableSession {point:<13} {ks_plain:>15.4f} {ks_fixed:>12.4f} {medians:>30}")
+        p_plain = ks_pvalue(a, b)
+        p_fixed = ks_pvalue(fixed["M"][point], fixed["Mprime"][point])
+        print(
+            f"   DurableSession {point:<13} {f'{ks_plain:.4f} ({p_plain})':>24} "
+            f"{f'{ks_fixed:.4f} ({p_fixed})':>24} {medians:>30}"
+        )
     cli_plain = cli_points(turns, seed, deadline=False)
     cli_fixed = cli_points(turns, seed, deadline=True)
     a, b = cli_plain["M"], cli_plain["Mprime"]
     medians = f"{statistics.median(a) / 1000:.1f}/{statistics.median(b) / 1000:.1f}"
     ks_plain, ks_fixed = ks_statistic(a, b), ks_statistic(cli_fixed["M"], cli_fixed["Mprime"])
-    print(f"   {'dpmem run output line':<28} {ks_plain:>15.4f} {ks_fixed:>12.4f} {medians:>30}")
+    p_plain, p_fixed = ks_pvalue(a, b), ks_pvalue(cli_fixed["M"], cli_fixed["Mprime"])
+    print(
+        f"   {'dpmem run output line':<28} {f'{ks_plain:.4f} ({p_plain})':>24} "
+        f"{f'{ks_fixed:.4f} ({p_fixed})':>24} {medians:>30}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

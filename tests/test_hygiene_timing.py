@@ -118,3 +118,56 @@ def test_deadline_closes_the_side_channel() -> None:
     fixed_b = [release.sample(FLAT, source_b).elapsed_ns for _ in range(1000)]
     assert ks_statistic(plain_a, plain_b) > 0.5
     assert ks_statistic(fixed_a, fixed_b) < 0.15
+
+
+def test_durable_callbacks_and_log_records_wait_for_the_deadline(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 13.6: nothing observable about a turn (callback, DEBUG record, return) happens
+    before its deadline; the deadline is on by default."""
+    import logging
+    import time
+    from pathlib import Path
+
+    from dpmem_ref.config import load_interface_file
+    from dpmem_ref.durable import DurableSession
+    from dpmem_ref.ledger_store import MemoryLedgerStore, SlotRelease
+    from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S
+
+    loaded = load_interface_file(Path(__file__).resolve().parents[1] / "examples" / "figure2.toml")
+    seen: list[int] = []
+
+    def on_release(release: SlotRelease) -> None:
+        seen.append(time.perf_counter_ns())
+
+    class Stamp(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(time.perf_counter_ns())
+
+    default = DurableSession.open(
+        loaded.interface, MemoryLedgerStore(), "u", "d", loaded.store("M"), SeededRandomSource(0)
+    )
+    assert default.turn_deadline_s == DEFAULT_TURN_DEADLINE_S
+    deadline = 0.05
+    session = DurableSession.open(
+        loaded.interface,
+        MemoryLedgerStore(),
+        "u",
+        "i",
+        loaded.store("M"),
+        SeededRandomSource(0),
+        on_release=on_release,
+        turn_deadline_s=deadline,
+    )
+    handler = Stamp(level=logging.DEBUG)
+    logger = logging.getLogger("dpmem_ref.durable")
+    logger.addHandler(handler)
+    caplog.set_level(logging.DEBUG, logger="dpmem_ref.durable")
+    try:
+        for query in ("affordable-dinner", "checkup-reminder"):
+            seen.clear()
+            start = time.perf_counter_ns()
+            turn = session.run_turn(query)
+            returned = time.perf_counter_ns()
+            assert len(seen) == 2 * len(turn.releases) + 1  # a callback and a record per slot, one per turn
+            assert min([*seen, returned]) >= start + int(deadline * 1e9)
+    finally:
+        logger.removeHandler(handler)
