@@ -4,9 +4,9 @@ Exit codes: 0 ok, 1 contract violations / bound broken, 2 bad input (one-line me
 no traceback: any unexpected exception reaching `main` is also reported on one line, exit 2).
 Every input is bounded before it is read (dpmem_ref.limits, docs/config-format.md "Limits").
 
-`dpmem run` releases each turn at a fixed deadline after the turn starts (timing side
-channel, dpmem_ref.timing): the output line of a turn is written only once the deadline has
-passed, whatever the store. `--no-release-deadline` opts out.
+`dpmem run` releases turn k at a fixed time, start + k x deadline (timing side channel,
+dpmem_ref.timing): the output line of a turn is written only once its time has come,
+whatever the store. `--no-release-deadline` opts out.
 """
 
 from __future__ import annotations
@@ -92,8 +92,10 @@ def command_run(args: argparse.Namespace) -> int:
     caps = {a: fraction_text(c) for a, c in interface.caps.items()}
     turns: list[dict[str, Any]] = []
     overruns = 0
+    # Turn k is released at run_start + k * deadline: a fixed public grid, so neither the
+    # turn's own work nor any work after an earlier release shifts when a line appears.
+    run_start = time.perf_counter_ns()
     for name in names:
-        started = time.perf_counter_ns()
         result = run_turn(
             interface, state, name, store, source, channel=channel, strict=not args.debug_print_private_scores
         )
@@ -101,7 +103,7 @@ def command_run(args: argparse.Namespace) -> int:
         turn = _turn_json(state.turn, name, result, state.ledger_map(interface))
         lines = [] if args.json else _turn_lines(turn, caps)
         if deadline_s is not None:  # nothing of this turn is observable before its deadline
-            overruns += wait_until(started + int(deadline_s * 1e9))
+            overruns += wait_until(run_start + state.turn * int(deadline_s * 1e9))
         if args.json:
             turns.append(turn)
         else:
