@@ -70,9 +70,7 @@ def bench_samplers(draws: int) -> None:
         float_scores = np.array([float(s) for s in scores])
         scale = float(EPSILON) / (2 * float(SENSITIVITY))
 
-        def float_draw(
-            rng: np.random.Generator = rng, float_scores: np.ndarray = float_scores, scale: float = scale
-        ) -> int:
+        def float_draw(rng: np.random.Generator = rng, float_scores: np.ndarray = float_scores, scale: float = scale) -> int:
             weights = np.exp(scale * (float_scores - float_scores.max()))
             return int(rng.choice(len(weights), p=weights / weights.sum()))
 
@@ -80,9 +78,7 @@ def bench_samplers(draws: int) -> None:
         opendp_rate = float("nan")
         if dp is not None:
             space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
-            measurement = dp.m.make_noisy_max(
-                *space, dp.max_divergence(), scale=2 * float(SENSITIVITY) / float(EPSILON)
-            )
+            measurement = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=2 * float(SENSITIVITY) / float(EPSILON))
             values = [float(s) for s in scores]
             opendp_rate = per_second(lambda m=measurement, v=values: m(v), draws)
         print(
@@ -106,14 +102,7 @@ def evaluation_shaped_interface() -> tuple[Interface, Store]:
         Vocabulary(
             slot=slot,
             views=(View(f"{slot}-generic"),)
-            + tuple(
-                View(
-                    f"{slot}-mode{k}",
-                    compatible=frozenset({f"{slot}-tag{k}"}),
-                    specific=frozenset({f"{slot}-tag{k}", f"{slot}-extra"}),
-                )
-                for k in range(4)
-            ),
+            + tuple(View(f"{slot}-mode{k}", compatible=frozenset({f"{slot}-tag{k}"}), specific=frozenset({f"{slot}-tag{k}", f"{slot}-extra"})) for k in range(4)),
             generic=f"{slot}-generic",
         )
         for slot in slots
@@ -133,10 +122,7 @@ def evaluation_shaped_interface() -> tuple[Interface, Store]:
         budget=OnlineBudget(K=3),
         name="bench-6-slots",
     )
-    items = {
-        i: MemoryItem(tags=frozenset({f"{positions[i - 1]}-tag{i % 4}", f"{positions[i - 1]}-extra"}))
-        for i in range(1, 29)
-    }
+    items = {i: MemoryItem(tags=frozenset({f"{positions[i - 1]}-tag{i % 4}", f"{positions[i - 1]}-extra"})) for i in range(1, 29)}
     return interface, Store.from_mapping(layout, items, name="M")
 
 
@@ -152,19 +138,15 @@ def bench_turn(turns: int) -> None:
         run_turn(interface, initial, query, store, source)
     elapsed = time.perf_counter() - start
     per_turn = elapsed / turns * 1e6
-    print(
-        f"Algorithm 1, one turn with 6 active slots / 4 attributes (all charged EM): {per_turn:,.1f} us/turn "
-        f"({per_turn / 6:,.1f} us per slot), {turns} turns"
-    )
+    print(f"Algorithm 1, one turn with 6 active slots / 4 attributes (all charged EM): {per_turn:,.1f} us/turn "
+          f"({per_turn / 6:,.1f} us per slot), {turns} turns")
     # The evaluation activates one slot per turn: cycle through the six one-slot queries.
     one_slot = [interface.query(f"only-{slot}") for slot in interface.policy.layout.slots]
     start = time.perf_counter()
     for index in range(turns):
         run_turn(interface, initial, one_slot[index % 6], store, source)
     per_turn = (time.perf_counter() - start) / turns * 1e6
-    print(
-        f"Algorithm 1, one turn with 1 active slot (the evaluation's shape), 6 slots / 4 attributes: {per_turn:,.1f} us/turn"
-    )
+    print(f"Algorithm 1, one turn with 1 active slot (the evaluation's shape), 6 slots / 4 attributes: {per_turn:,.1f} us/turn")
 
 
 def main() -> None:

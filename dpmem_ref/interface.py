@@ -384,9 +384,7 @@ class Interface:
     _checked: list[bool] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=list)
     # Memo of (scores, release distribution) per (vocabulary, read, items, eps): pure in them.
     selection_memo: dict[Any, Any] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=dict)
-    epsilon_memo: dict[frozenset[str], Fraction] = attrs.field(
-        init=False, repr=False, eq=False, hash=False, factory=dict
-    )
+    epsilon_memo: dict[frozenset[str], Fraction] = attrs.field(init=False, repr=False, eq=False, hash=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         slots = [v.slot for v in self.vocabularies]
