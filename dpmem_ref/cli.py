@@ -1,7 +1,12 @@
 """`dpmem`: run, check and audit DP-MemView interfaces described in TOML files.
 
 Exit codes: 0 ok, 1 contract violations / bound broken, 2 bad input (one-line message,
-no traceback).
+no traceback: any unexpected exception reaching `main` is also reported on one line, exit 2).
+Every input is bounded before it is read (dpmem_ref.limits, docs/config-format.md "Limits").
+
+`dpmem run` releases turn k at a fixed time, start + k x deadline (timing side channel,
+dpmem_ref.timing): the output line of a turn is written only once its time has come,
+whatever the store. `--no-release-deadline` opts out.
 """
 
 from __future__ import annotations
@@ -9,33 +14,39 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from pathlib import Path
 from typing import Any, NoReturn
 
+import attrs
+
 from dpmem_ref.config import load_interface_file
-from dpmem_ref.errors import ContractViolation, InputError
+from dpmem_ref.core.fmt import fraction_text
+from dpmem_ref.errors import ContractViolation, InputError, one_line
+from dpmem_ref.interface import Interface, PrivateHooks
 from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments, durable_turns
+from dpmem_ref.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
 from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
+from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
 from dpmem_ref.turn import InterfaceState, TemplateChannel, run_turn
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
-MAX_QUERY_LINES = 100_000
-
-
-def fraction_text(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+DEBUG_FLAG = "--debug-print-private-scores"
+DEBUG_WARNING = (
+    f"dpmem: WARNING: {DEBUG_FLAG} breaks the DP guarantee: contract-breaking parts run and private "
+    "scores or memory may be printed; never use it on real memory"
+)
 
 
 def read_queries(path: str) -> list[str]:
-    """One query name per line; blank lines and lines starting with '#' are skipped."""
+    """One query name per line; blank lines and lines starting with '#' are skipped.
+    A regular file of at most MAX_QUERIES_BYTES bytes and MAX_QUERY_LINES names."""
+    raw = read_bounded(path, MAX_QUERIES_BYTES, "--queries", "file of query names")
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise InputError("--queries", "a readable file of query names", f"{path} ({error.strerror})") from None
+        lines = raw.decode("utf-8").splitlines()
     except UnicodeDecodeError:
-        raise InputError("--queries", "UTF-8 text", path) from None
+        raise InputError("--queries", "UTF-8 text", "undecodable bytes") from None
     names = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
     if not names:
         raise InputError("--queries", "at least one query name", "an empty file")
@@ -44,61 +55,104 @@ def read_queries(path: str) -> list[str]:
     return names
 
 
+def _history_is_unread(interface: Interface) -> bool:
+    """True when no part of the interface reads the completed history: a router and a
+    control that declare reads_history=False, and no private hooks. Then `dpmem run` need not keep the history, and a run
+    is linear in its number of turns (each turn would otherwise copy the whole history)."""
+    return (
+        not interface.router.reads_history
+        and not interface.control.reads_history
+        and interface.hooks == PrivateHooks()
+    )
+
+
 def command_run(args: argparse.Namespace) -> int:
+    if args.debug_print_private_scores:
+        print(DEBUG_WARNING, file=sys.stderr)
+    deadline_s = (
+        None if args.no_release_deadline else check_deadline(args.release_deadline_ms / 1000, "--release-deadline-ms")
+    )
     loaded = load_interface_file(args.file)
     interface = loaded.interface
     store = loaded.store(args.store)
     names = read_queries(args.queries)
-    for name in names:
+    for name in set(names):
         interface.query(name)  # validate every name before the first release
+    if not args.debug_print_private_scores:
+        interface.require_contract()
+    forget_history = _history_is_unread(interface)
     source: RandomSource = SystemRandomSource() if args.seed is None else SeededRandomSource(args.seed)
     channel = TemplateChannel()
     state = InterfaceState.initial(interface)
+    caps = {a: fraction_text(c) for a, c in interface.caps.items()}
     turns: list[dict[str, Any]] = []
-    durable = durable_turns(args, interface, store, source, channel)  # --store-url: a DurableSession
+    overruns = 0
+    # With --store-url a DurableSession runs each turn (charge committed before release);
+    # the release grid below is this command's deadline for both paths.
+    durable = durable_turns(args, interface, store, source, channel, turn_deadline_s=None)
+    # Turn k is released at run_start + k * deadline: a fixed public grid, so neither the
+    # turn's own work nor any work after an earlier release shifts when a line appears.
+    run_start = time.perf_counter_ns()
     for name in names:
         result = (
             durable(name)
             if durable is not None
-            else run_turn(interface, state, name, store, source, channel=channel, strict=not args.unsafe)
+            else run_turn(
+                interface, state, name, store, source, channel=channel, strict=not args.debug_print_private_scores
+            )
         )
-        state = result.state
-        ledgers = {a: fraction_text(v) for a, v in state.ledger_map(interface).items()}
-        slots = [
-            {
-                "slot": plan.slot,
-                "view": view,
-                "status": "released" if plan.admitted else "fallback",
-                "charged": sorted(plan.charge_set) if plan.admitted else [],
-                "epsilon": fraction_text(plan.epsilon) if plan.admitted else "0",
-            }
-            for plan, (_, view) in zip(result.plans, result.record.views, strict=True)
-        ]
-        turns.append(
-            {
-                "turn": state.turn,
-                "query": name,
-                "slots": slots,
-                "control": repr(result.record.control),
-                "response": result.record.response,
-                "ledgers": ledgers,
-            }
-        )
-        if not args.json:
-            print(f"turn {state.turn:>3}  {name}")
-            for slot in slots:
-                charge = (
-                    f"charged {slot['epsilon']} to {', '.join(slot['charged'])}"
-                    if slot["charged"]
-                    else ("fallback, cost 0" if slot["status"] == "fallback" else "uncharged")
-                )
-                print(f"      {slot['slot']:<10} -> {slot['view']:<24} {charge}")
-            ledger_text = ", ".join(f"{a} {v} of {fraction_text(interface.caps[a])}" for a, v in ledgers.items())
-            print(f"      ledgers: {ledger_text}")
+        state = attrs.evolve(result.state, history=()) if forget_history else result.state
+        turn = _turn_json(state.turn, name, result, state.ledger_map(interface))
+        lines = [] if args.json else _turn_lines(turn, caps)
+        if deadline_s is not None:  # nothing of this turn is observable before its deadline
+            overruns += wait_until(run_start + state.turn * int(deadline_s * 1e9))
+        if args.json:
+            turns.append(turn)
+        else:
+            print("\n".join(lines), flush=True)
     if args.json:
-        caps = {a: fraction_text(c) for a, c in interface.caps.items()}
         print(json.dumps({"interface": interface.name, "store": args.store, "caps": caps, "turns": turns}, indent=2))
+    if overruns:
+        print(
+            f"dpmem: warning: {overruns} turn(s) overran the release deadline (raise --release-deadline-ms)",
+            file=sys.stderr,
+        )
     return EXIT_OK
+
+
+def _turn_json(turn: int, name: str, result: Any, ledgers: dict[str, Fraction]) -> dict[str, Any]:
+    slots = [
+        {
+            "slot": plan.slot,
+            "view": view,
+            "status": "released" if plan.admitted else "fallback",
+            "charged": sorted(plan.charge_set) if plan.admitted else [],
+            "epsilon": fraction_text(plan.epsilon) if plan.admitted else "0",
+        }
+        for plan, (_, view) in zip(result.plans, result.record.views, strict=True)
+    ]
+    return {
+        "turn": turn,
+        "query": name,
+        "slots": slots,
+        "control": repr(result.record.control),
+        "response": result.record.response,
+        "ledgers": {a: fraction_text(v) for a, v in ledgers.items()},
+    }
+
+
+def _turn_lines(turn: dict[str, Any], caps: dict[str, str]) -> list[str]:
+    lines = [f"turn {turn['turn']:>3}  {turn['query']}"]
+    for slot in turn["slots"]:
+        charge = (
+            f"charged {slot['epsilon']} to {', '.join(slot['charged'])}"
+            if slot["charged"]
+            else ("fallback, cost 0" if slot["status"] == "fallback" else "uncharged")
+        )
+        lines.append(f"      {slot['slot']:<10} -> {slot['view']:<24} {charge}")
+    ledger_text = ", ".join(f"{a} {v} of {caps[a]}" for a, v in turn["ledgers"].items())
+    lines.append(f"      ledgers: {ledger_text}")
+    return lines
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,7 +169,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--queries", required=True, help="file with one query name per line")
     run.add_argument("--seed", type=int, default=None, help="seed for reproducible EM draws (default: OS entropy)")
     run.add_argument("--json", action="store_true", help="machine-readable output")
-    run.add_argument("--unsafe", action="store_true", help="run a contract-breaking file anyway (for demonstrations)")
+    run.add_argument(
+        "--release-deadline-ms",
+        type=float,
+        default=DEFAULT_TURN_DEADLINE_S * 1000,
+        help=f"release each turn this long after it starts (default {DEFAULT_TURN_DEADLINE_S * 1000:g} ms)",
+    )
+    run.add_argument(
+        "--no-release-deadline",
+        action="store_true",
+        help="release each turn as soon as it is computed (exposes the sampler's timing side channel)",
+    )
+    run.add_argument(
+        DEBUG_FLAG,
+        action="store_true",
+        help="DEBUG ONLY, BREAKS THE DP GUARANTEE: run a contract-breaking file; may print private scores",
+    )
     add_store_url_arguments(run)
     run.set_defaults(handler=command_run)
     _add_auditor_commands(sub)
@@ -132,11 +201,20 @@ def _add_auditor_commands(sub: Any) -> None:
     add_auditor_parsers(sub)
 
 
+def _say(message: str) -> None:
+    """One line on stderr, whatever the encoding (file names may hold undecodable bytes)."""
+    line = one_line(message) + "\n"
+    stream = sys.stderr
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    stream.write(line.encode(encoding, "backslashreplace").decode(encoding))
+    stream.flush()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
 
     def usage_error(message: str) -> NoReturn:
-        print(f"dpmem: error: {message}", file=sys.stderr)
+        _say(f"dpmem: error: {message}")  # one line, even for an argument holding a newline
         raise SystemExit(EXIT_BAD_INPUT)
 
     parser.error = usage_error  # type: ignore[method-assign]  # exit 2 with a one-line message
@@ -148,14 +226,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except InputError as error:
-        print(f"dpmem: error: {error}", file=sys.stderr)
+        _say(f"dpmem: error: {error}")
         return EXIT_BAD_INPUT
     except ContractViolation as error:
-        print(f"dpmem: contract violation: {error}", file=sys.stderr)
+        _say(f"dpmem: contract violation: {error}")
         return EXIT_VIOLATION
     except BrokenPipeError:  # output piped into `head`
         sys.stderr.close()
         return EXIT_OK
+    except KeyboardInterrupt:
+        _say("dpmem: interrupted")
+        return 130
+    except (Exception, RecursionError) as error:  # noqa: BLE001  # never a traceback (issue 13.4)
+        # The type and where it was raised, never its message: a message may quote a value.
+        _say(f"dpmem: error: internal error {type(error).__name__} at {_origin(error)}; please report it")
+        return EXIT_BAD_INPUT
+
+
+def _origin(error: BaseException) -> str:
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    if frame is None:
+        return "unknown"
+    code = frame.tb_frame.f_code
+    return f"{code.co_filename.rsplit('/', 1)[-1]}:{frame.tb_lineno} ({code.co_name})"
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ from typing import Any
 import attrs
 
 from dpmem_ref.budget import BudgetRule, OnlineBudget, PreallocatedBudget
+from dpmem_ref.config_fields import NOTHING, as_list, found, string, strings, unknown_keys
+from dpmem_ref.config_fields import stores as read_stores
+from dpmem_ref.config_fields import table as read_table
 from dpmem_ref.errors import InputError
 from dpmem_ref.exact import positive_fraction, to_fraction, unit_interval_fraction
 from dpmem_ref.interface import (
@@ -34,7 +37,8 @@ from dpmem_ref.interface import (
     SlotRead,
     TopScoreControl,
 )
-from dpmem_ref.policy import Attribute, Layout, MemoryItem, Policy, Store
+from dpmem_ref.limits import MAX_CONFIG_BYTES, MAX_QUERY_LINES, check_ledger_digits, read_bounded
+from dpmem_ref.policy import Attribute, Layout, Policy, Store
 from dpmem_ref.scoring import LinearTagScorer, LinearWeights
 from dpmem_ref.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
 
@@ -52,7 +56,6 @@ TOP_LEVEL_KEYS = {
     "deployment",
 }
 MAX_QUERIES = 10_000
-MAX_TAGS = 1_000
 
 SELECTORS: dict[str, Selector] = {"em": ExponentialMechanismSelector(), "argmax": ArgmaxSelector()}
 CONTROLS: dict[str, ControlRule] = {
@@ -78,72 +81,22 @@ class InterfaceFile:
         return self.stores[name]
 
 
-class _Nothing:
-    """Stands for an absent field in error messages ("found nothing")."""
-
-    def __repr__(self) -> str:
-        return "nothing"
-
-
-NOTHING = _Nothing()
-
-
-def _found(value: object) -> object:
-    """What an error message reports as found: the value, or its type for containers."""
-    if value is None:
-        return NOTHING
-    if isinstance(value, dict | list):
-        return type(value).__name__
-    return value
-
-
-def _table(value: object, field: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise InputError(field, "a table", _found(value))
-    return value
-
-
-def _list(value: object, field: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise InputError(field, "a list", _found(value))
-    return value
-
-
-def _string(value: object, field: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InputError(field, "a non-empty string", _found(value))
-    return value
-
-
-def _strings(value: object, field: str) -> frozenset[str]:
-    items = _list(value, field)
-    if len(items) > MAX_TAGS:
-        raise InputError(field, f"at most {MAX_TAGS} entries", len(items))
-    return frozenset(_string(v, f"{field}[{i}]") for i, v in enumerate(items))
-
-
-def _unknown_keys(table: Mapping[str, Any], allowed: set[str], field: str) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise InputError(field, f"only the keys {sorted(allowed)}", f"unknown key {unknown[0]!r}")
-
-
 def _positions(value: object, layout: Layout, field: str) -> frozenset[int]:
-    items = _list(value, field)
+    items = as_list(value, field)
     if not items:
         raise InputError(field, "a non-empty list of positions", "[]")
     return frozenset(layout.check_position(p, f"{field}[{i}]") for i, p in enumerate(items))
 
 
 def _attributes(data: dict[str, Any], layout: Layout) -> tuple[Attribute, ...]:
-    table = _table(data.get("attributes"), "attributes")
+    table = read_table(data.get("attributes"), "attributes")
     if not table:
         raise InputError("attributes", "at least one protected attribute", "none")
     attributes = []
     for name, spec in table.items():
         field = f"attributes.{name}"
-        spec = _table(spec, field)
-        _unknown_keys(spec, {"group", "cap", "description"}, field)
+        spec = read_table(spec, field)
+        unknown_keys(spec, {"group", "cap", "description"}, field)
         if "cap" not in spec:
             raise InputError(f"{field}.cap", "a positive cap", NOTHING)
         attributes.append(
@@ -157,14 +110,14 @@ def _attributes(data: dict[str, Any], layout: Layout) -> tuple[Attribute, ...]:
 
 
 def _budget(data: dict[str, Any], attribute_names: tuple[str, ...]) -> BudgetRule:
-    spec = _table(data.get("budget"), "budget")
+    spec = read_table(data.get("budget"), "budget")
     rule = spec.get("rule")
     if rule == "online":
-        _unknown_keys(spec, {"rule", "K", "uncharged_epsilon"}, "budget")
+        unknown_keys(spec, {"rule", "K", "uncharged_epsilon"}, "budget")
         return OnlineBudget(K=spec.get("K"))  # type: ignore[arg-type]  # validated by OnlineBudget
     if rule == "preallocated":
-        _unknown_keys(spec, {"rule", "plan", "uncharged_epsilon"}, "budget")
-        plan = _table(spec.get("plan"), "budget.plan")
+        unknown_keys(spec, {"rule", "plan", "uncharged_epsilon"}, "budget")
+        plan = read_table(spec.get("plan"), "budget.plan")
         for name in plan:
             if name not in attribute_names:
                 raise InputError(f"budget.plan.{name}", f"an attribute among {list(attribute_names)}", name)
@@ -176,12 +129,12 @@ def _budget(data: dict[str, Any], attribute_names: tuple[str, ...]) -> BudgetRul
 
 
 def _scorer(data: dict[str, Any]) -> LinearTagScorer:
-    spec = _table(data.get("scorer", {"kind": "linear"}), "scorer")
-    _unknown_keys(spec, {"kind", "weights", "sensitivity"}, "scorer")
+    spec = read_table(data.get("scorer", {"kind": "linear"}), "scorer")
+    unknown_keys(spec, {"kind", "weights", "sensitivity"}, "scorer")
     if spec.get("kind", "linear") != "linear":
         raise InputError("scorer.kind", '"linear"', spec.get("kind"))
-    weights_spec = _table(spec.get("weights", {}), "scorer.weights")
-    _unknown_keys(weights_spec, {"r", "c", "s"}, "scorer.weights")
+    weights_spec = read_table(spec.get("weights", {}), "scorer.weights")
+    unknown_keys(weights_spec, {"r", "c", "s"}, "scorer.weights")
     parsed = {}
     for key, default in (("r", Fraction(2, 5)), ("c", Fraction(2, 5)), ("s", Fraction(1, 5))):
         value = to_fraction(weights_spec.get(key, default), f"scorer.weights.{key}")
@@ -194,19 +147,19 @@ def _scorer(data: dict[str, Any]) -> LinearTagScorer:
 
 
 def _vocabularies(data: dict[str, Any], layout: Layout) -> tuple[Vocabulary, ...]:
-    table = _table(data.get("slots"), "slots")
+    table = read_table(data.get("slots"), "slots")
     known = set(layout.slots)
     order = data.get("slot_order")
-    names = list(table) if order is None else [_string(s, "slot_order[]") for s in _list(order, "slot_order")]
+    names = list(table) if order is None else [string(s, "slot_order[]") for s in as_list(order, "slot_order")]
     vocabularies = []
     for slot in names:
         if slot not in table:
             raise InputError("slot_order", f"slots declared under [slots] {sorted(table)}", slot)
         if slot not in known:
             raise InputError(f"slots.{slot}", f"a slot used by some position {sorted(known)}", slot)
-        spec = _table(table[slot], f"slots.{slot}")
-        _unknown_keys(spec, {"generic", "views"}, f"slots.{slot}")
-        views_spec = _table(spec.get("views", {}), f"slots.{slot}.views")
+        spec = read_table(table[slot], f"slots.{slot}")
+        unknown_keys(spec, {"generic", "views"}, f"slots.{slot}")
+        views_spec = read_table(spec.get("views", {}), f"slots.{slot}.views")
         if not views_spec:
             raise InputError(f"slots.{slot}.views", "a non-empty vocabulary", "an empty table")
         if len(views_spec) > MAX_VIEWS_PER_SLOT:
@@ -214,8 +167,8 @@ def _vocabularies(data: dict[str, Any], layout: Layout) -> tuple[Vocabulary, ...
         views = []
         for view_name, view_spec in views_spec.items():
             field = f"slots.{slot}.views.{view_name}"
-            view_spec = _table(view_spec, field)
-            _unknown_keys(view_spec, {"text", "compatible", "specific"}, field)
+            view_spec = read_table(view_spec, field)
+            unknown_keys(view_spec, {"text", "compatible", "specific"}, field)
             text = view_spec.get("text", "")
             if not isinstance(text, str):
                 raise InputError(f"{field}.text", "a string", text)
@@ -223,14 +176,14 @@ def _vocabularies(data: dict[str, Any], layout: Layout) -> tuple[Vocabulary, ...
                 View(
                     name=view_name,
                     text=text,
-                    compatible=_strings(view_spec.get("compatible", []), f"{field}.compatible"),
-                    specific=_strings(view_spec.get("specific", []), f"{field}.specific"),
+                    compatible=strings(view_spec.get("compatible", []), f"{field}.compatible"),
+                    specific=strings(view_spec.get("specific", []), f"{field}.specific"),
                 )
             )
         generic = spec.get("generic")
         if not isinstance(generic, str) or generic not in views_spec:
             raise InputError(
-                f"slots.{slot}.generic", f"the name of one of its views {sorted(views_spec)}", _found(generic)
+                f"slots.{slot}.generic", f"the name of one of its views {sorted(views_spec)}", found(generic)
             )
         vocabularies.append(Vocabulary(slot=slot, views=tuple(views), generic=generic))
     missing = sorted(known - set(names))
@@ -242,7 +195,7 @@ def _vocabularies(data: dict[str, Any], layout: Layout) -> tuple[Vocabulary, ...
 def _queries(
     data: dict[str, Any], layout: Layout, vocabularies: tuple[Vocabulary, ...], attribute_names: tuple[str, ...]
 ) -> tuple[Query, ...]:
-    entries = _list(data.get("queries"), "queries")
+    entries = as_list(data.get("queries"), "queries")
     if not entries:
         raise InputError("queries", "at least one query", "none")
     if len(entries) > MAX_QUERIES:
@@ -250,26 +203,26 @@ def _queries(
     by_slot = {v.slot: v for v in vocabularies}
     queries = []
     for index, entry in enumerate(entries):
-        entry = _table(entry, f"queries[{index}]")
-        name = _string(entry.get("name"), f"queries[{index}].name")
+        entry = read_table(entry, f"queries[{index}]")
+        name = string(entry.get("name"), f"queries[{index}].name")
         field = f"queries.{name}"
-        _unknown_keys(entry, {"name", "text", "reads", "kind", "intent"}, field)
+        unknown_keys(entry, {"name", "text", "reads", "kind", "intent"}, field)
         text = entry.get("text", name)
         if not isinstance(text, str):
             raise InputError(f"{field}.text", "a string", text)
-        reads_spec = _list(entry.get("reads"), f"{field}.reads")
+        reads_spec = as_list(entry.get("reads"), f"{field}.reads")
         if not reads_spec:
             raise InputError(f"{field}.reads", "at least one slot read", "[]")
         reads = []
         for j, read_spec in enumerate(reads_spec):
             rfield = f"{field}.reads[{j}]"
-            read_spec = _table(read_spec, rfield)
-            _unknown_keys(read_spec, {"slot", "positions", "relevance", "charge"}, rfield)
-            slot = _string(read_spec.get("slot"), f"{rfield}.slot")
+            read_spec = read_table(read_spec, rfield)
+            unknown_keys(read_spec, {"slot", "positions", "relevance", "charge"}, rfield)
+            slot = string(read_spec.get("slot"), f"{rfield}.slot")
             if slot not in by_slot:
                 raise InputError(f"{rfield}.slot", f"a declared slot {sorted(by_slot)}", slot)
             positions = _positions(read_spec.get("positions"), layout, f"{rfield}.positions")
-            relevance_spec = _table(read_spec.get("relevance", {}), f"{rfield}.relevance")
+            relevance_spec = read_table(read_spec.get("relevance", {}), f"{rfield}.relevance")
             relevance = {}
             for view_name, value in relevance_spec.items():
                 if view_name not in by_slot[slot].names:
@@ -281,7 +234,7 @@ def _queries(
                 relevance[view_name] = unit_interval_fraction(value, f"{rfield}.relevance.{view_name}")
             charge = None
             if "charge" in read_spec:
-                charge = _strings(read_spec["charge"], f"{rfield}.charge")
+                charge = strings(read_spec["charge"], f"{rfield}.charge")
                 unknown = sorted(charge - set(attribute_names))
                 if unknown:
                     raise InputError(f"{rfield}.charge", f"attributes among {list(attribute_names)}", unknown[0])
@@ -292,38 +245,9 @@ def _queries(
     return tuple(queries)
 
 
-def _stores(data: dict[str, Any], layout: Layout) -> dict[str, Store]:
-    table = _table(data.get("stores", {}), "stores")
-    stores = {}
-    for name, spec in table.items():
-        spec = _table(spec, f"stores.{name}")
-        contents: dict[int, MemoryItem] = {}
-        for key, item in spec.items():
-            field = f"stores.{name}.{key}"
-            key_text = str(key)
-            if not (key_text.isascii() and key_text.isdigit()):
-                raise InputError(field, "a position number as key", key)
-            position = layout.check_position(int(key_text), field)
-            try:
-                if isinstance(item, list):
-                    contents[position] = MemoryItem(tags=_strings(item, field))
-                else:
-                    item = _table(item, field)
-                    _unknown_keys(item, {"tags", "text"}, field)
-                    text = item.get("text", "")
-                    if not isinstance(text, str):
-                        raise InputError(f"{field}.text", "a string", text)
-                    contents[position] = MemoryItem(tags=_strings(item.get("tags", []), f"{field}.tags"), text=text)
-            except InputError as error:
-                # Memory contents are private: name the field, never echo the value found.
-                raise InputError(error.field, error.expected, "<value withheld: memory is private>") from None
-        stores[name] = Store.from_mapping(layout, contents, name=name)
-    return stores
-
-
 def _deployment(data: dict[str, Any]) -> tuple[Selector, CapRule, ControlRule]:
-    spec = _table(data.get("deployment", {}), "deployment")
-    _unknown_keys(spec, {"selector", "enforce_cap", "control"}, "deployment")
+    spec = read_table(data.get("deployment", {}), "deployment")
+    unknown_keys(spec, {"selector", "enforce_cap", "control"}, "deployment")
     selector_name = spec.get("selector", "em")
     if selector_name not in SELECTORS:
         raise InputError("deployment.selector", f"one of {sorted(SELECTORS)}", selector_name)
@@ -340,9 +264,9 @@ def _deployment(data: dict[str, Any]) -> tuple[Selector, CapRule, ControlRule]:
 def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFile:
     """Build the interface and named stores from a parsed description."""
     data = dict(data)
-    _unknown_keys(data, TOP_LEVEL_KEYS, "top level")
-    slots = _list(data.get("positions"), "positions")
-    layout = Layout(position_slots=tuple(_string(s, f"positions[{i + 1}]") for i, s in enumerate(slots)))
+    unknown_keys(data, TOP_LEVEL_KEYS, "top level")
+    slots = as_list(data.get("positions"), "positions")
+    layout = Layout(position_slots=tuple(string(s, f"positions[{i + 1}]") for i, s in enumerate(slots)))
     policy = Policy(layout=layout, attributes=_attributes(data, layout))
     vocabularies = _vocabularies(data, layout)
     selector, cap_rule, control = _deployment(data)
@@ -354,37 +278,51 @@ def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFil
         budget=_budget(data, policy.attribute_names),
         # eps of a selection with an empty charge set (docs/config-format.md, "Uncharged reads").
         uncharged_epsilon=positive_fraction(
-            _table(data.get("budget"), "budget").get("uncharged_epsilon", 1), "budget.uncharged_epsilon"
+            read_table(data.get("budget"), "budget").get("uncharged_epsilon", 1), "budget.uncharged_epsilon"
         ),
         selector=selector,
         cap_rule=cap_rule,
         control=control,
-        name=_string(data.get("name", Path(path).stem or "interface"), "name"),
+        name=string(data.get("name", Path(path).stem or "interface"), "name"),
     )
+    check_ledger_size(interface)
     description = data.get("description", "")
     if not isinstance(description, str):
         raise InputError("description", "a string", type(description).__name__)
     return InterfaceFile(
         interface=interface,
-        stores=_stores(data, layout),
+        stores=read_stores(data, layout),
         description=description if isinstance(description, str) else "",
         path=path,
     )
 
 
+def check_ledger_size(interface: Interface, turns: int = MAX_QUERY_LINES) -> None:
+    """Refuse an interface whose exact ledgers could outgrow MAX_LEDGER_DIGITS (C5 stays
+    exact): every epsilon any read can be charged (singleton and declared charge sets;
+    both budget rules take a minimum over singletons), the caps, and at most `turns`
+    charges per slot."""
+    caps = interface.caps
+    charge_sets = {frozenset({a}) for a in caps}
+    charge_sets |= {read.charge for query in interface.queries for read in query.reads if read.charge}
+    epsilons = {interface.budget.epsilon(charge_set, caps) for charge_set in charge_sets}
+    charges = turns * max(1, len(interface.vocabularies))
+    check_ledger_digits(epsilons, caps.values(), charges, "attributes")
+
+
 def load_interface_file(path: str | Path) -> InterfaceFile:
-    """Read and validate a TOML interface description."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError("file", "a readable TOML file", f"{path} ({error.strerror})") from None
+    """Read and validate a TOML interface description (a regular file of at most
+    MAX_CONFIG_BYTES; see docs/config-format.md, "Limits")."""
+    raw = read_bounded(path, MAX_CONFIG_BYTES, "file", "TOML file")
+    shown = Path(path)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise InputError(f"file {path}", "UTF-8 text", "undecodable bytes") from None
+        raise InputError(f"file {shown}", "UTF-8 text", "undecodable bytes") from None
     except tomllib.TOMLDecodeError as error:
-        raise InputError(f"file {path}", "valid TOML", str(error)) from None
+        raise InputError(f"file {shown}", "valid TOML", str(error)) from None
     except (ValueError, RecursionError):  # integers past 4300 digits, nesting past the parser's depth
-        raise InputError("file", "TOML within the parser's limits", f"{path}: an oversized number or nesting") from None
-    return interface_from_dict(data, path=str(path))
+        raise InputError(
+            "file", "TOML within the parser's limits", f"{shown}: an oversized number or nesting"
+        ) from None
+    return interface_from_dict(data, path=str(shown))

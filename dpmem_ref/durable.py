@@ -38,7 +38,7 @@ from dpmem_ref.interface import Interface, Query, TurnRecord
 from dpmem_ref.ledger import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease, interface_fingerprint
 from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
-from dpmem_ref.timing import check_deadline, wait_until
+from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
 from dpmem_ref.turn import InterfaceState, LLMChannel, SlotPlan, begin_turn, respond
 
 MAX_TURNS_PER_INTERACTION = 100_000
@@ -73,7 +73,12 @@ class DurableSession:
 
     `checkpoint` (tests only) is called with "turn:start", "slot:before-charge",
     "slot:before-release", "slot:released", "turn:before-record" and "turn:recorded";
-    `on_release` receives every committed slot release at the moment it is released.
+    `on_release` receives every committed slot release when the turn is released.
+
+    Timing side channel (dpmem_ref.timing): by default a turn is handed out at a fixed
+    deadline after it starts (`turn_deadline_s`, default DEFAULT_TURN_DEADLINE_S), and
+    everything observable about its releases waits for that deadline: the `on_release`
+    callbacks, the DEBUG log records and the return. `turn_deadline_s=None` opts out.
     """
 
     interface: Interface
@@ -83,7 +88,7 @@ class DurableSession:
     channel: LLMChannel | None = None
     checkpoint: Checkpoint | None = None
     on_release: ReleaseListener | None = None
-    turn_deadline_s: float | None = None
+    turn_deadline_s: float | None = DEFAULT_TURN_DEADLINE_S
 
     def __attrs_post_init__(self) -> None:
         if self.turn_deadline_s is not None:
@@ -105,7 +110,7 @@ class DurableSession:
         channel: LLMChannel | None = None,
         checkpoint: Checkpoint | None = None,
         on_release: ReleaseListener | None = None,
-        turn_deadline_s: float | None = None,
+        turn_deadline_s: float | None = DEFAULT_TURN_DEADLINE_S,
     ) -> DurableSession:
         """Open (or resume) the session; refuses a contract-breaking interface (strict)."""
         if not isinstance(interface, Interface):
@@ -192,15 +197,6 @@ class DurableSession:
             release = outcome.release
             releases.append(release)
             cursor = cursor.release(release.view, ledgers=committed)
-            if self.on_release is not None:
-                self.on_release(release)
-            logger.debug(
-                "slot %s: %s, charged %s to %s",
-                plan.slot,
-                "released" if release.admitted else "fallback",
-                release.epsilon,
-                sorted(release.charge_set),
-            )
             self._at("slot:released")
         control: Hashable = cursor.control()  # line 19
         response = ""
@@ -210,11 +206,27 @@ class DurableSession:
         self._at("turn:before-record")
         self.ledgers.record_turn(turn_id, record)  # line 21: the history routing reads (C4)
         self._at("turn:recorded")
-        logger.debug("turn %d of interaction recorded (%d slots)", state.turn + 1, len(releases))
-        overran = False
-        if self.turn_deadline_s is not None:
-            # Timing side channel: hand the turn out at a fixed deadline (dpmem_ref.timing).
-            overran = wait_until(started + int(self.turn_deadline_s * 1e9))
+        overran = self._release_at_deadline(started, releases, state.turn + 1)
         return DurableTurn(
             record=record, releases=tuple(releases), state=new_state, plans=cursor.plans, overran=overran
         )
+
+    def _release_at_deadline(self, started_ns: int, releases: list[SlotRelease], turn: int) -> bool:
+        """Wait for the turn's deadline, then make its releases observable: callbacks and
+        DEBUG log records only after it, so neither shows the data-dependent time
+        (dpmem_ref.timing). True if the turn overran its deadline."""
+        overran = False
+        if self.turn_deadline_s is not None:
+            overran = wait_until(started_ns + int(self.turn_deadline_s * 1e9))
+        for release in releases:
+            if self.on_release is not None:
+                self.on_release(release)
+            logger.debug(
+                "slot %s: %s, charged %s to %s",
+                release.slot,
+                "released" if release.admitted else "fallback",
+                release.epsilon,
+                sorted(release.charge_set),
+            )
+        logger.debug("turn %d of interaction recorded (%d slots)", turn, len(releases))
+        return overran

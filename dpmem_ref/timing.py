@@ -32,6 +32,11 @@ from dpmem_ref.mechanism import ExponentialWeights, ReleaseDistribution
 from dpmem_ref.randomness import RandomSource
 
 MAX_DEADLINE_S = 10.0
+DEFAULT_TURN_DEADLINE_S = 0.005
+"""Default release deadline of one turn (seconds) in `DurableSession` and `dpmem run`: a
+public constant, several times the slowest turn of the shipped examples on a loaded
+2-core host (benchmarks/timing_side_channel.py prints overruns). Opt out with None /
+`--no-release-deadline`; a turn that overruns is released late and reported."""
 _SPIN_NS = 1_000_000  # busy-wait the last 1 ms: sleep() wake-ups jitter by tens to hundreds of microseconds
 
 Clock = Callable[[], int]

@@ -143,7 +143,10 @@ def test_cli_outputs_carry_no_memory(marked: tuple[InterfaceFile, Path], tmp_pat
     store_names = sorted(loaded.stores)
     commands = [["run", str(path), "--store", name, "--queries", str(queries), "--seed", "3"] for name in store_names]
     commands += [[*c, "--json"] for c in commands]
-    commands += [["run", str(path), "--store", name, "--queries", str(queries), "--unsafe"] for name in store_names[:1]]
+    commands += [
+        ["run", str(path), "--store", name, "--queries", str(queries), "--debug-print-private-scores"]
+        for name in store_names[:1]
+    ]
     commands.append(["check", str(path), "--json"])
     commands.append(["check", str(path)])
     if len(store_names) >= 2:
@@ -209,3 +212,89 @@ def test_errors_carry_no_memory(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         DurableSession.open(interface, MemoryLedgerStore(), "u", "i", other, SeededRandomSource(0))
     assert_clean([str(info.value), repr(other), repr(other.items[0])], "a durable error")
+
+
+# ------------------------------------------------------------------ malformed files (issue 13.2)
+
+MALFORMED_VALUES = [
+    '"{m} has type-2 diabetes"',
+    '["{m}", 5]',
+    '[["{m}"]]',
+    '{{ text = "{m}", tags = ["x"], extra = "{m}" }}',
+    '{{ text = ["{m}"] }}',
+    '{{ text = 5, tags = ["{m}"] }}',
+    '{{ text = {{ deep = {{ deeper = "{m}" }} }} }}',
+    '{{ tags = {{ x = "{m}" }} }}',
+    '{{ tags = ["{m}", ""] }}',
+    '{{ tags = ["{m}", 1.5] }}',
+    '{{ tags = "{m}" }}',
+    "{{ tags = [{many}] }}",
+    '{{ text = "{m}", tags = [[[[["{m}"]]]]] }}',
+    '{{ "{m}" = 1 }}',
+    "true",
+    "1979-05-27T07:32:00Z",
+    "inf",
+    "nan",
+    "-7",
+]
+MALFORMED_STORES = [f'[stores.M]\n"1" = {value}\n' for value in MALFORMED_VALUES] + [
+    'stores.M = "{m} diabetic"\n',
+    "stores.M = 12\n",
+    'stores = "{m}"\n',
+    'stores = ["{m}"]\n',
+    'stores.M = ["{m}"]\n',
+    'stores.M = {{ "{m}" = "{m}" }}\n',
+    '[stores.M]\n"{m} note" = ["x"]\n',
+    '[stores.M]\n"{nines}" = ["{m}"]\n',
+    '[stores.M]\n"99999" = ["{m}"]\n',
+    '[stores.M]\n"-1" = ["{m}"]\n',
+    '[stores.M]\n"1" = ["{m}"]\n"01" = ["{m}"]\n',
+    '[stores.M]\n"1" = {{ text = "{m}" tags = [] }}\n',
+    '[stores.M]\n"1" = {{ text = "{m}\n',
+    '[stores.M]\n"1" = {{ text = "{m}\\q" }}\n',
+    '[stores.M]\n"1" = ["{m}"]\n"1" = ["{m}"]\n',
+    '[stores.M]\n"1" = {m}\n',
+    '[stores.M]\n"1" = {{ text = "{m}\x01" }}\n',
+    '[stores.M]\n"1" = {{ text = """{m}\nsecond line""", tags = 3 }}\n',
+]
+
+
+@pytest.mark.parametrize("block", MALFORMED_STORES, ids=range(len(MALFORMED_STORES)))
+def test_malformed_stores_carry_no_memory_through_any_command(block: str, tmp_path: Path) -> None:
+    """A memory marker inside a malformed store, of every shape, never reaches stdout or
+    stderr of check, audit or run, text or JSON; each refusal is one line, exit 2."""
+    secret = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
+    many = ", ".join(f'"{secret}{i}"' for i in range(1001))
+    body = block.format(m=secret, many=many, nines="9" * 5000)
+    head = (ROOT / "examples" / "figure2.toml").read_text().split("[stores.M]")[0]
+    path = tmp_path / "malformed.toml"
+    # Dotted top-level keys must precede every table header; table blocks follow the head.
+    path.write_text(head + body if body.startswith("[") else body + head, encoding="utf-8")
+    queries = tmp_path / "q.txt"
+    queries.write_text("affordable-dinner\n")
+    run = ["run", str(path), "--store", "M", "--queries", str(queries), "--no-release-deadline"]
+    for argv in (
+        ["check", str(path)],
+        ["check", str(path), "--json"],
+        ["audit", str(path), "--store-a", "M", "--store-b", "M", "--horizon", "1", "--json"],
+        run,
+        [*run, "--json"],
+    ):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+        assert code == 2, (argv[0], err.getvalue())
+        assert len(err.getvalue().strip().splitlines()) == 1 and "Traceback" not in err.getvalue()
+        assert secret not in out.getvalue() + err.getvalue(), f"memory marker leaked by dpmem {argv[0]}"
+        assert_clean([out.getvalue(), err.getvalue()], f"the error of dpmem {argv[0]}")
+
+
+def test_loader_errors_report_only_the_kind_of_a_store_value() -> None:
+    data, _ = marked_data("figure2.toml")
+    secret = marker("text", "M", 1, "kind")
+    for value, kind in ((secret, "a string"), (7, "an integer"), ([secret], "an array"), (True, "a boolean")):
+        with pytest.raises(InputError) as info:
+            interface_from_dict({**data, "stores": {"M": value}})
+        assert str(info.value) == (
+            f"stores.M: expected a table of position -> memory item, found '{kind} (withheld: memory is private)'"
+        )

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import math
 import random
+import time
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
+from dpmem_ref.cli import main
+from dpmem_ref.config import load_interface_file
+from dpmem_ref.durable import DurableSession
 from dpmem_ref.errors import InputError
+from dpmem_ref.ledger import MemoryLedgerStore, SlotRelease
 from dpmem_ref.mechanism import exponential_mechanism
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.timing import (
+    DEFAULT_TURN_DEADLINE_S,
     DeadlineRelease,
     calibrate_deadline,
     ks_statistic,
@@ -118,3 +128,73 @@ def test_deadline_closes_the_side_channel() -> None:
     fixed_b = [release.sample(FLAT, source_b).elapsed_ns for _ in range(1000)]
     assert ks_statistic(plain_a, plain_b) > 0.5
     assert ks_statistic(fixed_a, fixed_b) < 0.15
+
+
+def test_durable_callbacks_and_log_records_wait_for_the_deadline(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 13.6: nothing observable about a turn (callback, DEBUG record, return) happens
+    before its deadline; the deadline is on by default."""
+
+    loaded = load_interface_file(Path(__file__).resolve().parents[1] / "examples" / "figure2.toml")
+    seen: list[int] = []
+
+    def on_release(release: SlotRelease) -> None:
+        seen.append(time.perf_counter_ns())
+
+    class Stamp(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(time.perf_counter_ns())
+
+    default = DurableSession.open(
+        loaded.interface, MemoryLedgerStore(), "u", "d", loaded.store("M"), SeededRandomSource(0)
+    )
+    assert default.turn_deadline_s == DEFAULT_TURN_DEADLINE_S
+    deadline = 0.05
+    session = DurableSession.open(
+        loaded.interface,
+        MemoryLedgerStore(),
+        "u",
+        "i",
+        loaded.store("M"),
+        SeededRandomSource(0),
+        on_release=on_release,
+        turn_deadline_s=deadline,
+    )
+    handler = Stamp(level=logging.DEBUG)
+    logger = logging.getLogger("dpmem_ref.durable")
+    logger.addHandler(handler)
+    caplog.set_level(logging.DEBUG, logger="dpmem_ref.durable")
+    try:
+        for query in ("affordable-dinner", "checkup-reminder"):
+            seen.clear()
+            start = time.perf_counter_ns()
+            turn = session.run_turn(query)
+            returned = time.perf_counter_ns()
+            assert len(seen) == 2 * len(turn.releases) + 1  # a callback and a record per slot, one per turn
+            assert min([*seen, returned]) >= start + int(deadline * 1e9)
+    finally:
+        logger.removeHandler(handler)
+
+
+def test_cli_lines_appear_on_the_public_schedule(tmp_path: Path) -> None:
+    """`dpmem run` writes turn k no earlier than its start + k x deadline."""
+
+    class Stamps(io.StringIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stamps: list[int] = []
+
+        def write(self, text: str) -> int:
+            if text.startswith("turn "):
+                self.stamps.append(time.perf_counter_ns())
+            return super().write(text)
+
+    queries = Path(tmp_path) / "q.txt"
+    queries.write_text("affordable-dinner\ncheckup-reminder\n" * 3)
+    figure2 = Path(__file__).resolve().parents[1] / "examples" / "figure2.toml"
+    out = Stamps()
+    start = time.perf_counter_ns()
+    with contextlib.redirect_stdout(out):
+        code = main(["run", str(figure2), "--store", "M", "--queries", str(queries), "--release-deadline-ms", "20"])
+    assert code == 0 and len(out.stamps) == 6
+    for k, stamp in enumerate(out.stamps, start=1):
+        assert stamp >= start + k * 20_000_000

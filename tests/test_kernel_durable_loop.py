@@ -10,7 +10,7 @@ import pytest
 
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.durable import DurableSession
-from dpmem_ref.ledger_store import MemoryLedgerStore, SQLiteLedgerStore
+from dpmem_ref.ledger import MemoryLedgerStore, SQLiteLedgerStore
 from dpmem_ref.randomness import SeededRandomSource
 
 FIGURE2 = Path(__file__).resolve().parents[1] / "examples" / "figure2.toml"

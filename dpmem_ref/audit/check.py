@@ -11,7 +11,7 @@ import attrs
 from dpmem_ref.core.fmt import fraction_text
 from dpmem_ref.interface import Interface, Violation
 from dpmem_ref.scoring import LinearTagScorer
-from dpmem_ref.sensitivity import SensitivityProof, prove_linear_sensitivity
+from dpmem_ref.sensitivity import SensitivityProof, prove_linear_sensitivity, z3_deadline
 
 CONDITION_ORDER = ("C1", "C2", "C3", "C4", "C5", "C6")
 
@@ -61,8 +61,9 @@ def sensitivity_violations(interface: Interface, use_z3: bool = True) -> tuple[l
         return [], []
     violations = []
     proofs = []
+    deadline = z3_deadline()  # one z3 budget for the whole check (docs/config-format.md, "Limits")
     for slot, reads in charged_reads(interface).items():
-        proof = prove_linear_sensitivity(scorer, interface.vocabulary(slot), use_z3=use_z3)
+        proof = prove_linear_sensitivity(scorer, interface.vocabulary(slot), use_z3=use_z3, z3_deadline_ns=deadline)
         proofs.append(proof)
         if proof.counterexample is not None:
             example = proof.counterexample

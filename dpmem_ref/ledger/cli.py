@@ -20,6 +20,7 @@ from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
+from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S
 from dpmem_ref.turn import LLMChannel
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
@@ -93,16 +94,24 @@ def _ledger_failure(error: LedgerStoreError) -> NoReturn:
 
 
 def durable_turns(
-    args: argparse.Namespace, interface: Interface, memory: Store, source: RandomSource, channel: LLMChannel
+    args: argparse.Namespace,
+    interface: Interface,
+    memory: Store,
+    source: RandomSource,
+    channel: LLMChannel,
+    turn_deadline_s: float | None = DEFAULT_TURN_DEADLINE_S,
 ) -> Callable[[str], DurableTurn] | None:
     """With `--store-url`: the turn function of a DurableSession on that ledger (charge
-    before release, bound to the interface's fingerprint); None without it."""
+    before release, bound to the interface's fingerprint); None without it.
+    `turn_deadline_s=None` when the caller releases on its own deadline grid (`dpmem run`)."""
     url = getattr(args, "store_url", None)
     if url is None:
         return None
     try:
         store = open_ledger_store(url)
-        session = DurableSession.open(interface, store, args.user, args.interaction, memory, source, channel=channel)
+        session = DurableSession.open(
+            interface, store, args.user, args.interaction, memory, source, channel=channel, turn_deadline_s=turn_deadline_s
+        )
     except LedgerStoreError as error:
         _ledger_failure(error)
 
