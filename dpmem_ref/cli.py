@@ -28,7 +28,7 @@ from dpmem_ref.interface import Interface, PrivateHooks
 from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments, durable_turns
 from dpmem_ref.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
 from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
-from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
+from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
 from dpmem_ref.turn import InterfaceState, TemplateChannel, run_turn
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
@@ -66,11 +66,21 @@ def _history_is_unread(interface: Interface) -> bool:
     )
 
 
+def _deadline_ms(args: argparse.Namespace) -> float:
+    """--release-deadline-ms, else the default of the path taken (durable turns commit first)."""
+    if args.release_deadline_ms is not None:
+        return float(args.release_deadline_ms)
+    default = DEFAULT_DURABLE_TURN_DEADLINE_S if getattr(args, "store_url", None) else DEFAULT_TURN_DEADLINE_S
+    return default * 1000
+
+
 def command_run(args: argparse.Namespace) -> int:
     if args.debug_print_private_scores:
         print(DEBUG_WARNING, file=sys.stderr)
     deadline_s = (
-        None if args.no_release_deadline else check_deadline(args.release_deadline_ms / 1000, "--release-deadline-ms")
+        None
+        if args.no_release_deadline
+        else check_deadline(_deadline_ms(args) / 1000, "--release-deadline-ms")
     )
     loaded = load_interface_file(args.file)
     interface = loaded.interface
@@ -172,8 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--release-deadline-ms",
         type=float,
-        default=DEFAULT_TURN_DEADLINE_S * 1000,
-        help=f"release each turn this long after it starts (default {DEFAULT_TURN_DEADLINE_S * 1000:g} ms)",
+        default=None,
+        help=(
+            f"release each turn this long after it starts (default {DEFAULT_TURN_DEADLINE_S * 1000:g} ms; "
+            f"{DEFAULT_DURABLE_TURN_DEADLINE_S * 1000:g} ms with --store-url)"
+        ),
     )
     run.add_argument(
         "--no-release-deadline",

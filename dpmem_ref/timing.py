@@ -37,6 +37,10 @@ DEFAULT_TURN_DEADLINE_S = 0.005
 public constant, several times the slowest turn of the shipped examples on a loaded
 2-core host (benchmarks/timing_side_channel.py prints overruns). Opt out with None /
 `--no-release-deadline`; a turn that overruns is released late and reported."""
+DEFAULT_DURABLE_TURN_DEADLINE_S = 0.05
+"""Default release deadline of `dpmem run --store-url`: a durable turn commits every charge
+(SQLite synchronous=FULL, or a PostgreSQL round trip) before its release, ~10-15 ms per
+turn of the Figure 2 example on SQLite here, so the 5 ms default would be overrun."""
 _SPIN_NS = 1_000_000  # busy-wait the last 1 ms: sleep() wake-ups jitter by tens to hundreds of microseconds
 
 Clock = Callable[[], int]
