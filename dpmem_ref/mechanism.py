@@ -31,7 +31,7 @@ DEFAULT_DPS = 60
 UNIFORM_PROPOSAL_MAX_SPREAD = Fraction(1)
 UNIFORM_PROPOSAL_MAX_VIEWS = 8
 BUCKETS_PER_UNIT = 4  # the bucketed proposal groups gaps by floor(4 gap)
-_IV_DPS = 70
+IV_DPS = 70  # decimal digits of every interval enclosure of a log-probability (the exact engine uses the same)
 
 
 @contextmanager
@@ -148,7 +148,7 @@ class ExponentialWeights:
     def log_probability_interval(self, view: str) -> mpmath.ctx_iv.ivmpf | None:
         if view not in self.views:
             return None
-        with iv_precision(_IV_DPS):
+        with iv_precision(IV_DPS):
             key = ("iv", mpmath.iv.prec)
             log_sum = self._log_sums.get(key)
             if log_sum is None:

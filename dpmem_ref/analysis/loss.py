@@ -24,7 +24,8 @@ from typing import Any
 import mpmath
 from mpmath import libmp
 
-IV_DPS = 70  # decimal digits of every enclosure (the engine's only precision)
+from dpmem_ref.mechanism import IV_DPS as IV_DPS  # one precision for every enclosure: the kernel's and the engine's
+
 PREC = libmp.dps_to_prec(IV_DPS)
 
 _IMPOSSIBLE, _FINITE, _INFINITE = 0, 1, 2
