@@ -27,6 +27,7 @@ from dpmem_ref.timing import (
     ks_statistic,
     plain_release,
     public_round_bound,
+    slowest_case_distributions,
     worst_case_distribution,
 )
 
@@ -48,6 +49,27 @@ def test_the_bound_covers_the_worst_case_store() -> None:
     worst = worst_case_distribution(16, Fraction(2), Fraction(3, 5))
     acceptance = sum(math.exp(-float(max(worst.exponents) - x)) for x in worst.exponents) / 16
     assert acceptance >= math.exp(-float(Fraction(2) / (2 * Fraction(3, 5))))
+
+
+@pytest.mark.parametrize("views", [4, 16, 1024])
+@pytest.mark.parametrize("epsilon", [Fraction(2, 3), Fraction(2), Fraction(12)])
+def test_calibration_times_every_proposal_the_sampler_can_take(views: int, epsilon: Fraction) -> None:
+    """The deadline is calibrated on a public slowest case of each sampler proposal: with a
+    gap above 1 and more than 8 views a one-hot store takes the (fast) bucketed proposal, so
+    the uniform proposal's slowest case (every gap at 1) must be timed too."""
+    candidates = slowest_case_distributions(views, epsilon, Fraction(3, 5))
+    paths = {candidate._bucketed for candidate in candidates}
+    gap = epsilon / (2 * Fraction(3, 5))
+    sampler_can_bucket = views > 8 and gap > 1
+    assert paths == ({True, False} if sampler_can_bucket else {False})
+    # The uniform candidate is the slowest uniform case: one top view, every other gap min(gap, 1).
+    uniform = candidates[-1]
+    assert not uniform._bucketed
+    assert sorted(max(uniform.exponents) - x for x in uniform.exponents)[1:] == [min(gap, 1)] * (views - 1)
+    # The calibration times them all (a fake clock: each draw costs the same, 1 us).
+    ticks = iter(range(0, 10**15, 1_000))
+    calibrate_deadline(views, epsilon, Fraction(3, 5), SeededRandomSource(0), trials=5, clock=lambda: next(ticks))
+    assert next(ticks) == 2 * 5 * len(candidates) * 1_000
 
 
 def test_deadline_release_draws_the_same_view_and_waits() -> None:
