@@ -107,6 +107,7 @@ class ExponentialWeights:
     # Acceptance probabilities of the exact sampler are exp(-gap_v), gap_v = x_max - x_v.
     _gaps: tuple[Fraction, ...] = attrs.field(init=False, eq=False, hash=False)
     _bucketed: bool = attrs.field(init=False, eq=False, hash=False)  # use the score-adaptive proposal
+    _gap_parts: tuple[tuple[int, int, int], ...] = attrs.field(init=False, eq=False, hash=False)
     # log sum_w exp(x_w - x_max), per working precision: shared by every view's likelihood.
     _log_sums: dict[tuple[str, int], Any] = attrs.field(init=False, eq=False, hash=False, factory=dict)
     # The samplers' exact integer tables, built on first use (a function of the exponents).
@@ -124,6 +125,7 @@ class ExponentialWeights:
         object.__setattr__(self, "_gaps", tuple(top - x for x in self.exponents))
         bucketed = len(self.views) > UNIFORM_PROPOSAL_MAX_VIEWS and max(self._gaps) > UNIFORM_PROPOSAL_MAX_SPREAD
         object.__setattr__(self, "_bucketed", bucketed)
+        object.__setattr__(self, "_gap_parts", tuple(_split_gamma(gap) for gap in self._gaps))
 
     def __repr__(self) -> str:
         return f"ExponentialWeights(views={self.views!r}, <private exponents>)"
@@ -185,11 +187,11 @@ class ExponentialWeights:
         if self._bucketed:
             return self.views[self._bucketed_draw(source)]
         # `uniform_proposal_round` until it yields, inlined: this is the hot path of a turn.
-        gaps = self._gaps
-        count = len(gaps)
+        parts = self._gap_parts  # each gap split into integers once (no Fraction work per round)
+        count = len(parts)
         while True:
             index = source.randbelow(count)
-            if bernoulli_exp_minus(gaps[index], source):
+            if _bernoulli_exp_minus_split(*parts[index], source):
                 return self.views[index]
 
     def sample_many(self, count: int, source: RandomSource) -> tuple[str, ...]:
@@ -272,14 +274,26 @@ def bernoulli_exp_minus(gamma: Fraction, source: RandomSource) -> bool:
     """
     if gamma < 0:
         raise InputError("gamma", "a non-negative rational", gamma)
-    if gamma == 0:
-        return True
+    return _bernoulli_exp_minus_split(*_split_gamma(gamma), source)
+
+
+def _split_gamma(gamma: Fraction) -> tuple[int, int, int]:
+    """gamma = whole + numerator / denominator with the fraction in [0, 1), as integers."""
     whole = gamma.numerator // gamma.denominator
+    rest = gamma - whole
+    return whole, rest.numerator, rest.denominator
+
+
+def _bernoulli_exp_minus_split(whole: int, numerator: int, denominator: int, source: RandomSource) -> bool:
+    """`bernoulli_exp_minus` of gamma = whole + numerator / denominator (`_split_gamma`):
+    integers only, so a distribution splits its gaps once and the hot path does no
+    Fraction arithmetic. Draws exactly what `bernoulli_exp_minus(gamma)` draws."""
+    if whole == 0 and numerator == 0:
+        return True
     for _ in range(whole):
         if not _bernoulli_exp_minus_unit(1, 1, source):
             return False
-    rest = gamma - whole
-    return _bernoulli_exp_minus_unit(rest.numerator, rest.denominator, source)
+    return _bernoulli_exp_minus_unit(numerator, denominator, source)
 
 
 def _bernoulli_exp_minus_unit(numerator: int, denominator: int, source: RandomSource) -> bool:
