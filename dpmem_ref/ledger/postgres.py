@@ -37,7 +37,6 @@ from dpmem_ref.ledger.contract import (
     ReleaseRequest,
     SessionKey,
     SessionSnapshot,
-    SlotRelease,
     check_caps,
     check_fingerprint,
     check_turn_id,
@@ -48,7 +47,7 @@ from dpmem_ref.ledger.contract import (
     release_row,
 )
 from dpmem_ref.ledger.postgres_schema import COLUMNS, SCHEMA, SCHEMA_LOCK, describe_postgres_error, locked_ledgers
-from dpmem_ref.ledger.records import decode_release, decode_turn, encode_charge_set, encode_turn
+from dpmem_ref.ledger.records import LoadCache, decode_release, encode_charge_set, encode_turn
 from dpmem_ref.ledger.urls import redact_url
 
 _T = TypeVar("_T")
@@ -222,15 +221,6 @@ class PostgresLedgerStore:
             self._drop_connection()
 
 
-@attrs.define
-class _LoadCache:
-    release_seq: int = 0
-    turn_seq: int = 0
-    releases: list[SlotRelease] = attrs.field(factory=list)
-    history: list[TurnRecord] = attrs.field(factory=list)
-    lock: threading.Lock = attrs.field(factory=threading.Lock)
-
-
 _RELEASE_COLUMNS = "seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon"
 
 
@@ -238,7 +228,7 @@ _RELEASE_COLUMNS = "seq, release_id, turn_id, slot_index, slot, view, admitted, 
 class PostgresLedgerSession:
     store: PostgresLedgerStore = attrs.field(repr=False)
     key: SessionKey
-    _cache: _LoadCache = attrs.field(factory=lambda: _LoadCache(), init=False, eq=False, repr=False)
+    _cache: LoadCache = attrs.field(factory=lambda: LoadCache(), init=False, eq=False, repr=False)
 
     def load(self) -> SessionSnapshot:
         with self._cache.lock:
@@ -256,20 +246,7 @@ class PostgresLedgerSession:
             "SELECT seq, record FROM dpmem_turns WHERE user_name = %s AND interaction = %s AND seq > %s ORDER BY seq",
             (key.user, key.interaction, cache.turn_seq),
         ).fetchall()
-        new_releases = [decode_release(row) for row in releases]
-        new_turns = [decode_turn(str(text)) for _, text in turns]
-        cache.releases.extend(new_releases)
-        cache.history.extend(new_turns)
-        if new_releases:
-            cache.release_seq = new_releases[-1].seq
-        if turns:
-            cache.turn_seq = int(turns[-1][0])
-        return SessionSnapshot(
-            ledgers=tuple(sorted(spent.items())),
-            caps=tuple(sorted(caps.items())),
-            history=tuple(cache.history),
-            releases=tuple(cache.releases),
-        )
+        return cache.snapshot(releases, turns, spent, caps)
 
     def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
         key, store = self.key, self.store

@@ -7,13 +7,22 @@ same encoding and validation run for every backend, the in-memory one included.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Hashable, Sequence
 from fractions import Fraction
 from typing import Any
 
+import attrs
+
 from dpmem_ref.errors import InputError
 from dpmem_ref.interface import TurnRecord
-from dpmem_ref.ledger.contract import LedgerStoreError, SlotRelease, fraction_from_text, fraction_to_text
+from dpmem_ref.ledger.contract import (
+    LedgerStoreError,
+    SessionSnapshot,
+    SlotRelease,
+    fraction_from_text,
+    fraction_to_text,
+)
 
 MAX_RECORD_BYTES = 1 << 20
 
@@ -109,3 +118,38 @@ def decode_release(row: Sequence[Any]) -> SlotRelease:
         charge_set=frozenset(charges),
         epsilon=fraction_from_text(epsilon, "releases.epsilon"),
     )
+
+
+@attrs.define
+class LoadCache:
+    """Release and turn rows a session object has already decoded: the tables are
+    append-only, so each load reads only the rows past `release_seq` / `turn_seq`."""
+
+    release_seq: int = 0
+    turn_seq: int = 0
+    releases: list[SlotRelease] = attrs.field(factory=list)
+    history: list[TurnRecord] = attrs.field(factory=list)
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+    def snapshot(
+        self,
+        release_rows: Sequence[Sequence[Any]],
+        turn_rows: Sequence[Sequence[Any]],
+        spent: dict[str, Fraction],
+        caps: dict[str, Fraction],
+    ) -> SessionSnapshot:
+        """Decode the new rows (release columns as `decode_release` reads them; turns as
+        (seq, record)), append them, and return the session's whole snapshot."""
+        new_releases = [decode_release(row) for row in release_rows]
+        self.releases.extend(new_releases)
+        self.history.extend(decode_turn(str(text)) for _, text in turn_rows)
+        if new_releases:
+            self.release_seq = new_releases[-1].seq
+        if turn_rows:
+            self.turn_seq = int(turn_rows[-1][0])
+        return SessionSnapshot(
+            ledgers=tuple(sorted(spent.items())),
+            caps=tuple(sorted(caps.items())),
+            history=tuple(self.history),
+            releases=tuple(self.releases),
+        )

@@ -33,7 +33,6 @@ from dpmem_ref.ledger.contract import (
     ReleaseRequest,
     SessionKey,
     SessionSnapshot,
-    SlotRelease,
     check_caps,
     check_fingerprint,
     check_turn_id,
@@ -43,7 +42,7 @@ from dpmem_ref.ledger.contract import (
     interface_mismatch,
     release_row,
 )
-from dpmem_ref.ledger.records import decode_release, decode_turn, encode_charge_set, encode_turn
+from dpmem_ref.ledger.records import LoadCache, encode_charge_set, encode_turn
 from dpmem_ref.ledger.sqlite_schema import COLUMNS, SCHEMA, describe_sqlite_error, ledger_rows
 
 _T = TypeVar("_T")
@@ -231,22 +230,11 @@ def _rollback(connection: sqlite3.Connection) -> None:
         pass  # SQLite already rolled back (e.g. SQLITE_FULL); the transaction wrote nothing
 
 
-@attrs.define
-class _LoadCache:
-    """Rows already decoded by this session object (append-only tables)."""
-
-    release_seq: int = 0
-    turn_seq: int = 0
-    releases: list[SlotRelease] = attrs.field(factory=list)
-    history: list[TurnRecord] = attrs.field(factory=list)
-    lock: threading.Lock = attrs.field(factory=threading.Lock)
-
-
 @attrs.frozen
 class SQLiteLedgerSession:
     store: SQLiteLedgerStore = attrs.field(repr=False)
     key: SessionKey
-    _cache: _LoadCache = attrs.field(factory=lambda: _LoadCache(), init=False, eq=False, repr=False)
+    _cache: LoadCache = attrs.field(factory=lambda: LoadCache(), init=False, eq=False, repr=False)
 
     def load(self) -> SessionSnapshot:
         with self._cache.lock:  # the cache below is shared by threads
@@ -268,20 +256,7 @@ class SQLiteLedgerSession:
                 "SELECT seq, record FROM turns WHERE user = ? AND interaction = ? AND seq > ? ORDER BY seq",
                 (key.user, key.interaction, cache.turn_seq),
             ).fetchall()
-        new_releases = [decode_release(row) for row in releases]
-        new_turns = [decode_turn(str(text)) for _, text in turns]
-        cache.releases.extend(new_releases)
-        cache.history.extend(new_turns)
-        if new_releases:
-            cache.release_seq = new_releases[-1].seq
-        if turns:
-            cache.turn_seq = int(turns[-1][0])
-        return SessionSnapshot(
-            ledgers=tuple(sorted(spent.items())),
-            caps=tuple(sorted(caps.items())),
-            history=tuple(cache.history),
-            releases=tuple(cache.releases),
-        )
+        return cache.snapshot(releases, turns, spent, caps)
 
     def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
         key = self.key
