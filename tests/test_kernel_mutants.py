@@ -208,3 +208,68 @@ def test_budget_rules_name_bad_input():
     with pytest.raises(InputError) as error:
         PreallocatedBudget.from_mapping({"a": 1}).epsilon(frozenset({"a", "b"}), caps)
     assert error.value.field == "budget.plan" and error.value.found == "none for ['b']"
+
+
+class _ScriptedSource:
+    """A RandomSource whose randbelow returns scripted integers and records the bounds."""
+
+    def __init__(self, *values: int) -> None:
+        self.values = list(values)
+        self.bounds: list[int] = []
+
+    def randbelow(self, n: int) -> int:
+        self.bounds.append(n)
+        return self.values.pop(0)
+
+
+def test_bernoulli_rational_draws_below_the_denominator():
+    from dpmem_ref import mechanism
+
+    bernoulli_rational = getattr(mechanism, "bernoulli_rational", None)
+    if bernoulli_rational is None:
+        pytest.skip("bernoulli_rational left the mechanism module")
+    source = _ScriptedSource(1, 2)
+    assert bernoulli_rational(Fraction(2, 3), source) is True  # 1 < 2
+    assert bernoulli_rational(Fraction(2, 3), source) is False  # 2 < 2 fails
+    assert source.bounds == [3, 3]
+
+
+def test_adjacency_includes_a_difference_filling_the_whole_group():
+    base = store()
+    whole_a = store("M'", p1=item("v"), p2=item("v"))  # D = I_a exactly
+    assert adjacent_attributes(POLICY, base, whole_a) == ("a",)
+    assert is_adjacent(POLICY, "a", base, whole_a)
+    require_adjacent(POLICY, "a", base, whole_a)
+
+
+def test_differing_positions_error_is_complete():
+    with pytest.raises(InputError) as error:
+        differing_positions(store(), Store.from_mapping(Layout(("g",)), {}, "tiny"))
+    assert str(error.value) == "stores: expected two stores with the same layout (same scaffold), found 'different layouts'"
+
+
+def test_run_turn_refuses_a_store_over_another_layout():
+    from dpmem_ref import run_turn
+
+    interface = _interface()
+    other = Store.from_mapping(Layout(("g",)), {}, "tiny")
+    with pytest.raises(InputError) as error:
+        run_turn(interface, InterfaceState.initial(interface), "q", other, SeededRandomSource(0))
+    assert str(error.value) == "store: expected a store over the interface's layout, found 'tiny'"
+    with pytest.raises(InputError) as error:
+        run_turn(interface, InterfaceState.initial(interface), "q", Store.from_mapping(Layout(("g",)), {}),
+                 SeededRandomSource(0))
+    assert error.value.found == "another layout"
+
+
+def test_run_interaction_is_strict_by_default_and_calls_the_channel():
+    broken = _interface(under_charged=True)
+    with pytest.raises(ContractViolation) as error:
+        run_interaction(broken, ["q"], store(), SeededRandomSource(0))
+    assert error.value.condition == "C2"
+    relaxed = run_interaction(broken, ["q"], store(), SeededRandomSource(0), strict=False)
+    assert relaxed.turn == 1
+    interface = _interface()
+    state = run_interaction(interface, ["q"], store(), SeededRandomSource(0), channel=TemplateChannel())
+    assert state.history[0].response.startswith("Answer to 'q' following [g: ")
+    assert run_interaction(interface, ["q"], store(), SeededRandomSource(0)).history[0].response == ""
