@@ -273,3 +273,53 @@ def test_run_interaction_is_strict_by_default_and_calls_the_channel():
     state = run_interaction(interface, ["q"], store(), SeededRandomSource(0), channel=TemplateChannel())
     assert state.history[0].response.startswith("Answer to 'q' following [g: ")
     assert run_interaction(interface, ["q"], store(), SeededRandomSource(0)).history[0].response == ""
+
+
+class _EveryOtherTurnRouter:
+    """A public router (C4): slots are active on even turns only, and the read narrows
+    to the slot's first position once there is history. Reads the history only."""
+
+    def active_slots(self, query, history):
+        return tuple(read.slot for read in query.reads) if len(history) % 2 == 0 else ()
+
+    def read(self, prefix, slot):
+        read = prefix.query.read_for(slot)
+        if prefix.history:
+            import attrs
+
+            return attrs.evolve(read, positions=frozenset({min(read.positions)}))
+        return read
+
+    def state_key(self, history):
+        return len(history)
+
+
+def test_run_turn_routes_and_reads_from_the_history():
+    import attrs
+
+    interface = attrs.evolve(_interface(), router=_EveryOtherTurnRouter(),
+                             queries=(Query("q", "q", (SlotRead("g", frozenset({1, 3})),)),))
+    state = run_interaction(interface, ["q", "q", "q"], store(), SeededRandomSource(0))
+    assert [record.views != () for record in state.history] == [True, False, True]
+    # Turn 1 reads {1, 3} (charged to a and b); turn 3 reads {1} (charged to a only).
+    assert [charges for record in state.history for charges in record.charges] == [
+        ("g", frozenset({"a", "b"}), Fraction(1, 2)),
+        ("g", frozenset({"a"}), Fraction(1, 2)),
+    ]
+    assert state.ledger_map(interface) == {"a": Fraction(1), "b": Fraction(1, 2)}
+
+
+def test_run_turn_hands_the_store_to_a_routing_hook():
+    """A memory-dependent routing hook (a C4 breach, run with strict=False) sees the store."""
+    import attrs
+
+    from dpmem_ref import PrivateHooks, run_turn
+
+    def routing(query, history, memory):
+        return ("g",) if "x" in memory.items[0].tags else ()
+
+    interface = attrs.evolve(_interface(), hooks=PrivateHooks(routing=routing))
+    state = InterfaceState.initial(interface)
+    with_x = run_turn(interface, state, "q", store(), SeededRandomSource(0), strict=False)
+    without = run_turn(interface, state, "q", store(p1=item("v")), SeededRandomSource(0), strict=False)
+    assert len(with_x.record.views) == 1 and without.record.views == ()
