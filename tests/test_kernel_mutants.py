@@ -323,3 +323,46 @@ def test_run_turn_hands_the_store_to_a_routing_hook():
     with_x = run_turn(interface, state, "q", store(), SeededRandomSource(0), strict=False)
     without = run_turn(interface, state, "q", store(p1=item("v")), SeededRandomSource(0), strict=False)
     assert len(with_x.record.views) == 1 and without.record.views == ()
+
+
+class _QueryAndTurnControl:
+    """c_t = (query name, turns so far, ledgers): public inputs and ledger state only (C6)."""
+
+    name = "query-and-turn"
+    violates = None
+    reads_private = False
+    reads_views = False
+
+    def observe(self, context, private):
+        return (context.query.name, len(context.history), context.ledgers)
+
+
+def test_run_turn_gives_the_control_the_query_history_and_ledgers():
+    import attrs
+
+    interface = attrs.evolve(_interface(), control=_QueryAndTurnControl())
+    state = run_interaction(interface, ["q", "q"], store(), SeededRandomSource(0))
+    assert [record.control for record in state.history] == [
+        ("q", 0, (("a", Fraction(1, 2)), ("b", Fraction(0)))),
+        ("q", 1, (("a", Fraction(1)), ("b", Fraction(0)))),
+    ]
+
+
+def test_relaxed_run_plans_without_the_contract_checks():
+    broken = _interface(under_charged=True)
+    state = run_interaction(broken, ["under"], store(), SeededRandomSource(0), strict=False)
+    assert state.history[0].charges == (("g", frozenset({"a"}), Fraction(1, 2)),)  # b omitted: the C2 breach
+
+
+def test_the_channel_sees_view_texts_not_names():
+    import attrs
+
+    vocabularies = (
+        Vocabulary("g", (View("g.gen", "generic advice"), View("g.v1", "cheap dinners")), "g.gen"),
+        Vocabulary("h", (View("h.gen"), View("h.v1")), "h.gen"),
+    )
+    interface = attrs.evolve(_interface(), vocabularies=vocabularies)
+    state = run_interaction(interface, ["q"], store(), SeededRandomSource(0), channel=TemplateChannel())
+    view = state.history[0].views[0][1]
+    expected = {"g.gen": "generic advice", "g.v1": "cheap dinners"}[view]
+    assert state.history[0].response == f"Answer to 'q' following [g: {expected}]"
