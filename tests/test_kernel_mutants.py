@@ -131,6 +131,8 @@ def test_argmax_breaks_ties_towards_the_first_view():
     assert argmax_view(views, (Fraction(1, 2), Fraction(1), Fraction(1))).view == "v1"
     assert argmax_view(views, (Fraction(1), Fraction(1), Fraction(1))).view == "v0"
     assert argmax_view(views, (Fraction(0), Fraction(0), Fraction(1))).view == "v2"
+    released = argmax_view(views, (Fraction(0), Fraction(0), Fraction(1)))
+    assert released.views == views and released.support() == ("v2",)
 
 
 def test_function_scorer_passes_relevance_through():
