@@ -368,3 +368,36 @@ def test_the_channel_sees_view_texts_not_names():
     view = state.history[0].views[0][1]
     expected = {"g.gen": "generic advice", "g.v1": "cheap dinners"}[view]
     assert state.history[0].response == f"Answer to 'q' following [g: {expected}]"
+
+
+@pytest.mark.parametrize(
+    ("gamma", "tape", "bounds", "result"),
+    [
+        # gamma = 1/2: A_k ~ Bernoulli(gamma / k) = [randbelow(2k) < 1] until the first failure at K;
+        # the result is [K odd] (Canonne, Kamath, Steinke 2020, Algorithm 1).
+        (Fraction(1, 2), [1], [2], True),
+        (Fraction(1, 2), [0, 1], [2, 4], False),
+        (Fraction(1, 2), [0, 0, 3], [2, 4, 6], True),
+        (Fraction(1, 2), [0, 0, 0, 7], [2, 4, 6, 8], False),
+        (Fraction(2, 3), [2], [3], True),  # 2 < 2 fails: the comparison is strict
+        (Fraction(2, 3), [1, 2], [3, 6], False),
+        # gamma = 3/2 = 1 + 1/2: one exp(-1) factor (randbelow(k) < 1), then exp(-1/2).
+        (Fraction(3, 2), [0, 1], [1, 2], False),
+        (Fraction(3, 2), [0, 0, 2, 1], [1, 2, 3, 2], True),
+        (Fraction(0), [], [], True),
+    ],
+)
+def test_bernoulli_exp_minus_follows_the_algorithm_on_scripted_draws(gamma, tape, bounds, result):
+    from dpmem_ref import bernoulli_exp_minus
+
+    source = _ScriptedSource(*tape)
+    assert bernoulli_exp_minus(gamma, source) is result
+    assert source.bounds == bounds and source.values == []
+
+
+def test_bernoulli_exp_minus_names_a_negative_gamma():
+    from dpmem_ref import bernoulli_exp_minus
+
+    with pytest.raises(InputError) as error:
+        bernoulli_exp_minus(Fraction(-1, 2), _ScriptedSource())
+    assert str(error.value) == "gamma: expected a non-negative rational, found Fraction(-1, 2)"
