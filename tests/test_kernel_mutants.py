@@ -401,3 +401,18 @@ def test_bernoulli_exp_minus_names_a_negative_gamma():
     with pytest.raises(InputError) as error:
         bernoulli_exp_minus(Fraction(-1, 2), _ScriptedSource())
     assert str(error.value) == "gamma: expected a non-negative rational, found Fraction(-1, 2)"
+
+
+def test_point_mass_likelihoods():
+    import mpmath
+
+    from dpmem_ref import PointMass
+
+    fallback = PointMass(views=("g.gen", "g.v1"), view="g.gen")
+    assert fallback.support() == ("g.gen",)
+    assert fallback.sample(_ScriptedSource()) == "g.gen"  # draws nothing
+    assert fallback.log_probability("g.gen") == 0
+    assert fallback.log_probability("g.v1") == mpmath.mpf("-inf")
+    certain = fallback.log_probability_interval("g.gen")
+    assert certain is not None and certain.a == 0 and certain.b == 0
+    assert fallback.log_probability_interval("g.v1") is None
