@@ -416,3 +416,56 @@ def test_point_mass_likelihoods():
     certain = fallback.log_probability_interval("g.gen")
     assert certain is not None and certain.a == 0 and certain.b == 0
     assert fallback.log_probability_interval("g.v1") is None
+
+
+def test_em_likelihoods_follow_the_working_precision():
+    """The normaliser is cached per precision: a value computed at 15 digits must not be
+    served at 80 (mp) or 150 (interval) digits."""
+    import mpmath
+
+    from dpmem_ref import exponential_mechanism
+    from dpmem_ref.mechanism import iv_precision
+
+    em = exponential_mechanism(("a", "b", "c"), (Fraction(0), Fraction(1, 2), Fraction(1)), Fraction(1), Fraction(1))
+    with mpmath.workdps(15):
+        em.log_probability("b")
+    em.log_probability_interval("b")
+    with mpmath.workdps(160):
+        exact = mpmath.mpf(1) / 4 - mpmath.log(1 + mpmath.exp(mpmath.mpf(1) / 4) + mpmath.exp(mpmath.mpf(1) / 2))
+        with mpmath.workdps(80):
+            assert abs(em.log_probability("b") - exact) < mpmath.mpf(10) ** -75
+        with iv_precision(150):
+            enclosure = em.log_probability_interval("b")
+            assert enclosure.a <= exact <= enclosure.b
+            assert enclosure.delta < mpmath.mpf(10) ** -140
+    assert em.log_probability("zzz") == mpmath.mpf("-inf")
+    assert em.log_probability_interval("zzz") is None
+
+
+def test_linear_scorer_bounds_and_fields():
+    from dpmem_ref import LinearTagScorer, LinearWeights
+
+    compatible_only = Vocabulary("g", (View("g.gen"), View("g.v1", compatible=frozenset({"t"}))), "g.gen")
+    specific_only = Vocabulary("g", (View("g.gen"), View("g.v1", specific=frozenset({"t"}))), "g.gen")
+    scorer = LinearTagScorer()  # 0.4 r + 0.4 c + 0.2 s
+    assert scorer.exact_sensitivity(compatible_only) == Fraction(2, 5)
+    assert scorer.exact_sensitivity(specific_only) == Fraction(1, 5)
+    with pytest.raises(InputError) as error:
+        LinearTagScorer(declared_sensitivity=Fraction(0))
+    assert error.value.field == "scorer.sensitivity"
+    for name, weights in (("r", (-1, 0, 0)), ("c", (0, -1, 0)), ("s", (0, 0, -1))):
+        with pytest.raises(InputError) as error:
+            LinearWeights(*(Fraction(w) for w in weights))
+        assert error.value.field == f"scorer.weights.{name}"
+    for weights in ((1, 1, 1), (0, 2, 2), (2, 0, 2), (2, 2, 0)):  # sums 3/2 and 4/3: above 1
+        with pytest.raises(InputError) as error:
+            LinearWeights(*(Fraction(w, 3 if sum(weights) == 4 else 2) for w in weights))
+        assert error.value.field == "scorer.weights"
+    assert LinearWeights(Fraction(1, 2), Fraction(1, 4), Fraction(1, 4)).specificity == Fraction(1, 4)
+
+
+def test_preallocated_plan_counts_are_positive_integers():
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(InputError) as error:
+            PreallocatedBudget.from_mapping({"a": bad})
+        assert str(error.value) == f"budget.plan.a: expected a positive integer count, found {bad!r}"
