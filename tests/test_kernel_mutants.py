@@ -469,3 +469,30 @@ def test_preallocated_plan_counts_are_positive_integers():
         with pytest.raises(InputError) as error:
             PreallocatedBudget.from_mapping({"a": bad})
         assert str(error.value) == f"budget.plan.a: expected a positive integer count, found {bad!r}"
+
+
+def test_policy_and_layout_name_bad_lookups():
+    with pytest.raises(InputError) as error:
+        POLICY.attribute("zz")
+    assert str(error.value) == "attribute: expected one of ['a', 'b'], found 'zz'"
+    with pytest.raises(InputError) as error:
+        LAYOUT.slot_of(9)
+    assert error.value.field == "position"
+
+
+def test_weights_above_one_are_named_with_their_sum():
+    from dpmem_ref import LinearWeights
+
+    with pytest.raises(InputError) as error:
+        LinearWeights(Fraction(1, 2), Fraction(1, 2), Fraction(1, 2))
+    assert str(error.value) == "scorer.weights: expected non-negative weights summing to at most 1, found '3/2'"
+
+
+def test_a_fallback_records_no_charge():
+    interface = _interface()
+    state = run_interaction(interface, ["q", "q", "q"], store(), SeededRandomSource(0))
+    assert [record.charges for record in state.history] == [
+        (("g", frozenset({"a"}), Fraction(1, 2)),),
+        (("g", frozenset({"a"}), Fraction(1, 2)),),
+        (("g", frozenset(), Fraction(0)),),
+    ]
