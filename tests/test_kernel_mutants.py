@@ -496,3 +496,65 @@ def test_a_fallback_records_no_charge():
         (("g", frozenset({"a"}), Fraction(1, 2)),),
         (("g", frozenset(), Fraction(0)),),
     ]
+
+
+def test_budget_and_mechanism_inputs_are_named_whole():
+    from dpmem_ref import ExponentialWeights
+
+    with pytest.raises(InputError) as error:
+        OnlineBudget(K=0)
+    assert str(error.value) == "budget.K: expected a positive integer, found 0"
+    with pytest.raises(InputError) as error:
+        ExponentialWeights(views=("a", "b"), exponents=(Fraction(0),))
+    assert str(error.value) == "exponential mechanism: expected one exponent per view, found 1"
+    with pytest.raises(InputError):
+        ExponentialWeights(views=(), exponents=())
+
+
+def test_routing_hook_sees_query_and_history():
+    import attrs
+
+    from dpmem_ref import PrivateHooks
+
+    def routing(query, history, memory):
+        return ("g",) if query.name == "q" and len(history) == 0 else ()
+
+    interface = attrs.evolve(_interface(), hooks=PrivateHooks(routing=routing))
+    state = run_interaction(interface, ["q", "q"], store(), SeededRandomSource(0), strict=False)
+    assert [len(record.views) for record in state.history] == [1, 0]
+
+
+def test_the_c5_assertion_checks_the_ledgers_it_moved():
+    """A ledger the selection does not charge is not re-checked (it did not move): an
+    over-cap uncharged ledger passed in by a caller does not turn into a C5 at this read."""
+    interface = _interface()
+    prefix = PublicPrefix(history=(), query=interface.query("q"), released=())
+    plan = plan_slot(interface, (Fraction(0), Fraction(3)), prefix, "g", store())  # b = 3 > B_b = 2, uncharged
+    assert plan.admitted and plan.ledgers_after == (Fraction(1, 2), Fraction(3))
+
+
+def test_controls_get_private_data_only_when_they_declare_it():
+    import attrs
+
+    from dpmem_ref import PrivateHooks, TopScoreControl, run_turn
+
+    class _SeesPrivate:
+        name = "sees-private"
+        violates = None
+        reads_private = False
+        reads_views = False
+
+        def observe(self, context, private):
+            return private is None
+
+    public = attrs.evolve(_interface(), control=_SeesPrivate())
+    assert run_interaction(public, ["q"], store(), SeededRandomSource(0)).history[0].control is True
+    leaky = attrs.evolve(_interface(), control=TopScoreControl())
+    assert run_interaction(leaky, ["q"], store(), SeededRandomSource(0), strict=False).history[0].control == (
+        Fraction(1),
+    )
+    # A state whose ledger vector does not match the attributes is refused even when no slot runs.
+    idle = attrs.evolve(_interface(), hooks=PrivateHooks(routing=lambda query, history, memory: ()))
+    with pytest.raises(ValueError):
+        run_turn(idle, InterfaceState(turn=0, ledgers=(Fraction(0),), history=()), "q", store(),
+                 SeededRandomSource(0), strict=False)
