@@ -558,3 +558,58 @@ def test_controls_get_private_data_only_when_they_declare_it():
     with pytest.raises(ValueError):
         run_turn(idle, InterfaceState(turn=0, ledgers=(Fraction(0),), history=()), "q", store(),
                  SeededRandomSource(0), strict=False)
+
+
+class _FixedEpsilon:
+    """A budget rule returning a fixed (possibly invalid) eps: C3 must catch it."""
+
+    name = "fixed"
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def epsilon(self, charge_set, caps):
+        return self.value
+
+
+def _plan_with(scorer=None, budget=None):
+    import attrs
+
+    interface = _interface()
+    if scorer is not None:
+        interface = attrs.evolve(interface, scorer=scorer)
+    if budget is not None:
+        interface = attrs.evolve(interface, budget=budget)
+    prefix = PublicPrefix(history=(), query=interface.query("q"), released=())
+    return plan_slot(interface, (Fraction(0), Fraction(0)), prefix, "g", store())
+
+
+@pytest.mark.parametrize(
+    ("scorer", "budget", "message"),
+    [
+        (None, _FixedEpsilon(Fraction(0)), "slot g: epsilon must be a positive exact rational, found 0"),
+        (None, _FixedEpsilon(0.25), "slot g: epsilon must be a positive exact rational, found 0.25"),
+        (FunctionScorer(lambda r, v, i: (Fraction(0), Fraction(1)), Fraction(0)), None,
+         "slot g: sensitivity bound must be positive, found 0"),
+        (FunctionScorer(lambda r, v, i: (Fraction(0), Fraction(1)), 0.5), None,
+         "slot g: sensitivity bound must be positive, found 0.5"),
+        (FunctionScorer(lambda r, v, i: (Fraction(0), 1.0), Fraction(1)), None, "slot g: score #1 is not an exact rational"),
+        (FunctionScorer(lambda r, v, i: (Fraction(0), Fraction(3, 2)), Fraction(1)), None,
+         "slot g: score #1 lies outside [0, 1]"),
+        (FunctionScorer(lambda r, v, i: (Fraction(0),), Fraction(1)), None,
+         "query q, slot g: scorer returned 1 scores for 2 views"),
+    ],
+)
+def test_c3_refuses_invalid_em_inputs_by_name(scorer, budget, message):
+    with pytest.raises(ContractViolation) as error:
+        _plan_with(scorer, budget)
+    assert error.value.condition == "C3"
+    assert error.value.message == message
+
+
+def test_em_exponents_must_be_exact():
+    from dpmem_ref import ExponentialWeights
+
+    with pytest.raises(InputError) as error:
+        ExponentialWeights(views=("a", "b"), exponents=(Fraction(0), 0.5))
+    assert str(error.value) == "exponential mechanism exponent #1: expected an exact rational (Fraction), found 'float'"
