@@ -613,3 +613,35 @@ def test_em_exponents_must_be_exact():
     with pytest.raises(InputError) as error:
         ExponentialWeights(views=("a", "b"), exponents=(Fraction(0), 0.5))
     assert str(error.value) == "exponential mechanism exponent #1: expected an exact rational (Fraction), found 'float'"
+
+
+def test_plan_slot_edges():
+    import attrs
+
+    from dpmem_ref import PrivateHooks
+
+    interface = _interface()
+    prefix = PublicPrefix(history=(), query=interface.query("q"), released=())
+    # A fallback plan carries no scores (nothing was scored).
+    refused = plan_slot(interface, (Fraction(1), Fraction(0)), prefix, "g", store())
+    assert not refused.admitted and refused.scores is None
+    assert refused.distribution.support() == ("g.gen",)
+    # A ledger vector of the wrong length is refused even when the read falls back.
+    with pytest.raises(ValueError):
+        plan_slot(interface, (Fraction(1),), prefix, "g", store())
+    # A store-dependent vocabulary hook (a C1 breach, strict=False) is asked with the slot and store.
+    small = Vocabulary("g", (View("g.gen"), View("g.v1")), "g.gen")
+    large = Vocabulary("g", (View("g.gen"), View("g.v1"), View("g.v2")), "g.gen")
+    hooked = attrs.evolve(
+        interface,
+        scorer=FunctionScorer(lambda r, v, i: tuple(Fraction(0) for _ in v.views), Fraction(1)),
+        hooks=PrivateHooks(vocabulary=lambda slot, memory: large if slot == "g" and "x" in memory.items[0].tags else small),
+    )
+    assert plan_slot(hooked, (Fraction(0), Fraction(0)), prefix, "g", store(), strict=False).vocabulary == large
+    assert plan_slot(hooked, (Fraction(0), Fraction(0)), prefix, "g", store(p1=item("v")), strict=False).vocabulary == small
+
+
+def test_an_empty_charge_set_is_named():
+    with pytest.raises(InputError) as error:
+        OnlineBudget(K=1).epsilon(frozenset(), {"a": Fraction(1)})
+    assert str(error.value) == "charge set: expected a non-empty set of attributes, found '{}'"
