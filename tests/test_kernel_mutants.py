@@ -645,3 +645,45 @@ def test_an_empty_charge_set_is_named():
     with pytest.raises(InputError) as error:
         OnlineBudget(K=1).epsilon(frozenset(), {"a": Fraction(1)})
     assert str(error.value) == "charge set: expected a non-empty set of attributes, found '{}'"
+
+
+def test_plan_fields_on_every_branch():
+    import attrs
+
+    from dpmem_ref import NoCap, PrivateHooks
+
+    interface = _interface()
+    query = interface.query("q")
+    prefix = PublicPrefix(history=(), query=query, released=())
+    admitted = plan_slot(interface, (Fraction(0), Fraction(0)), prefix, "g", store())
+    refused = plan_slot(interface, (Fraction(1), Fraction(0)), prefix, "g", store())
+    for plan in (admitted, refused):
+        assert plan.read == query.reads[0] and plan.charge_set == frozenset({"a"})
+        assert plan.items == (item("x"),) and plan.epsilon == Fraction(1, 2)
+    assert admitted.scores == (Fraction(0), Fraction(1))
+    # A fallback decided from the scores (a C4 breach, strict=False) keeps the scores it read.
+    seen = []
+
+    def fallback(scores):
+        seen.append(tuple(scores))
+        return scores[1] == 1
+
+    hooked = attrs.evolve(interface, hooks=PrivateHooks(fallback=fallback))
+    plan = plan_slot(hooked, (Fraction(0), Fraction(0)), prefix, "g", store(), strict=False)
+    assert not plan.admitted and plan.scores == (Fraction(0), Fraction(1)) and seen == [(Fraction(0), Fraction(1))]
+    assert plan.ledgers_after == (Fraction(0), Fraction(0)) and plan.distribution.support() == ("g.gen",)
+    # Without the prospective check, the C5 assertion names where the cap was crossed.
+    uncapped = attrs.evolve(interface, cap_rule=NoCap())
+    with pytest.raises(ContractViolation) as error:
+        plan_slot(uncapped, (Fraction(1), Fraction(0)), prefix, "g", store())
+    assert error.value.condition == "C5"
+    assert error.value.message == "query q, slot g, attribute a: ledger 3/2 exceeds cap 1"
+
+
+def test_store_size_is_named():
+    with pytest.raises(InputError) as error:
+        Store(layout=LAYOUT, items=(item("x"),), name="M")
+    assert str(error.value) == "stores.M: expected 4 items, found 1"
+    with pytest.raises(InputError) as error:
+        Store(layout=LAYOUT, items=())
+    assert error.value.field == "stores.?"
