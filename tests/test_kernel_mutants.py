@@ -687,3 +687,21 @@ def test_store_size_is_named():
     with pytest.raises(InputError) as error:
         Store(layout=LAYOUT, items=())
     assert error.value.field == "stores.?"
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Attribute("debt", frozenset({1}), Fraction(0)), "attributes.debt.cap: expected a positive exact rational, found Fraction(0, 1)"),
+        (lambda: Attribute("debt", frozenset({1}), 0.5), "attributes.debt.cap: expected a positive exact rational, found 0.5"),
+        (lambda: Attribute("debt", frozenset(), Fraction(1)), "attributes.debt.group: expected a non-empty list of positions, found '[]'"),
+        (lambda: Policy(LAYOUT, (Attribute("a", frozenset({1}), Fraction(1)),) * 2),
+         "attributes: expected unique attribute names, found ['a', 'a']"),
+        (lambda: Store.from_mapping(LAYOUT, {7: item("x")}, "M"), "stores.M: expected a position in 1..4, found 7"),
+        (lambda: Store.from_mapping(LAYOUT, {0: item("x")}), "stores.?: expected a position in 1..4, found 0"),
+    ],
+)
+def test_policy_inputs_are_named_whole(build, message):
+    with pytest.raises(InputError) as error:
+        build()
+    assert str(error.value) == message
