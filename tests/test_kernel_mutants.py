@@ -39,7 +39,7 @@ from dpmem_ref import (
     run_interaction,
 )
 from dpmem_ref.mechanism import argmax_view
-from dpmem_ref.policy import require_adjacent
+from dpmem_ref.policy import MAX_ATTRIBUTES, MAX_POSITIONS, require_adjacent
 
 LAYOUT = Layout(("g", "g", "g", "h"))
 POLICY = Policy(
@@ -699,9 +699,23 @@ def test_store_size_is_named():
          "attributes: expected unique attribute names, found ['a', 'a']"),
         (lambda: Store.from_mapping(LAYOUT, {7: item("x")}, "M"), "stores.M: expected a position in 1..4, found 7"),
         (lambda: Store.from_mapping(LAYOUT, {0: item("x")}), "stores.?: expected a position in 1..4, found 0"),
+        (lambda: Layout(()), "positions: expected at least one position, found 'an empty list'"),
+        (lambda: Layout(("g", "")), "positions[2]: expected a slot name, found ''"),
+        (lambda: Layout(("g",) * (MAX_POSITIONS + 1)),
+         f"positions: expected at most {MAX_POSITIONS} positions, found {MAX_POSITIONS + 1}"),
+        (lambda: Policy(LAYOUT, tuple(Attribute(f"a{k}", frozenset({1}), Fraction(1)) for k in range(MAX_ATTRIBUTES + 1))),
+         f"attributes: expected at most {MAX_ATTRIBUTES} attributes, found {MAX_ATTRIBUTES + 1}"),
+        (lambda: Policy(LAYOUT, (Attribute("a", frozenset({5}), Fraction(1)),)),
+         "attributes.a.group: expected a position in 1..4, found 5"),
     ],
 )
 def test_policy_inputs_are_named_whole(build, message):
     with pytest.raises(InputError) as error:
         build()
     assert str(error.value) == message
+
+
+def test_the_largest_policy_is_accepted():
+    names = Policy(LAYOUT, tuple(Attribute(f"a{k}", frozenset({1}), Fraction(1)) for k in range(MAX_ATTRIBUTES)))
+    assert len(names.attribute_names) == MAX_ATTRIBUTES
+    assert Layout(("g",) * MAX_POSITIONS).size == MAX_POSITIONS
