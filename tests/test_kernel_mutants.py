@@ -701,6 +701,7 @@ def test_store_size_is_named():
         (lambda: Store.from_mapping(LAYOUT, {0: item("x")}), "stores.?: expected a position in 1..4, found 0"),
         (lambda: Layout(()), "positions: expected at least one position, found 'an empty list'"),
         (lambda: Layout(("g", "")), "positions[2]: expected a slot name, found ''"),
+        (lambda: Layout(("g", 5)), "positions[2]: expected a slot name, found 5"),
         (lambda: Layout(("g",) * (MAX_POSITIONS + 1)),
          f"positions: expected at most {MAX_POSITIONS} positions, found {MAX_POSITIONS + 1}"),
         (lambda: Policy(LAYOUT, tuple(Attribute(f"a{k}", frozenset({1}), Fraction(1)) for k in range(MAX_ATTRIBUTES + 1))),
