@@ -699,6 +699,8 @@ def test_store_size_is_named():
          "attributes: expected unique attribute names, found ['a', 'a']"),
         (lambda: Store.from_mapping(LAYOUT, {7: item("x")}, "M"), "stores.M: expected a position in 1..4, found 7"),
         (lambda: Store.from_mapping(LAYOUT, {0: item("x")}), "stores.?: expected a position in 1..4, found 0"),
+        (lambda: Store.from_mapping(LAYOUT, {True: item("x")}), "stores.?: expected a position in 1..4, found True"),
+        (lambda: LAYOUT.slot_of("1"), "position: expected a position in 1..4, found '1'"),
         (lambda: Layout(()), "positions: expected at least one position, found 'an empty list'"),
         (lambda: Layout(("g", "")), "positions[2]: expected a slot name, found ''"),
         (lambda: Layout(("g", 5)), "positions[2]: expected a slot name, found 5"),
