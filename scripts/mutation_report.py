@@ -85,6 +85,10 @@ def main() -> int:
         "`pytest_add_cli_args_test_selection` (fast kernel and proof tests, ci Hypothesis profile with 4 examples "
         "per property, no shrinking); per mutant mutmut runs only the tests that reach the mutated function.",
         "",
+        "Survivors of earlier runs were killed by behaviour tests through public names in "
+        "`tests/test_kernel_mutants.py`; what still survives is listed below, each judged equivalent in "
+        "`scripts/mutation_equivalents.toml` (one-line reason) or marked UNEXPLAINED.",
+        "",
         f"`mutmut run` exit status: {args.run_status}" + (" (stopped by the time bound: partial)" if args.run_status == "124" else ""),
         "",
         "## Score",
