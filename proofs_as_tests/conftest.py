@@ -10,10 +10,15 @@ import os
 from hypothesis import Phase, settings
 
 if os.environ.get("DPMEM_MUTATION_RUN") == "1":
+    # Under mutmut (scripts/mutation.sh, DPMEM_MUTMUT=1) every surviving mutant reruns the
+    # property tests that reach it: 4 examples each keep a run of ~1000 mutants bounded
+    # on a shared 2-core machine (the hard-case generators make each example count).
+    parent = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
     settings.register_profile(
         "mutation",
-        parent=settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci")),
+        parent=parent,
         phases=[Phase.explicit, Phase.reuse, Phase.generate],
         print_blob=False,
+        max_examples=4 if os.environ.get("DPMEM_MUTMUT") == "1" else parent.max_examples,
     )
     settings.load_profile("mutation")

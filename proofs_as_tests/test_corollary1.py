@@ -20,6 +20,8 @@ from dpmem_ref import differing_positions, minimum_cover
 from dpmem_ref.cover import minimum_cover_exhaustive, minimum_cover_z3
 from proofs_as_tests import transcripts as tx
 from proofs_as_tests.strategies import cases, policies
+from proofs_as_tests.strategies.events import report_corollary1
+from proofs_as_tests.strategies.hard import cover_pair_cases
 
 
 def brute_force_covers(policy, differing):
@@ -60,7 +62,13 @@ def test_kappa_equals_brute_force(policy, data):
         assert differing <= union
 
 
-@given(cases(multi_group=True))
+def corollary1_cases():
+    """Mostly pairs built from a chosen multi-attribute cover (kappa finite), one in four
+    from the general multi-group pool (often uncoverable: kappa = inf)."""
+    return st.integers(0, 3).flatmap(lambda k: cases(multi_group=True) if k == 3 else cover_pair_cases())
+
+
+@given(corollary1_cases())
 def test_composite_loss_at_most_kappa(case):
     note(repr(case))
     policy = case.interface.policy
@@ -68,10 +76,12 @@ def test_composite_loss_at_most_kappa(case):
     cover = minimum_cover(policy, differing)
     assert (cover is None) == (brute_force_kappa(policy, differing) is None)
     if cover is None:
+        report_corollary1(None, None, Fraction(0))
         return  # kappa = inf: no finite claim
     kappa = cover.cost
     covers = brute_force_covers(policy, differing)
     names = policy.attribute_names
+    worst = Fraction(0)
     for leaf in tx.enumerate_joint(case):
         note(f"transcript {leaf.transcript}")
         assert not leaf.truncated, leaf.truncated
@@ -81,3 +91,7 @@ def test_composite_loss_at_most_kappa(case):
         assert chain <= kappa
         for loss in (leaf.loss_ab, leaf.loss_ba):
             assert tx.certified_le(loss, chain), f"loss {loss} > chained ledgers {chain}"
+            if loss is not None and loss is not tx.INF and not tx.is_exact_zero(loss):
+                low = tx.lower_fraction(loss)
+                worst = max(worst, low if low is not None else Fraction(0))
+    report_corollary1(len(cover.attributes), kappa, worst)

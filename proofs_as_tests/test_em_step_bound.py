@@ -16,12 +16,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 import mpmath
-from hypothesis import given, note
+from hypothesis import event, given, note, target
 from hypothesis import strategies as st
 
 from dpmem_ref.mechanism import exponential_mechanism, iv_precision
 from proofs_as_tests import transcripts as tx
 from proofs_as_tests.strategies import EPSILONS, score_pairs
+from proofs_as_tests.strategies.hard import near_bound_score_pairs
 
 DPS = 60
 
@@ -41,10 +42,13 @@ def views(n):
     return tuple(f"v{k}" for k in range(n))
 
 
-@given(score_pairs())
+@given(st.integers(0, 1).flatmap(lambda k: near_bound_score_pairs() if k == 0 else score_pairs()))
 def test_em_ratio_at_most_e_eps(pair):
     u, u2, eps, delta = pair
     note(f"u={u} u'={u2} eps={eps} Delta={delta}")
+    gap = max(abs(x - y) for x, y in zip(u, u2, strict=True))
+    event("||u - u'|| = Delta" if gap == delta else "||u - u'|| < Delta")
+    worst = Fraction(0)
     names = views(len(u))
     em_a = exponential_mechanism(names, u, eps, delta)
     em_b = exponential_mechanism(names, u2, eps, delta)
@@ -66,6 +70,9 @@ def test_em_ratio_at_most_e_eps(pair):
             ab = em_a.log_probability_interval(view) - em_b.log_probability_interval(view)
             assert tx.certified_le(ab, eps)
             assert tx.certified_le(-ab, eps)
+            if not tx.is_exact_zero(ab):
+                worst = max(worst, abs(tx.lower_fraction(ab) or Fraction(0)), abs(tx.upper_fraction(ab) or Fraction(0)))
+    target(float(worst / eps), label="step loss / eps")
 
 
 def extreme_pair(n: int, delta: Fraction):

@@ -7,6 +7,8 @@ Claim: L_a' <= B_a for every a (negation unsat). Without the check (always admit
 with the retrospective check L_a < B_a, the negation is satisfiable: z3's counterexample
 is printed and verified to overshoot a cap. The strict check L_a + eps < B_a keeps the
 invariant but refuses a charge landing exactly on B_a (satisfiable "lost admission").
+The same step, run through the kernel's own plan_slot, budget rule and cap rule on every
+ledger state of a grid that contains all reachable ones: test_ledger_invariant_kernel.py.
 """
 
 from __future__ import annotations

@@ -283,7 +283,10 @@ class QueryStrategy:
     kind "fixed": plays `sequence` (cyclically), ignoring what was released;
     kind "react": deterministic; the next query is `choices[s % len(choices)]` where s
     is a signal of the last released turn (`signal`: "views", "control" or "response");
-    kind "mixed": randomized; the signal selects a weight row over the choices.
+    kind "mixed": randomized; the signal selects a weight row over the choices;
+    kind "pivot": deterministic and reacting to fallbacks: plays `choices[k]` where k is
+    the number of turns so far that showed a fallback (`fell_back`), so the adversary
+    moves to its next query each time the current one stops being answered.
     The augmented adversary may read views ("views"); the ordinary one reads c and y.
     """
 
@@ -306,6 +309,9 @@ class QueryStrategy:
     def distribution(self, history: Sequence[PublicTurn]) -> tuple[tuple[str, Fraction], ...]:
         if self.kind == "fixed":
             return ((self.sequence[len(history) % len(self.sequence)], Fraction(1)),)
+        if self.kind == "pivot":
+            pivots = sum(1 for turn in history if fell_back(turn))
+            return ((self.choices[pivots % len(self.choices)], Fraction(1)),)
         s = self._signal(history)
         if self.kind == "react":
             return ((self.choices[(s + len(history)) % len(self.choices)], Fraction(1)),)
@@ -633,21 +639,42 @@ def _branching(interface: Interface, query: Query) -> int:
 
 
 def strategy_support(strategy: QueryStrategy, names: Sequence[str]) -> tuple[str, ...]:
+    """The queries the strategy may play at one turn (its branching in the transcript tree)."""
     if strategy.kind == "fixed":
         return (strategy.sequence[0],)
     if strategy.kind == "react":
         return (strategy.choices[0],)
+    if strategy.kind == "pivot":
+        return (strategy.choices[0],)
     return tuple(dict.fromkeys(strategy.choices))
+
+
+def fell_back(turn: PublicTurn) -> bool:
+    """Whether a released turn publicly shows a fallback: the fallback control says so,
+    the budget-status control shows an exhausted ledger, or (no such control) the turn
+    released only generic views. Public transcript only (what the adversary sees)."""
+    _query, views, control, _response = turn
+    if isinstance(control, tuple) and control:
+        if any(isinstance(entry, tuple) and len(entry) == 2 and entry[1] == "fallback" for entry in control):
+            return True
+        if all(isinstance(entry, tuple) and len(entry) == 2 and entry[1] in ("released", "fallback") for entry in control):
+            return False
+        if any(isinstance(entry, tuple) and len(entry) == 2 and entry[1] == "0" for entry in control):
+            return True
+        return False
+    return bool(views) and all(view.endswith(".gen") for _, view in views)
 
 
 @st.composite
 def query_strategies(draw: st.DrawFn, names: Sequence[str], adaptive: bool = True) -> QueryStrategy:
     """Fixed sequences, deterministic reactive strategies, randomized strategies."""
-    kinds = ("fixed", "react", "mixed") if adaptive else ("fixed",)
+    kinds = ("fixed", "react", "mixed", "pivot") if adaptive else ("fixed",)
     kind = draw(st.sampled_from(kinds))
     if kind == "fixed":
         return QueryStrategy(kind="fixed", sequence=tuple(draw(st.lists(st.sampled_from(names), min_size=1, max_size=3))))
     choices = tuple(draw(st.lists(st.sampled_from(names), min_size=1, max_size=2)))
+    if kind == "pivot":
+        return QueryStrategy(kind="pivot", choices=choices)
     signal = draw(st.sampled_from(("views", "control", "response")))
     if kind == "react":
         return QueryStrategy(kind="react", choices=choices, signal=signal)

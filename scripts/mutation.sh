@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Mutation testing of the kernel's core modules with mutmut 3 (pinned in the dev extra),
+# then docs/mutation-report.md from its results (scripts/mutation_report.py).
+#
+# The modules are [tool.mutmut] only_mutate in pyproject.toml: the ONE list (repoint it
+# there when modules move). The tests are its pytest_add_cli_args_test_selection (fast
+# kernel and proof tests); mutmut runs, per mutant, only the tests that reach the mutated
+# function, under the ci Hypothesis profile without the shrink phase.
+#
+# Env: PYTHON (default .venv/bin/python), MUTATION_MAX_CHILDREN (default 2),
+# MUTATION_TIMEOUT_S (default 5400: the run is bounded; an interrupted run still gets a
+# report of what was checked), MUTATION_FRESH=1 to discard mutmut's cached results.
+# CPU-heavy: runs under `nice -n 10`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY="${PYTHON:-.venv/bin/python}"
+LOG="${TMPDIR:-/tmp}/dpmem-mutmut-$$.log"
+export HYPOTHESIS_PROFILE=ci DPMEM_MUTATION_RUN=1 DPMEM_MUTMUT=1
+unset PYTHONPATH  # mutmut puts its mutated copy (mutants/) first on sys.path
+if [ "${MUTATION_FRESH:-0}" = "1" ]; then
+  rm -rf mutants
+fi
+
+status=0
+timeout "${MUTATION_TIMEOUT_S:-5400}" nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" \
+  >"$LOG" 2>&1 || status=$?
+echo "mutmut run: exit $status (log: $LOG)"
+"$PY" scripts/mutation_report.py --out docs/mutation-report.md --run-status "$status"
