@@ -21,6 +21,7 @@ VIOLATION_CODES: dict[str, str] = {
     "C3.nonpositive_sensitivity": "a charged read's declared sensitivity bound is not positive",
     "C3.sensitivity_below_bound": "a declared sensitivity bound is below the scorer's exact bound (Eq. 6)",
     "C3.score_count": "the scorer returned a score vector of the wrong length",
+    "C3.invalid_epsilon": "the budget rule's eps for a charged selection is not a positive exact rational",
     "C4.memory_routing": "slot activation reads raw memory (private hook)",
     "C4.score_fallback": "the fallback decision reads internal scores (private hook)",
     "C4.read_outside_slot": "a read set includes positions of other slots",

@@ -202,17 +202,20 @@ def _independent_charges(variant: str) -> tuple[Fraction, Fraction, int]:
     for NoCap); the reconstruction adds eps for every admitted read touching I_debt."""
     interface = table4.variants()[variant]
     by_name = {query.name: query for query in interface.queries}
-    ledgers = dict.fromkeys(table4.GROUPS, Fraction(0))
+    groups = {attribute.name: attribute.group for attribute in interface.policy.attributes}
+    caps = {attribute.name: attribute.cap for attribute in interface.policy.attributes}
+    k = interface.budget.K
+    ledgers = dict.fromkeys(groups, Fraction(0))
     reconstructed = Fraction(0)
     reads = 0
     for name in table4.SCHEDULE:
         for read in by_name[name].reads:
-            gamma = {a for a, group in table4.GROUPS.items() if read.positions & group}
+            gamma = {a for a, group in groups.items() if read.positions & group}
             charged = set(read.charge) if read.charge is not None else gamma
             if not charged:  # an uncharged read spends no budget and touches no group
                 continue
-            eps = min(table4.CAP for _ in charged) / table4.K
-            if variant != "NoCap" and any(ledgers[a] + eps > table4.CAP for a in charged):
+            eps = min(caps[a] for a in charged) / k
+            if variant != "NoCap" and any(ledgers[a] + eps > caps[a] for a in charged):
                 continue
             for a in charged:
                 ledgers[a] += eps

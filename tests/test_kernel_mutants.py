@@ -281,6 +281,11 @@ class _EveryOtherTurnRouter:
     """A public router (C4): slots are active on even turns only, and the read narrows
     to the slot's first position once there is history. Reads the history only."""
 
+    name = "every-other-turn"
+    violates = None
+    reads_history = True  # declared capabilities (dpmem_ref.parts.protocols.Router)
+    reads_released_views = False
+
     def active_slots(self, query, history):
         return tuple(read.slot for read in query.reads) if len(history) % 2 == 0 else ()
 

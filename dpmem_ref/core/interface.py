@@ -164,9 +164,11 @@ class Interface:
                 for read in query.reads:
                     charge = self.policy.gamma_star(read.positions) if read.charge is None else read.charge
                     try:
-                        values.append(self.epsilon_for(charge))
+                        epsilon = self.epsilon_for(charge)
                     except InputError:
                         continue  # a charge set the budget refuses: reported where it is planned
+                    if isinstance(epsilon, Fraction) and epsilon > 0:  # else refused where planned (C3)
+                        values.append(epsilon)
             memo.scale = common_scale(1, values)
         return memo.scale
 

@@ -17,7 +17,7 @@ from dpmem_ref.core.interface import ChargePlan, Interface, fallback_distributio
 from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, rescale, to_units
 from dpmem_ref.core.memo import KernelMemo
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
-from dpmem_ref.errors import ContractViolation
+from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.mechanism import ReleaseDistribution, validate_em_inputs
 from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
 from dpmem_ref.policy import MemoryItem, Store
@@ -210,6 +210,10 @@ def plan_units(
             "C2.uncharged_read",
             f"{_Where(query.name, slot)}, attribute {missing}: read touches I_{missing} but is not charged to it",
         )
+    if not isinstance(epsilon, Fraction) or epsilon <= 0:  # C3, before any ledger arithmetic uses it
+        raise ContractViolation(
+            "C3.invalid_epsilon", f"slot {slot}: epsilon must be a positive exact rational, found {epsilon}"
+        )
     step = charges.step(scale)
     if step is None:  # an eps outside the catalogue's scale: widen, exactly
         wider = common_scale(scale, (epsilon,))
@@ -276,6 +280,8 @@ def plan_slot(
     strict: bool = True,
 ) -> SlotPlan:
     """Algorithm 1, lines 5-16, for one slot, as an exact description (nothing sampled)."""
+    if len(ledgers) != len(interface.policy.attributes):
+        raise InputError("ledgers", f"{len(interface.policy.attributes)} values, one per attribute in policy order", len(ledgers))
     scale = common_scale(interface.ledger_scale, ledgers)
     units = to_units(ledgers, scale)
     return plan_units(interface, units, scale, prefix.history, prefix.query, prefix.released, slot, store, strict)
