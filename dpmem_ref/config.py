@@ -37,7 +37,7 @@ from dpmem_ref.interface import (
     SlotRead,
     TopScoreControl,
 )
-from dpmem_ref.limits import MAX_CONFIG_BYTES, MAX_QUERY_LINES, check_ledger_digits, read_bounded
+from dpmem_ref.limits import MAX_CONFIG_BYTES, check_ledger_size, read_bounded
 from dpmem_ref.policy import Attribute, Layout, Policy, Store
 from dpmem_ref.scoring import LinearTagScorer, LinearWeights
 from dpmem_ref.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
@@ -295,19 +295,6 @@ def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFil
         description=description if isinstance(description, str) else "",
         path=path,
     )
-
-
-def check_ledger_size(interface: Interface, turns: int = MAX_QUERY_LINES) -> None:
-    """Refuse an interface whose exact ledgers could outgrow MAX_LEDGER_DIGITS (C5 stays
-    exact): every epsilon any read can be charged (singleton and declared charge sets;
-    both budget rules take a minimum over singletons), the caps, and at most `turns`
-    charges per slot."""
-    caps = interface.caps
-    charge_sets = {frozenset({a}) for a in caps}
-    charge_sets |= {read.charge for query in interface.queries for read in query.reads if read.charge}
-    epsilons = {interface.budget.epsilon(charge_set, caps) for charge_set in charge_sets}
-    charges = turns * max(1, len(interface.vocabularies))
-    check_ledger_digits(epsilons, caps.values(), charges, "attributes")
 
 
 def load_interface_file(path: str | Path) -> InterfaceFile:

@@ -36,6 +36,7 @@ import attrs
 from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.interface import Interface, Query, TurnRecord
 from dpmem_ref.ledger import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease, interface_fingerprint
+from dpmem_ref.limits import check_ledger_size
 from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
 from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
@@ -120,6 +121,9 @@ class DurableSession:
         if not isinstance(source, RandomSource):
             raise InputError("source", "a RandomSource (randbelow)", type(source).__name__)
         interface.require_contract()
+        # Exact ledgers stay exact over MAX_TURNS_PER_INTERACTION turns (issue 13.4): an
+        # interface built in code gets the same static size check as a loaded file.
+        check_ledger_size(interface, MAX_TURNS_PER_INTERACTION)
         # The ledger database is bound to this interface's fingerprint (issue 13.1): the
         # ledgers count charges of one set of groups, routes and budget rule only.
         session = store.open_session(user, interaction, interface.caps, fingerprint=interface_fingerprint(interface))

@@ -20,8 +20,12 @@ from collections.abc import Iterable
 from fractions import Fraction
 from math import lcm
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dpmem_ref.errors import InputError
+
+if TYPE_CHECKING:
+    from dpmem_ref.core.interface import Interface
 
 MAX_CONFIG_BYTES = 1_048_576
 """Largest interface description (TOML) accepted, in bytes (1 MiB)."""
@@ -125,3 +129,16 @@ def check_ledger_digits(epsilons: Iterable[Fraction], caps: Iterable[Fraction], 
             f"caps and epsilons whose exact ledgers need at most {MAX_LEDGER_DIGITS} digits",
             f"up to {bound} digits (coprime denominators)",
         )
+
+
+def check_ledger_size(interface: Interface, turns: int = MAX_QUERY_LINES) -> None:
+    """Refuse an interface whose exact ledgers could outgrow MAX_LEDGER_DIGITS (C5 stays
+    exact): every epsilon any read can be charged (singleton and declared charge sets;
+    both budget rules take a minimum over singletons), the caps, and at most `turns`
+    charges per slot."""
+    caps = interface.caps
+    charge_sets = {frozenset({a}) for a in caps}
+    charge_sets |= {read.charge for query in interface.queries for read in query.reads if read.charge}
+    epsilons = {interface.budget.epsilon(charge_set, caps) for charge_set in charge_sets}
+    charges = turns * max(1, len(interface.vocabularies))
+    check_ledger_digits(epsilons, caps.values(), charges, "attributes")

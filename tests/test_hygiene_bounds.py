@@ -9,6 +9,7 @@ import io
 import json
 import os
 import stat
+import tomllib
 from fractions import Fraction
 from pathlib import Path
 
@@ -155,6 +156,29 @@ def test_coprime_caps_are_refused_statically(tmp_path: Path, attributes: int) ->
     ):
         code, _, err = run_cli(argv)
         assert_refused(code, err, f"need at most {MAX_LEDGER_DIGITS} digits")
+
+
+def test_a_durable_session_refuses_coprime_caps_built_in_code() -> None:
+    """The same static bound for an interface that never went through a file: a durable
+    interaction accumulates charges for up to MAX_TURNS_PER_INTERACTION turns."""
+    import attrs
+
+    from dpmem_ref import Attribute, Policy, SeededRandomSource
+    from dpmem_ref.config import interface_from_dict
+    from dpmem_ref.durable import DurableSession
+    from dpmem_ref.ledger import MemoryLedgerStore
+
+    small = tomllib.loads(coprime_caps(1))
+    loaded = interface_from_dict(small, "caps.toml")
+    policy = loaded.interface.policy
+    attributes = tuple(
+        Attribute(name=f"a{i}", group=frozenset({1}), cap=Fraction(1, PRIMES[i] ** 80)) for i in range(12)
+    )
+    interface = attrs.evolve(loaded.interface, policy=Policy(layout=policy.layout, attributes=attributes))
+    with pytest.raises(InputError, match=f"need at most {MAX_LEDGER_DIGITS} digits"):
+        DurableSession.open(interface, MemoryLedgerStore(), "u", "i", loaded.store("M"), SeededRandomSource(0))
+    # Within the bound it opens.
+    DurableSession.open(loaded.interface, MemoryLedgerStore(), "u", "i", loaded.store("M"), SeededRandomSource(0))
 
 
 def test_coprime_caps_within_the_bound_run_exactly(tmp_path: Path) -> None:
