@@ -11,7 +11,6 @@ from dpmem_ref.turn.channel import LLMChannel, TemplateChannel, respond, view_te
 from dpmem_ref.turn.plan import (
     SlotPlan,
     active_slots,
-    check_ledgers,
     observe_control,
     plan_slot,
     plan_units,
@@ -33,7 +32,6 @@ __all__ = [
     "TurnResult",
     "active_slots",
     "begin_turn",
-    "check_ledgers",
     "observe_control",
     "plan_slot",
     "plan_units",

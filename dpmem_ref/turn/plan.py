@@ -87,17 +87,6 @@ class SlotPlan(_SlotPlanFields):
         return (self.slot, self.charge_set, self.epsilon, self.admitted, self.vocabulary.names)
 
 
-def check_ledgers(
-    interface: Interface, ledgers: Ledgers, where: object, attributes: frozenset[str] | None = None
-) -> None:
-    """C5: L_a <= B_a, asserted after every update (for `attributes`, default all)."""
-    for attribute, value in zip(interface.policy.attributes, ledgers, strict=True):
-        if (attributes is None or attribute.name in attributes) and value > attribute.cap:
-            raise ContractViolation(
-                "C5.ledger_over_cap", f"{where}, attribute {attribute.name}: ledger {value} exceeds cap {attribute.cap}"
-            )
-
-
 def _read_store(
     interface: Interface, read: SlotRead, charges: ChargePlan, store: Store
 ) -> tuple[tuple[MemoryItem, ...], dict[Vocabulary, tuple[tuple[Fraction, ...], ReleaseDistribution]]]:
