@@ -88,6 +88,32 @@ def test_build_table_names_a_table_without_a_zero_exponent_or_of_mismatched_leng
         assert str(error.value) == f"exact table: expected one exponent per outcome, the smallest 0, found {found}"
 
 
+@pytest.mark.parametrize(
+    ("multiplicities", "table_bits", "chunk_bits", "message"),
+    [
+        ([1, 1], 2, 1, "table_bits: expected room for 2 slots per outcome, at most 64, found 2"),  # 2 n = 2**bits
+        ([1], 65, 1, "table_bits: expected room for 2 slots per outcome, at most 64, found 65"),
+        ([1], 4, 0, "chunk_bits: expected 1..64, found 0"),
+        ([1], 4, 65, "chunk_bits: expected 1..64, found 65"),
+        ([100], 4, 1, "table_bits: expected a table with room for every multiplicity, found 4"),  # 100 > 15 - 2
+    ],
+)
+def test_build_table_names_a_table_that_cannot_hold_its_outcomes(multiplicities, table_bits, chunk_bits, message):
+    with pytest.raises(InputError) as error:
+        build_table(multiplicities, [Fraction(0)] * len(multiplicities), table_bits, chunk_bits)
+    assert str(error.value) == message
+
+
+def test_build_table_accepts_the_tightest_and_widest_settings():
+    # 3 outcomes in 2**3 slots (2 n < 8), capacity 8 - 2 - 3 = 3: exactly scale 1, a slot each.
+    tight = build_table([1, 1, 1], [Fraction(0)] * 3, table_bits=3, chunk_bits=1)
+    assert (tight.scale, tight.sure, tight.ends, tight.bound, tight.chunk_bits) == (1, (1, 1, 1), (1, 2, 3), 7, 1)
+    widest = build_table([1, 2], [Fraction(0), Fraction(1)], table_bits=64, chunk_bits=64)
+    assert widest.bound == (1 << 64) - 1 and widest.chunk_bits == 64
+    assert widest.sure == (widest.scale, 7819263343891484822)  # floor(2 * scale * exp(-1)), exactly
+    assert widest.ends == (widest.scale, widest.scale + 7819263343891484822 + 1) and widest.ends[1] <= widest.bound - 2
+
+
 # Weights exp(-1/2) and 1 on a 4-bit table: T = 7 exp(-1/2) = 4.2457... and 7, so outcome 0
 # owns sure slots 0-3 and residual slot 4 (Bernoulli(0.2457...)), outcome 1 slots 5-11.
 HALF = build_table([1, 1], [Fraction(1, 2), Fraction(0)], table_bits=4, chunk_bits=1)
