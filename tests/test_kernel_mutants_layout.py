@@ -13,6 +13,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import attrs
+import mpmath
 import pytest
 
 from dpmem_ref import (
@@ -134,6 +135,13 @@ def test_the_residual_slot_of_the_first_outcome_draws_its_bernoulli():
     assert HALF.resolve(4, source) == 0 and source.consumed == 3
 
 
+def test_a_floor_next_to_an_integer_is_refined_until_it_is_exact():
+    # T = 2 exp(-2**-40) = 2 - 2**-39...: the first brackets (18, then 36 bits) straddle 2,
+    # the third (72 bits) does not: floor 1, so outcome 1 owns one sure slot and a residual.
+    table = build_table([1, 1], [Fraction(0), Fraction(1, 1 << 40)], table_bits=3)
+    assert (table.scale, table.sure, table.ends) == (2, (2, 1), (2, 4))
+
+
 def _residual_table(exponent: Fraction) -> ExactTable:
     """One outcome with T = exp(-exponent) < 1: no sure slot, a residual Bernoulli(T)."""
     return ExactTable((1,), (exponent,), scale=1, sure=(0,), ends=(1,), bound=2, chunk_bits=1)
@@ -192,6 +200,13 @@ def test_only_a_finite_loss_has_ends_or_an_interval():
         with pytest.raises(ValueError) as error:
             loss.to_interval()
         assert str(error.value) == "only a finite loss is an interval"
+        with pytest.raises(ValueError) as error:
+            loss.neg()
+        assert str(error.value) == "only a finite loss has a negation"
+    for ends in (["-inf", 0], [0, "inf"]):
+        with pytest.raises(ValueError) as error:
+            Loss.interval(mpmath.iv.mpf(ends))
+        assert str(error.value) == "a finite loss needs finite interval ends"
 
 
 def test_loss_hash_follows_the_value():
