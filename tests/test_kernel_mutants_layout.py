@@ -307,3 +307,39 @@ def test_rebase_moves_the_cursor_to_the_scale_of_the_new_ledgers():
     assert rebased.plan().ledgers_after == (Fraction(1, 7) + Fraction(1, 2), Fraction(3, 7) + Fraction(1, 2))
     back = rebased.rebase(zero_ledgers(interface))
     assert back.ledgers == zero_ledgers(interface) and back.scale == cursor.scale
+
+
+def test_rescale_multiplies_exactly():
+    from dpmem_ref.core.ledgers import rescale
+
+    assert rescale((1, 0, 5), 3, 12) == (4, 0, 20)
+    assert rescale((3**40,), 7, 21) == (3**41,)  # beyond a float's 53 bits: integer arithmetic
+
+
+def test_slot_plans_compare_and_hash_on_their_first_ten_fields():
+    interface = _interface()
+    prefix = PublicPrefix((), interface.query("q"), ())
+    plan = plan_slot(interface, zero_ledgers(interface), prefix, "g", STORE)
+    again = plan_slot(interface, zero_ledgers(interface), prefix, "g", STORE)
+    rescaled = plan._replace(units_after=tuple(2 * u for u in plan.units_after), scale=2 * plan.scale)
+    for same in (again, rescaled):
+        assert same is not plan and same == plan and not (same != plan) and hash(same) == hash(plan)
+    later = plan_slot(interface, plan.ledgers_after, prefix, "g", STORE)
+    assert later != plan and not (later == plan)
+    # Distinct plans hash apart (tuples of public values: a collision has probability ~2**-64).
+    assert hash(later) != hash(plan)
+
+
+def test_a_cursor_prints_its_public_position_only():
+    interface = _interface()
+    cursor = begin_turn(interface, InterfaceState.initial(interface), "q", STORE)
+    assert repr(cursor) == "TurnCursor(query='q', turn=0, slots=['g'], released=[])"
+    assert repr(cursor.release("g.v1")) == "TurnCursor(query='q', turn=0, slots=['g'], released=[('g', 'g.v1')])"
+
+
+def test_a_point_mass_batch_repeats_its_view_and_draws_nothing():
+    from dpmem_ref import PointMass
+
+    source = TapeSource([])
+    assert PointMass(views=("g.gen", "g.v1"), view="g.v1").sample_many(3, source) == ("g.v1",) * 3
+    assert PointMass(views=("g.gen",), view="g.gen").sample_many(0, source) == () and source.consumed == 0
