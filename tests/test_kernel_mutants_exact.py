@@ -16,7 +16,13 @@ import pytest
 
 from dpmem_ref import InputError, TapeSource
 from dpmem_ref.em_sampler import ExactTable, build_table, exp_neg_bounds, residual_accept
-from dpmem_ref.exact import positive_fraction, require_positive_rational, to_fraction, unit_interval_fraction
+from dpmem_ref.exact import (
+    nonnegative_fraction,
+    positive_fraction,
+    require_positive_rational,
+    to_fraction,
+    unit_interval_fraction,
+)
 from dpmem_ref.mechanism import bucket_proposal, bucketed_round
 from dpmem_ref.randomness import TapeExhausted
 
@@ -39,6 +45,7 @@ RATIONAL = 'an integer or an exact rational string like "2/3"'
         ("1/0", "expected a non-zero denominator, found '1/0'"),
         ("abc", f"expected {RATIONAL}, found 'abc'"),
         (None, f"expected {RATIONAL}, found None"),
+        (1j, f"expected {RATIONAL}, found 1j"),
     ],
 )
 def test_to_fraction_names_the_field_and_what_was_wrong(value, message):
@@ -63,6 +70,16 @@ def test_positive_fraction_names_the_field():
     with pytest.raises(InputError) as error:
         positive_fraction("x", "budget.K")
     assert str(error.value) == f"budget.K: expected {RATIONAL}, found 'x'"
+
+
+def test_nonnegative_fraction_accepts_zero_and_names_the_field():
+    assert nonnegative_fraction("0", "uncharged_epsilon") == 0
+    with pytest.raises(InputError) as error:
+        nonnegative_fraction("-1/2", "uncharged_epsilon")
+    assert str(error.value) == "uncharged_epsilon: expected a non-negative number, found '-1/2'"
+    with pytest.raises(InputError) as error:
+        nonnegative_fraction("x", "uncharged_epsilon")
+    assert str(error.value) == f"uncharged_epsilon: expected {RATIONAL}, found 'x'"
 
 
 def test_unit_interval_fraction_accepts_both_ends_and_names_the_field():
