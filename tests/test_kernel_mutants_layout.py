@@ -221,6 +221,9 @@ def test_cursor_control_sees_the_query_and_history_once_every_slot_released():
     with pytest.raises(InputError) as error:
         cursor.control()
     assert str(error.value) == "cursor: expected a turn whose every slot has released, found '0 released'"
+    with pytest.raises(InputError) as error:
+        cursor.finish()
+    assert str(error.value) == "cursor: expected a turn whose every slot has released, found '0 released'"
     done = cursor.release("g.v1")
     assert done.control() == ("q", 0)
     state, _ = done.finish()
@@ -240,3 +243,15 @@ def test_a_point_mass_batch_repeats_its_view_and_draws_nothing():
     source = TapeSource([])
     assert PointMass(views=("g.gen", "g.v1"), view="g.v1").sample_many(3, source) == ("g.v1",) * 3
     assert PointMass(views=("g.gen",), view="g.gen").sample_many(0, source) == () and source.consumed == 0
+
+
+def test_a_finished_state_keeps_the_planners_wider_scale():
+    interface = _interface()
+    cursor = begin_turn(interface, InterfaceState.initial(interface), "q", STORE).rebase((Fraction(1, 7), Fraction(0)))
+    # A durable store committed zero ledgers: the cursor keeps its (wider) scale of sevenths.
+    done = cursor.release("g.v1", ledgers=zero_ledgers(interface))
+    assert done.scale == cursor.scale and done.scale != interface.ledger_scale
+    state, _ = done.finish()
+    assert state.ledgers == zero_ledgers(interface)
+    assert state.units(interface.ledger_scale) == ((0, 0), done.scale)
+    assert begin_turn(interface, state, "q", STORE).scale == done.scale
