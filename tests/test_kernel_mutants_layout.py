@@ -255,3 +255,19 @@ def test_a_finished_state_keeps_the_planners_wider_scale():
     assert state.ledgers == zero_ledgers(interface)
     assert state.units(interface.ledger_scale) == ((0, 0), done.scale)
     assert begin_turn(interface, state, "q", STORE).scale == done.scale
+
+
+def test_plans_that_fall_back_are_not_admitted_and_name_false():
+    from dpmem_ref import PrivateHooks
+
+    interface = _interface()
+    prefix = PublicPrefix((), interface.query("q"), ())
+    # L_a = 1 = B_a: the cap rule refuses eps = 1/2; nothing is scored.
+    capped = plan_slot(interface, (Fraction(1), Fraction(0)), prefix, "g", STORE)
+    assert capped.admitted is False and capped.scores is None
+    assert capped.distribution.support() == ("g.gen",) and capped.ledgers_after == (Fraction(1), Fraction(0))
+    # A score-reading fallback hook (a C4 breach, strict=False): scored, then not admitted.
+    hooked = attrs.evolve(interface, hooks=PrivateHooks(fallback=lambda scores: True))
+    fallen = plan_slot(hooked, zero_ledgers(interface), prefix, "g", STORE, strict=False)
+    assert fallen.admitted is False and fallen.scores == (Fraction(0), Fraction(1))
+    assert fallen.distribution.support() == ("g.gen",) and fallen.ledgers_after == zero_ledgers(interface)
