@@ -224,6 +224,9 @@ def test_cursor_control_sees_the_query_and_history_once_every_slot_released():
     with pytest.raises(InputError) as error:
         cursor.finish()
     assert str(error.value) == "cursor: expected a turn whose every slot has released, found '0 released'"
+    with pytest.raises(InputError) as error:
+        cursor.release("h.v1")
+    assert str(error.value) == "slot g: expected a view of ['g.gen', 'g.v1'], found 'h.v1'"
     done = cursor.release("g.v1")
     assert done.control() == ("q", 0)
     state, _ = done.finish()
