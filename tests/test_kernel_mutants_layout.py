@@ -274,3 +274,57 @@ def test_plans_that_fall_back_are_not_admitted_and_name_false():
     fallen = plan_slot(hooked, zero_ledgers(interface), prefix, "g", STORE, strict=False)
     assert fallen.admitted is False and fallen.scores == (Fraction(0), Fraction(1))
     assert fallen.distribution.support() == ("g.gen",) and fallen.ledgers_after == zero_ledgers(interface)
+
+
+def test_cursor_plans_route_on_views_released_earlier_in_the_turn():
+    base = _interface(_PrefixRouter())
+    two_slots = Query("q2", "q2", (SlotRead("h", frozenset({4})), SlotRead("g", frozenset({1, 3}))))
+    interface = attrs.evolve(base, queries=base.queries + (two_slots,))
+    cursor = begin_turn(interface, InterfaceState.initial(interface), "q2", STORE)
+    assert cursor.slots == ("h", "g") and cursor.plan().read.positions == frozenset({4})
+    after_h = cursor.release("h.v1")
+    assert after_h.slot == "g" and after_h.plan().read.positions == frozenset({1, 2})  # narrowed by the release
+    done = after_h.release("g.gen")
+    for read_past_the_end in (lambda: done.plan(), lambda: done.slot):
+        with pytest.raises(InputError) as error:
+            read_past_the_end()
+        assert str(error.value) == "cursor: expected a turn with a slot left to plan, found 'every slot released'"
+
+
+def test_begin_turn_accepts_a_store_over_an_equal_layout():
+    interface = _interface()
+    copy = Store.from_mapping(Layout(("g", "g", "g", "h")), {1: MemoryItem(frozenset({"x"}), "x")}, "copy")
+    assert copy.layout is not interface.policy.layout
+    assert begin_turn(interface, InterfaceState.initial(interface), "q", copy).slots == ("g",)
+
+
+class _RecordingRouter:
+    """Declares it reads no history: G_t is asked for with an empty history."""
+
+    name = "recording"
+    violates = None
+    reads_history = False
+    reads_released_views = False
+
+    def __init__(self):
+        self.histories = []
+
+    def active_slots(self, query, history):
+        self.histories.append(history)
+        return tuple(read.slot for read in query.reads)
+
+    def read(self, prefix, slot):
+        return prefix.query.read_for(slot)
+
+    def state_key(self, history):
+        return ()
+
+
+def test_a_router_that_reads_no_history_is_asked_with_an_empty_one():
+    router = _RecordingRouter()
+    interface = _interface(router)
+    state = InterfaceState.initial(interface)
+    for _ in range(2):
+        cursor = begin_turn(interface, state, "q", STORE)
+        state, _ = cursor.release("g.gen").finish()
+    assert len(state.history) == 2 and router.histories == [()]  # asked once: G_t is memoized on q_t
