@@ -299,7 +299,8 @@ def test_begin_turn_accepts_a_store_over_an_equal_layout():
 
 
 class _RecordingRouter:
-    """Declares it reads no history: G_t is asked for with an empty history."""
+    """Declares it reads neither history nor released views: G_t is asked for with an empty
+    history, each read with an empty prefix (both memoized on the query: they depend on it alone)."""
 
     name = "recording"
     violates = None
@@ -308,12 +309,14 @@ class _RecordingRouter:
 
     def __init__(self):
         self.histories = []
+        self.prefixes = []
 
     def active_slots(self, query, history):
         self.histories.append(history)
         return tuple(read.slot for read in query.reads)
 
     def read(self, prefix, slot):
+        self.prefixes.append((prefix.history, prefix.released, slot))
         return prefix.query.read_for(slot)
 
     def state_key(self, history):
@@ -328,3 +331,12 @@ def test_a_router_that_reads_no_history_is_asked_with_an_empty_one():
         cursor = begin_turn(interface, state, "q", STORE)
         state, _ = cursor.release("g.gen").finish()
     assert len(state.history) == 2 and router.histories == [()]  # asked once: G_t is memoized on q_t
+    assert router.prefixes == [((), (), "g")]  # the read too, though turn 2 has a history
+    # Two slots in one turn: each (query, slot) has its own memoized read.
+    two_slots = Query("q2", "q2", (SlotRead("h", frozenset({4})), SlotRead("g", frozenset({1, 3}))))
+    interface = attrs.evolve(interface, queries=interface.queries + (two_slots,))
+    cursor = begin_turn(interface, InterfaceState.initial(interface), "q2", STORE)
+    plan_h = cursor.plan()
+    plan_g = cursor.release("h.gen").plan()
+    assert (plan_h.slot, plan_h.read.positions, plan_g.slot, plan_g.read.positions) == ("h", {4}, "g", {1, 3})
+    assert plan_g.vocabulary.slot == "g" and plan_g.charge_set == frozenset({"a", "b"})
