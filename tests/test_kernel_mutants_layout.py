@@ -340,3 +340,18 @@ def test_a_router_that_reads_no_history_is_asked_with_an_empty_one():
     plan_g = cursor.release("h.gen").plan()
     assert (plan_h.slot, plan_h.read.positions, plan_g.slot, plan_g.read.positions) == ("h", {4}, "g", {1, 3})
     assert plan_g.vocabulary.slot == "g" and plan_g.charge_set == frozenset({"a", "b"})
+
+
+def test_a_slot_is_scored_once_per_read_and_store_object():
+    calls = []
+
+    def score(relevance, vocabulary, items):
+        calls.append(items)
+        return (Fraction(0), Fraction(1))
+
+    interface = attrs.evolve(_interface(), scorer=FunctionScorer(score, Fraction(1)))
+    prefix = PublicPrefix((), interface.query("q"), ())
+    other = STORE.replace({1: MemoryItem(frozenset({"v"}), "v")}, name="M'")
+    plans = [plan_slot(interface, zero_ledgers(interface), prefix, "g", store) for store in (STORE, STORE, other, STORE)]
+    assert [plan.scores for plan in plans] == [(Fraction(0), Fraction(1))] * 4
+    assert [item.tags for items in calls for item in items] == [{"x"}, {"z"}, {"v"}, {"z"}]  # M, then M' (memo kept M)
