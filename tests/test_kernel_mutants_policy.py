@@ -71,6 +71,7 @@ def test_the_boundaries_next_to_each_refusal_are_accepted():
     assert policy.gamma_star({1, 2}) == frozenset({"a", "b"}) and policy.gamma_star(()) == frozenset()
     store = Store.from_mapping(LAYOUT, {1: MemoryItem(frozenset({"x"})), 3: MemoryItem(frozenset({"z"}))}, "M")
     assert store.items == (MemoryItem(frozenset({"x"})), MemoryItem(), MemoryItem(frozenset({"z"})))
+    assert store.name == "M" and Store.from_mapping(LAYOUT, {}).name == ""
     assert OnlineBudget(K=2).epsilon(frozenset({"a"}), {"a": Fraction(1)}) == Fraction(1, 2)
 
 
