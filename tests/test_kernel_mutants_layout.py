@@ -355,3 +355,15 @@ def test_a_slot_is_scored_once_per_read_and_store_object():
     plans = [plan_slot(interface, zero_ledgers(interface), prefix, "g", store) for store in (STORE, STORE, other, STORE)]
     assert [plan.scores for plan in plans] == [(Fraction(0), Fraction(1))] * 4
     assert [item.tags for items in calls for item in items] == [{"x"}, {"z"}, {"v"}, {"z"}]  # M, then M' (memo kept M)
+
+
+def test_plan_units_is_strict_by_default():
+    from dpmem_ref import ContractViolation
+    from dpmem_ref.turn.plan import plan_units
+
+    base = _interface()
+    under = Query("under", "under", (SlotRead("g", frozenset({2}), charge=frozenset({"a"})),))
+    interface = attrs.evolve(base, queries=base.queries + (under,))
+    with pytest.raises(ContractViolation) as error:
+        plan_units(interface, (0, 0), interface.ledger_scale, (), under, (), "g", STORE)
+    assert error.value.code == "C2.uncharged_read"
