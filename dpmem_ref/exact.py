@@ -34,7 +34,7 @@ def to_fraction(value: object, field: str) -> Fraction:
         return Fraction(value)
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
-            raise InputError(field, "a finite " + expected, value)
+            raise InputError(field, expected + " (a finite number, not NaN or infinity)", value)
         raise InputError(field, expected + " (floats are not exact)", value)
     if isinstance(value, str):
         if len(value) > MAX_RATIONAL_TEXT:  # also keeps int() below its 4300-digit limit

@@ -37,9 +37,9 @@ RATIONAL = 'an integer or an exact rational string like "2/3"'
     ("value", "message"),
     [
         (True, f"expected {RATIONAL}, found True"),
-        (float("nan"), f"expected a finite {RATIONAL}, found nan"),
-        (float("inf"), f"expected a finite {RATIONAL}, found inf"),
-        (float("-inf"), f"expected a finite {RATIONAL}, found -inf"),
+        (float("nan"), f"expected {RATIONAL} (a finite number, not NaN or infinity), found nan"),
+        (float("inf"), f"expected {RATIONAL} (a finite number, not NaN or infinity), found inf"),
+        (float("-inf"), f"expected {RATIONAL} (a finite number, not NaN or infinity), found -inf"),
         (0.1, f"expected {RATIONAL} (floats are not exact), found 0.1"),
         ("1" * 201, "expected a rational of at most 200 characters, found '201 characters'"),
         ("1/0", "expected a non-zero denominator, found '1/0'"),

@@ -367,3 +367,21 @@ def test_plan_units_is_strict_by_default():
     with pytest.raises(ContractViolation) as error:
         plan_units(interface, (0, 0), interface.ledger_scale, (), under, (), "g", STORE)
     assert error.value.code == "C2.uncharged_read"
+
+
+def test_begin_turn_refuses_a_state_with_the_wrong_number_of_ledgers() -> None:
+    """One ledger per attribute, in policy order: a state from another interface is refused
+    with the kernel's own error before any plan (not a bare zip ValueError)."""
+    from fractions import Fraction
+
+    import pytest
+
+    from dpmem_ref import InterfaceState, begin_turn
+    from dpmem_ref.errors import InputError
+    from tests.kernel_fixtures import two_attribute_interface
+
+    interface, store, _ = two_attribute_interface()
+    wrong = InterfaceState(turn=0, ledgers=(Fraction(0),), history=())
+    with pytest.raises(InputError) as error:
+        begin_turn(interface, wrong, interface.queries[0], store)
+    assert str(error.value) == "state.ledgers: expected 2 values, one per attribute in policy order, found 1"

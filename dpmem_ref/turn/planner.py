@@ -210,6 +210,10 @@ def begin_turn(
         interface.require_contract()
     if store.layout is not interface.policy.layout and store.layout != interface.policy.layout:
         raise InputError("store", "a store over the interface's layout", store.name or "another layout")
+    if len(state.ledgers) != len(interface.policy.attributes):
+        raise InputError(
+            "state.ledgers", f"{len(interface.policy.attributes)} values, one per attribute in policy order", len(state.ledgers)
+        )
     units, scale = state.units(interface.ledger_scale)
     slots = active_slots(interface, query, state.history, store)
     return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)
