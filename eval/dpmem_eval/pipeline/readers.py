@@ -137,16 +137,21 @@ def _models_present(results: Record, models: tuple[str, ...] | None) -> None:
             raise results.fail(model, "missing (a model of the run); rerun the stage that writes this file")
 
 
-def read_audit(out: Path, models: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """audit.json: {"encoder": str, "results": {model: {method: {by_prefix, ci, ...}}}}."""
-    path = out / "audit.json"
+def _read_results(out: Path, name: str, label: str, models: tuple[str, ...] | None, leaf: Any) -> dict[str, Any]:
+    """{label: str, "results": {model: {method: leaf}}}, every model of the run present."""
+    path = out / name
     data = Record(read_json(path, nonfinite=True), display(path))
-    data.text("encoder")
+    data.text(label)
     results = data.obj("results")
     assert results is not None
     _models_present(results, models)
-    _metric_tree(results, 2, _audit_method)
+    _metric_tree(results, 2, leaf)
     return data.data
+
+
+def read_audit(out: Path, models: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """audit.json: {"encoder": str, "results": {model: {method: {by_prefix, ci, ...}}}}."""
+    return _read_results(out, "audit.json", "encoder", models, _audit_method)
 
 
 def _judge_track(entry: Record) -> None:
@@ -159,14 +164,7 @@ def _judge_track(entry: Record) -> None:
 
 def read_judge(out: Path, models: tuple[str, ...] | None = None) -> dict[str, Any]:
     """judge.json: {"judge": str, "results": {model: {method: {track: {U, tRec, Unsup}}}}}."""
-    path = out / "judge.json"
-    data = Record(read_json(path, nonfinite=True), display(path))
-    data.text("judge")
-    results = data.obj("results")
-    assert results is not None
-    _models_present(results, models)
-    _metric_tree(results, 2, _judge_track)
-    return data.data
+    return _read_results(out, "judge.json", "judge", models, _judge_track)
 
 
 def _transcript(row: Record) -> dict[str, Any]:
