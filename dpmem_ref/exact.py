@@ -12,8 +12,10 @@ from fractions import Fraction
 
 from dpmem_ref.errors import InputError
 
-_RATIONAL = re.compile(r"^\s*[+-]?\d+(\s*/\s*\d+)?\s*$")
-_DECIMAL = re.compile(r"^\s*[+-]?\d*\.\d+\s*$")
+# ASCII digits, and only the spaces and tabs that int() and Fraction() strip themselves:
+# `\s` and `\d` would admit characters (U+001C, other scripts' digits) that they refuse.
+_RATIONAL = re.compile(r"[ \t]*[+-]?[0-9]+(?:[ \t]*/[ \t]*[0-9]+)?[ \t]*")
+_DECIMAL = re.compile(r"[ \t]*[+-]?[0-9]*\.[0-9]+[ \t]*")
 
 Rational = int | Fraction | str
 MAX_RATIONAL_TEXT = 200
@@ -39,13 +41,13 @@ def to_fraction(value: object, field: str) -> Fraction:
     if isinstance(value, str):
         if len(value) > MAX_RATIONAL_TEXT:  # also keeps int() below its 4300-digit limit
             raise InputError(field, f"a rational of at most {MAX_RATIONAL_TEXT} characters", f"{len(value)} characters")
-        if _RATIONAL.match(value):
-            numerator, _, denominator = value.replace(" ", "").partition("/")
+        if _RATIONAL.fullmatch(value):
+            numerator, _, denominator = value.partition("/")  # int() strips the spaces and tabs
             if denominator and int(denominator) == 0:
                 raise InputError(field, "a non-zero denominator", value)
             return Fraction(int(numerator), int(denominator or 1))
-        if _DECIMAL.match(value):
-            return Fraction(value.strip())
+        if _DECIMAL.fullmatch(value):
+            return Fraction(value)  # Fraction() strips the spaces and tabs itself
         raise InputError(field, expected, value)
     raise InputError(field, expected, value)
 

@@ -61,6 +61,32 @@ def test_to_fraction_parses_exact_text():
     assert to_fraction("1" * 200, "f") == int("1" * 200)
 
 
+def test_to_fraction_admits_ascii_digits_spaces_and_tabs_and_refuses_other_characters_in_one_line():
+    """Every Unicode whitespace character and decimal digit, around and inside a rational or
+    a decimal: spaces and tabs give the ASCII text's value; anything else (U+001C is
+    whitespace to `re` but not to int(); other scripts' digits) is refused with InputError,
+    never a bare ValueError."""
+    import re
+
+    whitespace = [c for c in map(chr, range(0x110000)) if re.match(r"\s", c)]
+    digits = [c for c in map(chr, range(0x110000)) if re.match(r"\d", c) and c not in "0123456789"]
+    assert "\x1c" in whitespace and len(digits) > 300
+    shapes = ("{c}1/3", "1/3{c}", "1{c}/{c}3", "-2{c}", "{c}1.5", "1.5{c}")
+    values = (Fraction(1, 3), Fraction(1, 3), Fraction(1, 3), Fraction(-2), Fraction(3, 2), Fraction(3, 2))
+    for c in whitespace:
+        for shape, value in zip(shapes, values, strict=True):
+            text = shape.format(c=c)
+            if c in " \t":
+                assert to_fraction(text, "f") == value, repr(text)
+            else:
+                with pytest.raises(InputError):
+                    to_fraction(text, "f")
+    for c in digits:
+        for text in (c, f"1/{c}", f"{c}.5", f"0.{c}"):
+            with pytest.raises(InputError):
+                to_fraction(text, "f")
+
+
 def test_positive_fraction_names_the_field():
     assert positive_fraction("1/4", "budget.K") == Fraction(1, 4)
     for bad, found in (("0", "'0'"), (-1, "-1")):
@@ -219,3 +245,25 @@ def test_bucketed_round_draws_a_member_only_in_a_shared_bucket():
         assert bucketed_round(bucket_proposal(shared), shared, source) == pick and source.consumed == 3
     with pytest.raises(TapeExhausted):
         bucketed_round(bucket_proposal(shared), shared, TapeSource([0, 1]))
+
+
+def test_the_uniform_proposal_serves_up_to_eight_views_or_a_spread_up_to_one():
+    """The documented dispatch (mechanism.UNIFORM_PROPOSAL_MAX_VIEWS / _MAX_SPREAD): the
+    uniform proposal's first draw is an index below n, the bucketed proposal's a slot of
+    its 64-bit table. Both are exact; the dispatch fixes how a seed or a tape is used."""
+    from dpmem_ref import RecordingSource, SeededRandomSource
+    from dpmem_ref.mechanism import UNIFORM_PROPOSAL_MAX_SPREAD, UNIFORM_PROPOSAL_MAX_VIEWS, ExponentialWeights
+
+    assert (UNIFORM_PROPOSAL_MAX_VIEWS, UNIFORM_PROPOSAL_MAX_SPREAD) == (8, 1)
+
+    def first_bound(exponents):
+        law = ExponentialWeights(tuple(f"v{i}" for i in range(len(exponents))), tuple(exponents))
+        source = RecordingSource(SeededRandomSource(1))
+        law.sample(source)
+        return source.tape[0][0]
+
+    wide = [Fraction(0)] + [Fraction(-3)] * 7  # spread 3
+    assert first_bound(wide) == 8
+    assert first_bound(wide + [Fraction(-3)]) == (1 << 64) - 1
+    assert first_bound([Fraction(0)] + [Fraction(-1)] * 8) == 9  # spread exactly 1
+    assert first_bound([Fraction(0)] + [Fraction(-1)] * 7 + [Fraction(-11, 10)]) == (1 << 64) - 1

@@ -385,3 +385,129 @@ def test_begin_turn_refuses_a_state_with_the_wrong_number_of_ledgers() -> None:
     with pytest.raises(InputError) as error:
         begin_turn(interface, wrong, interface.queries[0], store)
     assert str(error.value) == "state.ledgers: expected 2 values, one per attribute in policy order, found 1"
+
+
+# ---------------------------------------------------------------------------------------
+# turn.plan.plan_units: an eps off the catalogue's ledger scale, eps = 0, and the
+# admission call of a cap rule that does not declare the prospective form
+
+
+class _OffCatalogueRouter:
+    """A public router (C4): after one turn of history slot g reads position 3 alone, a
+    read charged to b only, which no catalogued read declares."""
+
+    name = "off-catalogue"
+    violates = None
+    reads_history = True
+    reads_released_views = False
+
+    def active_slots(self, query, history):
+        return tuple(read.slot for read in query.reads)
+
+    def read(self, prefix, slot):
+        read = prefix.query.read_for(slot)
+        return attrs.evolve(read, positions=frozenset({3})) if prefix.history else read
+
+    def state_key(self, history):
+        return min(len(history), 1)
+
+
+def _preallocated_interface(router=None, **parts) -> Interface:
+    """Caps a = 1, b = 2 with the public plan C_a = 2, C_b = 3: the catalogue's only read
+    (g over {1, 3}, charged to {a, b}) costs min(1/2, 2/3) = 1/2, so the ledger scale is 2;
+    a read charged to b alone costs 2/3, off that scale."""
+    from dpmem_ref import PreallocatedBudget
+
+    interface = attrs.evolve(_interface(), budget=PreallocatedBudget.from_mapping({"a": 2, "b": 3}), **parts)
+    return interface if router is None else attrs.evolve(interface, router=router)
+
+
+def test_an_eps_off_the_ledger_scale_is_charged_exactly_on_a_wider_scale():
+    from dpmem_ref import run_turn
+    from dpmem_ref.randomness import SeededRandomSource
+
+    interface = _preallocated_interface(_OffCatalogueRouter())
+    assert interface.ledger_scale == 2
+    query = interface.query("q")
+    record = TurnRecord("q", (("g", "g.v1"),), None, "", (True,), (("g", frozenset({"a", "b"}), Fraction(1, 2)),))
+    plan = plan_slot(interface, zero_ledgers(interface), PublicPrefix((record,), query, ()), "g", STORE)
+    assert (plan.charge_set, plan.epsilon, plan.admitted) == (frozenset({"b"}), Fraction(2, 3), True)
+    assert plan.ledgers_after == (Fraction(0), Fraction(2, 3))
+    assert all(type(value) is Fraction for value in plan.ledgers_after)
+    late = plan_slot(interface, (Fraction(1, 2), Fraction(3, 2)), PublicPrefix((record,), query, ()), "g", STORE)
+    assert not late.admitted and late.ledgers_after == (Fraction(1, 2), Fraction(3, 2))  # 3/2 + 2/3 > 2
+    # A whole run: {a, b} at 1/2 once, then b alone at 2/3 until its cap is reached exactly.
+    state = InterfaceState.initial(interface)
+    ledgers = []
+    for turn in range(5):
+        state = run_turn(interface, state, "q", STORE, SeededRandomSource(turn)).state
+        ledgers.append(state.ledgers)
+    assert ledgers == [
+        (Fraction(1, 2), Fraction(1, 2)),
+        (Fraction(1, 2), Fraction(7, 6)),
+        (Fraction(1, 2), Fraction(11, 6)),
+        (Fraction(1, 2), Fraction(11, 6)),  # 11/6 + 2/3 > 2: the generic fallback, no charge
+        (Fraction(1, 2), Fraction(11, 6)),
+    ]
+
+
+@attrs.frozen
+class _ConstantBudget:
+    value: Fraction
+    name: str = "constant"
+
+    def epsilon(self, charge_set, caps):
+        return self.value
+
+
+@pytest.mark.parametrize("epsilon", [Fraction(0), Fraction(-1, 2)])
+def test_a_budget_rule_that_gives_no_positive_eps_is_refused_at_the_plan(epsilon):
+    from dpmem_ref import ContractViolation
+
+    interface = attrs.evolve(_interface(), budget=_ConstantBudget(epsilon))
+    prefix = PublicPrefix((), interface.query("q"), ())
+    with pytest.raises(ContractViolation) as error:
+        plan_slot(interface, zero_ledgers(interface), prefix, "g", STORE)
+    assert error.value.code == "C3.invalid_epsilon"
+    assert str(error.value).endswith(f"slot g: epsilon must be a positive exact rational, found {epsilon}")
+
+
+class _RecordingCapRule:
+    """Line 9 through `admits` (not declared prospective): records what it is asked."""
+
+    name = "recording"
+    violates = None
+    prospective = False
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[dict, dict, frozenset, Fraction]] = []
+
+    def admits(self, ledgers, caps, charge_set, epsilon):
+        self.calls.append((dict(ledgers), dict(caps), charge_set, epsilon))
+        return all(ledgers[a] + epsilon <= caps[a] for a in charge_set)
+
+
+def test_a_cap_rule_without_the_prospective_form_is_asked_with_the_plans_eps():
+    rule = _RecordingCapRule()
+    interface = attrs.evolve(_preallocated_interface(), cap_rule=rule)
+    prefix = PublicPrefix((), interface.query("q"), ())
+    admitted = plan_slot(interface, (Fraction(1, 4), Fraction(1)), prefix, "g", STORE)
+    refused = plan_slot(interface, (Fraction(3, 4), Fraction(1)), prefix, "g", STORE)
+    assert admitted.admitted and not refused.admitted
+    caps = {"a": Fraction(1), "b": Fraction(2)}
+    both = frozenset({"a", "b"})
+    assert rule.calls == [
+        ({"a": Fraction(1, 4), "b": Fraction(1)}, caps, both, Fraction(1, 2)),
+        ({"a": Fraction(3, 4), "b": Fraction(1)}, caps, both, Fraction(1, 2)),
+    ]
+
+
+def test_rebase_refuses_ledgers_of_the_wrong_length():
+    """A durable store's committed ledgers re-enter the cursor through rebase: one per
+    attribute, checked there like in begin_turn (not truncated by a zip later)."""
+    interface = _interface()
+    cursor = begin_turn(interface, InterfaceState.initial(interface), "q", STORE)
+    for wrong in ((Fraction(0),), (Fraction(0),) * 3):
+        with pytest.raises(InputError) as error:
+            cursor.rebase(wrong)
+        assert str(error.value) == f"ledgers: expected 2 values, one per attribute in policy order, found {len(wrong)}"

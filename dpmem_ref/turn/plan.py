@@ -32,6 +32,14 @@ def zero_ledgers(interface: Interface) -> Ledgers:
     return tuple(Fraction(0) for _ in interface.policy.attributes)
 
 
+def require_one_ledger_per_attribute(interface: Interface, ledgers: Ledgers, field: str) -> None:
+    """Ledgers enter the planner only here (plan_slot, begin_turn, rebase): one per
+    attribute, in policy order, so the planner's integer counts line up with the caps."""
+    expected = len(interface.policy.attributes)
+    if len(ledgers) != expected:
+        raise InputError(field, f"{expected} values, one per attribute in policy order", len(ledgers))
+
+
 class _SlotPlanFields(NamedTuple):
     slot: str
     read: SlotRead
@@ -269,8 +277,7 @@ def plan_slot(
     strict: bool = True,
 ) -> SlotPlan:
     """Algorithm 1, lines 5-16, for one slot, as an exact description (nothing sampled)."""
-    if len(ledgers) != len(interface.policy.attributes):
-        raise InputError("ledgers", f"{len(interface.policy.attributes)} values, one per attribute in policy order", len(ledgers))
+    require_one_ledger_per_attribute(interface, ledgers, "ledgers")
     scale = common_scale(interface.ledger_scale, ledgers)
     units = to_units(ledgers, scale)
     return plan_units(interface, units, scale, prefix.history, prefix.query, prefix.released, slot, store, strict)

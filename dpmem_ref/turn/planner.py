@@ -41,7 +41,14 @@ from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, to_units
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
 from dpmem_ref.errors import InputError
 from dpmem_ref.policy import Store
-from dpmem_ref.turn.plan import SlotPlan, active_slots, observe_control, plan_units, turn_record
+from dpmem_ref.turn.plan import (
+    SlotPlan,
+    active_slots,
+    observe_control,
+    plan_units,
+    require_one_ledger_per_attribute,
+    turn_record,
+)
 from dpmem_ref.turn.state import InterfaceState
 
 
@@ -173,6 +180,7 @@ class TurnCursor:
     def rebase(self, ledgers: Ledgers) -> TurnCursor:
         """The same position in the turn over other ledgers (a durable store's committed
         values): the next plan is made afresh from them."""
+        require_one_ledger_per_attribute(self.interface, ledgers, "ledgers")
         scale = common_scale(self.interface.ledger_scale, ledgers)
         return attrs.evolve(self, units=to_units(ledgers, scale), scale=scale)
 
@@ -210,10 +218,7 @@ def begin_turn(
         interface.require_contract()
     if store.layout is not interface.policy.layout and store.layout != interface.policy.layout:
         raise InputError("store", "a store over the interface's layout", store.name or "another layout")
-    if len(state.ledgers) != len(interface.policy.attributes):
-        raise InputError(
-            "state.ledgers", f"{len(interface.policy.attributes)} values, one per attribute in policy order", len(state.ledgers)
-        )
+    require_one_ledger_per_attribute(interface, state.ledgers, "state.ledgers")
     units, scale = state.units(interface.ledger_scale)
     slots = active_slots(interface, query, state.history, store)
     return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)
