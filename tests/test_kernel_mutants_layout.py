@@ -392,24 +392,16 @@ def test_begin_turn_refuses_a_state_with_the_wrong_number_of_ledgers() -> None:
 # admission call of a cap rule that does not declare the prospective form
 
 
-class _OffCatalogueRouter:
+class _OffCatalogueRouter(_PrefixRouter):
     """A public router (C4): after one turn of history slot g reads position 3 alone, a
     read charged to b only, which no catalogued read declares."""
 
     name = "off-catalogue"
-    violates = None
-    reads_history = True
     reads_released_views = False
-
-    def active_slots(self, query, history):
-        return tuple(read.slot for read in query.reads)
 
     def read(self, prefix, slot):
         read = prefix.query.read_for(slot)
         return attrs.evolve(read, positions=frozenset({3})) if prefix.history else read
-
-    def state_key(self, history):
-        return min(len(history), 1)
 
 
 def _preallocated_interface(router=None, **parts) -> Interface:
