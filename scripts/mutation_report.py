@@ -72,6 +72,10 @@ def main() -> int:
     raw = 100.0 * killed / checked if checked else 0.0
     adjusted = 100.0 * killed / (checked - len(equivalent_here)) if checked > len(equivalent_here) else 0.0
     unexplained = [name for name, _ in survivors if name not in equivalents]
+    # Entries that judge no current survivor (killed since, or renumbered): the file must
+    # not keep reasons for mutants that are gone. Only decidable once every mutant ran.
+    survivor_names = {name for name, _ in survivors}
+    stale = sorted(set(equivalents) - survivor_names) if not total["not checked"] else []
 
     mutmut("export-cicd-stats")
     stats_path = ROOT / "mutants" / "mutmut-cicd-stats.json"
@@ -85,9 +89,10 @@ def main() -> int:
         "`pytest_add_cli_args_test_selection` (fast kernel and proof tests, ci Hypothesis profile with 4 examples "
         "per property, no shrinking); per mutant mutmut runs only the tests that reach the mutated function.",
         "",
-        "Survivors of earlier runs were killed by behaviour tests through public names in "
-        "`tests/test_kernel_mutants.py`; what still survives is listed below, each judged equivalent in "
-        "`scripts/mutation_equivalents.toml` (one-line reason) or marked UNEXPLAINED.",
+        "Survivors of earlier runs were killed by behaviour tests through public names "
+        "(`tests/test_kernel_mutants*.py`, `tests/test_sampler_batch.py`); what still survives is listed below, "
+        "each judged equivalent in `scripts/mutation_equivalents.toml` (one-line reason) or marked UNEXPLAINED. "
+        "A timeout (the mutant made a test loop past mutmut's CPU limit) counts as killed.",
         "",
         f"`mutmut run` exit status: {args.run_status}" + (" (stopped by the time bound: partial)" if args.run_status == "124" else ""),
         "",
@@ -99,6 +104,7 @@ def main() -> int:
         f"- raw score (killed / checked): **{raw:.1f}%**",
         f"- adjusted score (equivalent survivors removed): **{adjusted:.1f}%** ({len(equivalent_here)} equivalent)",
         f"- unexplained survivors: {len(unexplained)}",
+        f"- equivalence entries that match no survivor (stale): {len(stale)}" + (f" ({', '.join(stale)})" if stale else ""),
         "",
         "| module | killed | timeout | survived | no tests | suspicious | not checked |",
         "|---|---|---|---|---|---|---|",
@@ -118,8 +124,8 @@ def main() -> int:
     out = ROOT / args.out
     out.write_text("\n".join(lines).rstrip() + "\n")
     print(f"mutation score: raw {raw:.1f}%, adjusted {adjusted:.1f}% ({checked} checked, {killed} killed, "
-          f"{len(equivalent_here)} equivalent, {len(unexplained)} unexplained) -> {args.out}")
-    return 0 if adjusted >= args.floor and not unexplained else 1
+          f"{len(equivalent_here)} equivalent, {len(unexplained)} unexplained, {len(stale)} stale) -> {args.out}")
+    return 0 if adjusted >= args.floor and not unexplained and not stale else 1
 
 
 def _version() -> str:
