@@ -1,7 +1,9 @@
 """Hypothesis generators for the proof suite, split by domain.
 
-- `core`: the general generators (interfaces, routers, controls, channels, adaptive
-  strategies, `cases()` over every supported shape, `score_pairs()`);
+- `parts`: the parts of a generated deployment (table scorer, public history router,
+  observable controls, LLM channel, adaptive query strategies) and the shared small values;
+- `core`: the general generators (interfaces, stores, adjacent pairs, `cases()` over every
+  supported shape, `score_pairs()`);
 - `hard`: generators aimed at the cases that decide the theorems: neighbouring stores
   built from a chosen multi-attribute cover (kappa finite, Corollary 1), horizons long
   enough to exhaust budgets, strategies that react to fallbacks, score rows at the
@@ -13,38 +15,40 @@ Every public name stays importable from `proofs_as_tests.strategies`.
 """
 
 from proofs_as_tests.strategies.core import (
+    TAGS,
+    Case,
+    budget_rules,
+    cases,
+    channels,
+    layouts,
+    linear_weights,
+    policies,
+    query_strategies,
+    routes,
+    score_pairs,
+    strategy_support,
+    table_scorers,
+    tagged_vocabularies,
+    vocabularies,
+    vocabularies_for,
+)
+from proofs_as_tests.strategies.parts import (
     CAPS,
     EPSILONS,
     TABLE_VALUES,
-    TAGS,
     BudgetStatusControl,
-    Case,
     Channel,
     HistoryRouter,
     PublicTurn,
     QueryStrategy,
     TableScorer,
     ViewCountControl,
-    budget_rules,
-    cases,
-    channels,
     exact_table_sensitivity,
     item_level,
-    layouts,
     level_item,
-    linear_weights,
-    policies,
-    query_strategies,
-    routes,
-    score_pairs,
     slot_name,
     stable_hash,
-    strategy_support,
-    table_scorers,
-    tagged_vocabularies,
     view_name,
-    vocabularies,
-    vocabularies_for,
 )
 
 __all__ = [

@@ -46,20 +46,22 @@ from dpmem_ref import (
     Store,
 )
 from proofs_as_tests.strategies.core import (
+    Case,
+    budget_rules,
+    channels,
+    vocabularies_for,
+)
+from proofs_as_tests.strategies.parts import (
     CAPS,
     EPSILONS,
     TABLE_VALUES,
     BudgetStatusControl,
-    Case,
     QueryStrategy,
     TableScorer,
     ViewCountControl,
-    budget_rules,
-    channels,
     exact_table_sensitivity,
     level_item,
     slot_name,
-    vocabularies_for,
 )
 
 LEVELS = 2
