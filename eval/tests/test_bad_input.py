@@ -97,7 +97,8 @@ def results(tmp_path) -> Path:
     (out / "run.json").write_text(json.dumps({"config": config, "timings": {"data_s": 0.1}, "judge": "proxy"}))
     for name in ("traces.jsonl", "transcripts-smollm2.jsonl"):
         (out / name).write_text(json.dumps(transcript_row()) + "\n")
-    (out / "score-channel.jsonl").write_text(json.dumps(transcript_row(method="score_channel", controls=[[1.0], [0.5]])) + "\n")
+    # A fallback turn exposes no top score: the control is [null] (what the cpu preset writes).
+    (out / "score-channel.jsonl").write_text(json.dumps(transcript_row(method="score_channel", controls=[[1.0], [None]])) + "\n")
     (out / "audit.json").write_text(json.dumps({"encoder": "minilm", "results": {"smollm2": {"dp_on": {
         "by_prefix": {"test": [{"prefix": 1, "auc": 0.5, "tpr5": 0.0}]}, "ci": {"test": {"auc": [0.4, 0.6]}},
         "identical_sides": False}}}}))
@@ -265,6 +266,8 @@ RESULT_FIELD_CASES = [
     ("traces.jsonl", "report", _set("ledger_target", value=float("nan")), "ledger_target"),
     ("transcripts-smollm2.jsonl", "audit", _set("responses", value=[MARK]), "responses"),
     ("score-channel.jsonl", "audit", _set("controls", value=[[MARK], [1.0]]), "controls[0]"),
+    ("score-channel.jsonl", "audit", _set("controls", value=[[1.0], [None, None]]), "controls[1]"),
+    ("score-channel.jsonl", "audit", _set("controls", value=[[True], [None]]), "controls[0]"),
 ]
 
 

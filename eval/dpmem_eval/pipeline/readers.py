@@ -194,6 +194,14 @@ def _transcript(row: Record) -> dict[str, Any]:
     return row.data
 
 
+def _exposed_score(value: Any) -> bool:
+    """What the top-score control writes per slot: its top score, or None where the slot
+    fell back and nothing was scored (`TopScoreControl`, runner.audit_model reads it so)."""
+    if value is None:
+        return True
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def read_transcripts(path: Path, *, horizon: int | None = None, numeric_controls: bool = False) -> list[dict[str, Any]]:
     """Rows of a transcript file (or its .gz sibling), each checked; `horizon`: the run's T."""
     source = jsonl_source(path)
@@ -204,11 +212,12 @@ def read_transcripts(path: Path, *, horizon: int | None = None, numeric_controls
         row = _transcript(Record(value, where))
         if horizon is not None and len(row["queries"]) != horizon:
             raise InputFileError(where, f"queries: expected {horizon} turns (the run's horizon), found {len(row['queries'])}")
-        if numeric_controls:
+        if numeric_controls:  # the top-score control: one slot per turn, null where it fell back
             for i, control in enumerate(row["controls"]):
-                if not isinstance(control, list) or len(control) != 1 or isinstance(control[0], bool) \
-                        or not isinstance(control[0], (int, float)) or not math.isfinite(control[0]):
-                    raise InputFileError(where, f"controls[{i}]: expected one finite number (an exposed score)")
+                if not isinstance(control, list) or len(control) != 1 or not _exposed_score(control[0]):
+                    raise InputFileError(
+                        where, f"controls[{i}]: expected one finite number (the exposed top score), or null on a fallback turn"
+                    )
         rows.append(row)
     return rows
 
