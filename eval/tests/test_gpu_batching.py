@@ -135,3 +135,16 @@ def test_vllm_backend_without_vllm_is_one_clear_error():
 
     with pytest.raises(ModelNotFound, match="vLLM is not installed"):
         make_backend("vllm", "Qwen/Qwen2.5-7B-Instruct", tensor_parallel_size=2)
+
+
+def test_random_weights_are_drawn_from_the_seed_and_leave_the_callers_rng_alone():
+    config = tiny(PAPER_ARCHS["google/gemma-2-9b-it"])
+    torch.manual_seed(123)
+    expected_next = torch.rand(1)
+    torch.manual_seed(123)
+    first, again = build_model(config, seed=0), build_model(config, seed=0)
+    assert torch.equal(torch.rand(1), expected_next)  # the caller's RNG stream is untouched
+    other = build_model(config, seed=1)
+    weights = [dict(m.named_parameters()) for m in (first, again, other)]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    assert any(not torch.equal(weights[0][k], weights[2][k]) for k in weights[0])

@@ -114,9 +114,13 @@ class Shape:
         return per_layer_token * ((self.layers - sliding) * tokens + sliding * min(tokens, self.sliding_window))
 
 
-def build_model(config: dict[str, Any], dtype: Any = None, device: Any = None, attn_implementation: str | None = None):
+def build_model(
+    config: dict[str, Any], dtype: Any = None, device: Any = None, attn_implementation: str | None = None, seed: int = 0
+):
     """A random-weight causal LM from a config dict (transformers' own class for its
-    `model_type`), created directly on `device` in `dtype` (no fp32 copy on the host)."""
+    `model_type`), created directly on `device` in `dtype` (no fp32 copy on the host).
+    The weights are drawn from `seed` (the caller's torch RNG state is restored), so a
+    check or test that generates with them is reproducible."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -127,8 +131,11 @@ def build_model(config: dict[str, Any], dtype: Any = None, device: Any = None, a
         hf_config._attn_implementation = attn_implementation
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype or torch.float32)
+    target = torch.device(device or "cpu")
+    forked = [target.index or 0] if target.type == "cuda" else []
     try:
-        with torch.device(device or "cpu"):
+        with torch.random.fork_rng(devices=forked), target:
+            torch.manual_seed(seed)
             model = AutoModelForCausalLM.from_config(hf_config)
     finally:
         torch.set_default_dtype(previous)
