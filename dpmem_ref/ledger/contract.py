@@ -90,6 +90,17 @@ def check_caps(caps: Mapping[str, Fraction]) -> dict[str, Fraction]:
     return {check_name(a, "caps"): require_positive_rational(c, f"caps.{a}") for a, c in caps.items()}
 
 
+def check_same_caps(stored: Mapping[str, Fraction], given: Mapping[str, Fraction]) -> None:
+    """Caps are precommitted per interaction: reopening it with other caps is refused."""
+    if stored != given:
+        raise InputError("caps", "the caps this interaction was opened with (precommitted)", "different caps")
+
+
+def id_used_before(field: str, value: str) -> InputError:
+    """A release or turn id is unique per store: a second use is refused, nothing written."""
+    return InputError(field, "an id not used before", value)
+
+
 def interface_mismatch(database: str, stored: str, given: str) -> InputError:
     """The one line that refuses a second interface on a bound ledger database (issue 13.1)."""
     return InputError(
@@ -176,6 +187,11 @@ class ReleaseOutcome:
 
     def ledger_map(self) -> dict[str, Fraction]:
         return dict(self.ledgers)
+
+    @classmethod
+    def of(cls, release: SlotRelease, ledgers: Mapping[str, Fraction]) -> ReleaseOutcome:
+        """The outcome with the ledgers as committed (sorted by attribute)."""
+        return cls(release=release, ledgers=tuple(sorted(ledgers.items())))
 
 
 @attrs.frozen

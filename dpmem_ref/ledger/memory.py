@@ -8,7 +8,6 @@ from fractions import Fraction
 
 import attrs
 
-from dpmem_ref.errors import InputError
 from dpmem_ref.interface import TurnRecord
 from dpmem_ref.ledger.contract import (
     ReleaseOutcome,
@@ -18,8 +17,10 @@ from dpmem_ref.ledger.contract import (
     SlotRelease,
     check_caps,
     check_fingerprint,
+    check_same_caps,
     check_turn_id,
     committed_charge,
+    id_used_before,
     interface_mismatch,
     release_row,
 )
@@ -75,8 +76,8 @@ class MemoryLedgerStore:
                     lock=self._lock, caps=checked, ledgers={a: Fraction(0) for a in checked}, seq=self._seq
                 )
                 self._sessions[key] = data
-            elif data.caps != checked:
-                raise InputError("caps", "the caps this interaction was opened with (precommitted)", "different caps")
+            else:
+                check_same_caps(data.caps, checked)
         return MemoryLedgerSession(key=key, data=data)
 
     def close(self) -> None:
@@ -102,7 +103,7 @@ class MemoryLedgerSession:
         data = self._data
         with data.lock:
             if request.release_id in data.release_ids:
-                raise InputError("release_id", "an id not used before", request.release_id)
+                raise id_used_before("release_id", request.release_id)
             after = committed_charge(data.ledgers, data.caps, request)
             data.seq[0] += 1
             release = release_row(data.seq[0], request, after is not None)
@@ -110,7 +111,7 @@ class MemoryLedgerSession:
                 data.ledgers = after
             data.releases.append(release)
             data.release_ids.add(release.release_id)
-            return ReleaseOutcome(release=release, ledgers=tuple(sorted(data.ledgers.items())))
+            return ReleaseOutcome.of(release, data.ledgers)
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
         check_turn_id(turn_id)
@@ -118,6 +119,6 @@ class MemoryLedgerSession:
         data = self._data
         with data.lock:
             if turn_id in data.turn_ids:
-                raise InputError("turn_id", "an id not used before", turn_id)
+                raise id_used_before("turn_id", turn_id)
             data.turns.append((turn_id, decoded))
             data.turn_ids.add(turn_id)

@@ -27,7 +27,6 @@ import attrs
 import psycopg
 from psycopg import errors as pg_errors
 
-from dpmem_ref.errors import InputError
 from dpmem_ref.interface import TurnRecord
 from dpmem_ref.ledger.contract import (
     SCHEMA_VERSION,
@@ -39,15 +38,17 @@ from dpmem_ref.ledger.contract import (
     SessionSnapshot,
     check_caps,
     check_fingerprint,
+    check_same_caps,
     check_turn_id,
     committed_charge,
     fraction_from_text,
     fraction_to_text,
+    id_used_before,
     interface_mismatch,
     release_row,
 )
 from dpmem_ref.ledger.postgres_schema import COLUMNS, SCHEMA, SCHEMA_LOCK, describe_postgres_error, locked_ledgers
-from dpmem_ref.ledger.records import LoadCache, decode_release, encode_charge_set, encode_turn
+from dpmem_ref.ledger.records import LoadCache, decode_release, encode_turn, release_values
 from dpmem_ref.ledger.urls import redact_url
 
 _T = TypeVar("_T")
@@ -210,8 +211,7 @@ class PostgresLedgerStore:
                     (key.user, key.interaction),
                 )
             }
-            if stored != checked:
-                raise InputError("caps", "the caps this interaction was opened with (precommitted)", "different caps")
+            check_same_caps(stored, checked)
 
         self.run(work)
         return PostgresLedgerSession(store=self, key=key)
@@ -269,25 +269,13 @@ class PostgresLedgerSession:
                 inserted = connection.execute(
                     "INSERT INTO dpmem_releases (user_name, interaction, release_id, turn_id, slot_index, slot, view, "
                     "admitted, charge_set, epsilon) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
-                    (
-                        key.user,
-                        key.interaction,
-                        row.release_id,
-                        row.turn_id,
-                        row.index,
-                        row.slot,
-                        row.view,
-                        row.admitted,
-                        encode_charge_set(row.charge_set),
-                        fraction_to_text(row.epsilon),
-                    ),
+                    release_values(key, row),
                 ).fetchone()
             except pg_errors.UniqueViolation:
-                raise InputError("release_id", "an id not used before", request.release_id) from None
+                raise id_used_before("release_id", request.release_id) from None
             store.fault("charge:inside")
-            ledgers = after if after is not None else spent
             seq = int(inserted[0]) if inserted else 0
-            return ReleaseOutcome(release=attrs.evolve(row, seq=seq), ledgers=tuple(sorted(ledgers.items())))
+            return ReleaseOutcome.of(attrs.evolve(row, seq=seq), after if after is not None else spent)
 
         def resolve(connection: psycopg.Connection[Any]) -> ReleaseOutcome | None:
             """After a lost connection: did the COMMIT happen? Then that is the outcome."""
@@ -297,7 +285,7 @@ class PostgresLedgerSession:
             if found is None:
                 return None
             spent, _ = locked_ledgers(connection, key, lock=False)
-            return ReleaseOutcome(release=decode_release(found), ledgers=tuple(sorted(spent.items())))
+            return ReleaseOutcome.of(decode_release(found), spent)
 
         outcome = store.run(work, resolve)
         store.fault("charge:committed")
@@ -316,7 +304,7 @@ class PostgresLedgerSession:
                     (key.user, key.interaction, turn_id, text),
                 )
             except pg_errors.UniqueViolation:
-                raise InputError("turn_id", "an id not used before", turn_id) from None
+                raise id_used_before("turn_id", turn_id) from None
             return True
 
         def resolve(connection: psycopg.Connection[Any]) -> bool | None:

@@ -18,6 +18,7 @@ from dpmem_ref.errors import InputError
 from dpmem_ref.interface import TurnRecord
 from dpmem_ref.ledger.contract import (
     LedgerStoreError,
+    SessionKey,
     SessionSnapshot,
     SlotRelease,
     fraction_from_text,
@@ -96,6 +97,23 @@ def decode_turn(text: str) -> TurnRecord:
 
 def encode_charge_set(charge_set: frozenset[str]) -> str:
     return json.dumps(sorted(charge_set))
+
+
+def release_values(key: SessionKey, row: SlotRelease) -> tuple[Any, ...]:
+    """The bound values of a `releases` INSERT (user, interaction, then the row's fields in
+    `decode_release`'s order after seq); both SQL stores bind `admitted` as a bool."""
+    return (
+        key.user,
+        key.interaction,
+        row.release_id,
+        row.turn_id,
+        row.index,
+        row.slot,
+        row.view,
+        row.admitted,
+        encode_charge_set(row.charge_set),
+        fraction_to_text(row.epsilon),
+    )
 
 
 def decode_release(row: Sequence[Any]) -> SlotRelease:

@@ -35,14 +35,16 @@ from dpmem_ref.ledger.contract import (
     SessionSnapshot,
     check_caps,
     check_fingerprint,
+    check_same_caps,
     check_turn_id,
     committed_charge,
     fraction_from_text,
     fraction_to_text,
+    id_used_before,
     interface_mismatch,
     release_row,
 )
-from dpmem_ref.ledger.records import LoadCache, encode_charge_set, encode_turn
+from dpmem_ref.ledger.records import LoadCache, encode_turn, release_values
 from dpmem_ref.ledger.sqlite_schema import COLUMNS, SCHEMA, describe_sqlite_error, ledger_rows
 
 _T = TypeVar("_T")
@@ -199,11 +201,7 @@ class SQLiteLedgerStore:
                 "SELECT attribute, cap FROM ledgers WHERE user = ? AND interaction = ?", (key.user, key.interaction)
             ).fetchall()
             if rows:
-                stored_caps = {a: fraction_from_text(c, "ledgers.cap") for a, c in rows}
-                if stored_caps != checked:
-                    raise InputError(
-                        "caps", "the caps this interaction was opened with (precommitted)", "different caps"
-                    )
+                check_same_caps({a: fraction_from_text(c, "ledgers.cap") for a, c in rows}, checked)
             else:
                 connection.executemany(
                     "INSERT INTO ledgers (user, interaction, attribute, spent, cap) VALUES (?, ?, ?, '0/1', ?)",
@@ -264,37 +262,24 @@ class SQLiteLedgerSession:
         with store.transaction() as connection:  # BEGIN IMMEDIATE: holds the write lock
             spent, caps = ledger_rows(connection, key)
             after = committed_charge(spent, caps, request)
-            admitted = after is not None
             if after is not None:
                 connection.executemany(
                     "UPDATE ledgers SET spent = ? WHERE user = ? AND interaction = ? AND attribute = ?",
                     [(fraction_to_text(after[a]), key.user, key.interaction, a) for a in sorted(request.charge_set)],
                 )
-            row = release_row(0, request, admitted)
+            row = release_row(0, request, after is not None)
             try:
                 cursor = connection.execute(
                     "INSERT INTO releases (user, interaction, release_id, turn_id, slot_index, slot, view, admitted, "
                     "charge_set, epsilon) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        key.user,
-                        key.interaction,
-                        row.release_id,
-                        row.turn_id,
-                        row.index,
-                        row.slot,
-                        row.view,
-                        int(admitted),
-                        encode_charge_set(row.charge_set),
-                        fraction_to_text(row.epsilon),
-                    ),
+                    release_values(key, row),  # sqlite3 binds the bool admitted as 1 / 0
                 )
             except sqlite3.IntegrityError:
-                raise InputError("release_id", "an id not used before", request.release_id) from None
+                raise id_used_before("release_id", request.release_id) from None
             seq = int(cursor.lastrowid or 0)
             store.fault("charge:inside")
         store.fault("charge:committed")
-        ledgers = after if after is not None else spent
-        return ReleaseOutcome(release=attrs.evolve(row, seq=seq), ledgers=tuple(sorted(ledgers.items())))
+        return ReleaseOutcome.of(attrs.evolve(row, seq=seq), after if after is not None else spent)
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
         check_turn_id(turn_id)
@@ -306,4 +291,4 @@ class SQLiteLedgerSession:
                     (self.key.user, self.key.interaction, turn_id, text),
                 )
             except sqlite3.IntegrityError:
-                raise InputError("turn_id", "an id not used before", turn_id) from None
+                raise id_used_before("turn_id", turn_id) from None
