@@ -20,6 +20,7 @@ import random
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from pathlib import Path
 
@@ -27,7 +28,7 @@ import pytest
 
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.durable import DurableSession
-from dpmem_ref.ledger import SlotRelease, SQLiteLedgerStore
+from dpmem_ref.ledger import SessionSnapshot, SlotRelease, SQLiteLedgerStore
 from dpmem_ref.randomness import SeededRandomSource
 
 FIGURE2 = Path(__file__).resolve().parents[1] / "examples" / "figure2.toml"
@@ -44,8 +45,11 @@ POINTS = [
 ]
 
 
-def _worker(path: str, interaction: str, point: str | None, nth: int, seed: int, fd: int) -> None:
-    loaded = load_interface_file(FIGURE2)
+# --- the harness, shared with the PostgreSQL fault tests (test_ledger_postgres.py) ---------
+
+
+def kill_at(point: str | None, nth: int) -> Callable[[str], None]:
+    """A fault hook / checkpoint that SIGKILLs this process at the nth hit of `point`."""
     hits = Counter[str]()
 
     def maybe_die(name: str) -> None:
@@ -53,10 +57,50 @@ def _worker(path: str, interaction: str, point: str | None, nth: int, seed: int,
         if name == point and hits[name] == nth:
             os.kill(os.getpid(), signal.SIGKILL)
 
+    return maybe_die
+
+
+def release_reporter(fd: int) -> Callable[[SlotRelease], None]:
+    """`on_release`: the release itself. Once these bytes are in the pipe, the view is out."""
+
     def report(release: SlotRelease) -> None:
-        # The release itself: once these bytes are in the pipe, the view is out.
         os.write(fd, f"{release.release_id} {release.view} {int(release.admitted)}\n".encode())
 
+    return report
+
+
+def read_released(read_fd: int) -> list[list[str]]:
+    """Every (release_id, view, admitted) line a worker wrote before it exited or died."""
+    chunks = []
+    while chunk := os.read(read_fd, 65536):
+        chunks.append(chunk)
+    os.close(read_fd)
+    return [line.split() for line in b"".join(chunks).decode().splitlines()]
+
+
+def check_every_release_charged(snapshot: SessionSnapshot, caps: Mapping[str, Fraction], released: list[list[str]]) -> None:
+    """Every released view has its committed row (same view) and, if it was a charged
+    selection, its committed charge; the ledgers are the sum of the committed charges; L <= B."""
+    rows = {r.release_id: r for r in snapshot.releases}
+    for release_id, view, admitted in released:
+        row = rows[release_id]
+        assert row.view == view and row.admitted == (admitted == "1")
+        if row.admitted and row.charge_set:
+            assert row.epsilon > 0
+    totals = {a: Fraction(0) for a in caps}
+    for row in snapshot.releases:
+        for attribute in row.charge_set:
+            totals[attribute] += row.epsilon
+    assert totals == snapshot.ledger_map()  # the charge and its row commit together
+    assert all(totals[a] <= caps[a] for a in caps)
+
+
+# --- SQLite -------------------------------------------------------------------------------
+
+
+def _worker(path: str, interaction: str, point: str | None, nth: int, seed: int, fd: int) -> None:
+    loaded = load_interface_file(FIGURE2)
+    maybe_die, report = kill_at(point, nth), release_reporter(fd)
     store = SQLiteLedgerStore(path, fault_hook=maybe_die)
     session = DurableSession.open(
         loaded.interface,
@@ -89,11 +133,7 @@ def _trial(path: Path, interaction: str, rng: random.Random) -> str:
         if worker.is_alive():
             os.kill(worker.pid or 0, signal.SIGKILL)
     worker.join(timeout=120)
-    chunks = []
-    while chunk := os.read(read_fd, 65536):
-        chunks.append(chunk)
-    os.close(read_fd)
-    released = [line.split() for line in b"".join(chunks).decode().splitlines()]
+    released = read_released(read_fd)
     killed = worker.exitcode == -signal.SIGKILL
     assert killed or worker.exitcode == 0, worker.exitcode
     _verify(path, interaction, released)
@@ -107,19 +147,7 @@ def _verify(path: Path, interaction: str, released: list[list[str]]) -> None:
     store = SQLiteLedgerStore(path)
     assert store.integrity_check() == "ok"
     snapshot = store.open_session("user", interaction, loaded.interface.caps).load()
-    rows = {r.release_id: r for r in snapshot.releases}
-    for release_id, view, admitted in released:
-        row = rows[release_id]  # every released view has a committed row ...
-        assert row.view == view and row.admitted == (admitted == "1")
-        if row.admitted and row.charge_set:  # ... and a charged selection its committed charge
-            assert row.epsilon > 0
-    caps = loaded.interface.caps
-    totals = {a: Fraction(0) for a in caps}
-    for row in snapshot.releases:
-        for attribute in row.charge_set:
-            totals[attribute] += row.epsilon
-    assert totals == snapshot.ledger_map()  # the charge and its row commit together
-    assert all(snapshot.ledger_map()[a] <= caps[a] for a in caps)
+    check_every_release_charged(snapshot, loaded.interface.caps, released)
     store.close()
 
 

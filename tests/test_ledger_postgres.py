@@ -19,19 +19,26 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import postgres_server
 import pytest
-from test_crash_safety import FIGURE2, POINTS, QUERIES
+from test_crash_safety import (
+    FIGURE2,
+    POINTS,
+    QUERIES,
+    check_every_release_charged,
+    kill_at,
+    read_released,
+    release_reporter,
+)
 from test_ledger_concurrency import CAP, ONE_SLOT
 
 from dpmem_ref.config import interface_from_dict, load_interface_file
 from dpmem_ref.durable import DurableSession
-from dpmem_ref.ledger import SlotRelease, interface_fingerprint, open_ledger_store
+from dpmem_ref.ledger import interface_fingerprint, open_ledger_store
 from dpmem_ref.ledger.postgres import PostgresLedgerStore
 from dpmem_ref.randomness import SeededRandomSource
 
@@ -92,16 +99,7 @@ def test_race_16_processes_x_100_selections() -> None:
 
 def _victim(url: str, interaction: str, point: str, nth: int, fd: int) -> None:
     loaded = load_interface_file(FIGURE2)
-    hits = Counter[str]()
-
-    def maybe_die(name: str) -> None:
-        hits[name] += 1
-        if name == point and hits[name] == nth:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    def report(release: SlotRelease) -> None:
-        os.write(fd, f"{release.release_id} {release.view} {int(release.admitted)}\n".encode())
-
+    maybe_die, report = kill_at(point, nth), release_reporter(fd)
     store = PostgresLedgerStore(url, fault_hook=maybe_die)
     session = DurableSession.open(
         loaded.interface, store, "user", interaction, loaded.store("M"), SeededRandomSource(nth),
@@ -112,29 +110,12 @@ def _victim(url: str, interaction: str, point: str, nth: int, fd: int) -> None:
     os._exit(0)
 
 
-def _released(read_fd: int) -> list[list[str]]:
-    chunks = []
-    while chunk := os.read(read_fd, 65536):
-        chunks.append(chunk)
-    os.close(read_fd)
-    return [line.split() for line in b"".join(chunks).decode().splitlines()]
-
-
 def verify(url: str, interaction: str, released: list[list[str]]) -> None:
     loaded = load_interface_file(FIGURE2)
     store = PostgresLedgerStore(url)
     snapshot = store.open_session("user", interaction, loaded.interface.caps).load()
     store.close()
-    rows = {r.release_id: r for r in snapshot.releases}
-    for release_id, view, admitted in released:
-        row = rows[release_id]  # every released view has its committed row and charge
-        assert row.view == view and row.admitted == (admitted == "1")
-    totals = dict.fromkeys(loaded.interface.caps, Fraction(0))
-    for row in snapshot.releases:
-        for attribute in row.charge_set:
-            totals[attribute] += row.epsilon
-    assert totals == snapshot.ledger_map()
-    assert all(totals[a] <= cap for a, cap in loaded.interface.caps.items())
+    check_every_release_charged(snapshot, loaded.interface.caps, released)
 
 
 @pytest.mark.parametrize("nth", [1, 2])
@@ -151,7 +132,7 @@ def test_sigkill_at_every_kill_point_loses_no_charge(nth: int) -> None:
         worker.join(timeout=120)
         assert worker.exitcode in (0, -signal.SIGKILL)
         killed.append(worker.exitcode == -signal.SIGKILL)
-        verify(url, interaction, _released(read_fd))
+        verify(url, interaction, read_released(read_fd))
         # Restart path: a new process continues the crashed interaction to its end.
         loaded = load_interface_file(FIGURE2)
         store = PostgresLedgerStore(url)
@@ -166,10 +147,7 @@ def test_sigkill_at_every_kill_point_loses_no_charge(nth: int) -> None:
 
 def _runner(url: str, turns: int, fd: int) -> None:
     loaded = load_interface_file(FIGURE2)
-
-    def report(release: SlotRelease) -> None:
-        os.write(fd, f"{release.release_id} {release.view} {int(release.admitted)}\n".encode())
-
+    report = release_reporter(fd)
     store = PostgresLedgerStore(url, reconnect_timeout_s=60)
     session = DurableSession.open(
         loaded.interface, store, "user", "restart", loaded.store("M"), SeededRandomSource(4), on_release=report
@@ -193,7 +171,7 @@ def test_server_restart_mid_run_continues_with_every_release_charged() -> None:
     assert worker.is_alive()  # the restart happened in the middle of the run
     worker.join(timeout=240)
     assert worker.exitcode == 0  # the run continued across the restart
-    released = _released(read_fd)
+    released = read_released(read_fd)
     assert len(released) >= 120
     verify(url, "restart", released)
 
