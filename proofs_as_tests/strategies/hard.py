@@ -26,7 +26,7 @@ generators build those cases on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from fractions import Fraction
 
 from hypothesis import strategies as st
@@ -66,6 +66,14 @@ from proofs_as_tests.strategies.parts import (
 
 LEVELS = 2
 Row = dict[str, tuple[Fraction, ...]]
+
+
+def _flipped_pair(layout: Layout, base: dict[int, int], flipped: Collection[int]) -> tuple[Store, Store]:
+    """M over the levels `base`, and M' with the level of every position in `flipped`
+    toggled (0 <-> 1): the neighbouring stores differ exactly there."""
+    other = {p: 1 - level if p in flipped else level for p, level in base.items()}
+    store_a = Store.from_mapping(layout, {p: level_item(p, lv) for p, lv in base.items()}, name="M")
+    return store_a, Store.from_mapping(layout, {p: level_item(p, lv) for p, lv in other.items()}, name="M'")
 
 
 @st.composite
@@ -213,11 +221,7 @@ def cover_pair_cases(draw: st.DrawFn, max_leaves: int = 400) -> Case:
         control=_control(draw, generics),
         name="cover-pair",
     )
-    other_levels = dict(base)
-    for p in differing:
-        other_levels[p] = 1 - base[p]
-    store_a = Store.from_mapping(layout, {p: level_item(p, lv) for p, lv in base.items()}, name="M")
-    store_b = Store.from_mapping(layout, {p: level_item(p, lv) for p, lv in other_levels.items()}, name="M'")
+    store_a, store_b = _flipped_pair(layout, base, differing)
     names = tuple(q.name for q in queries_t)
     strategy = draw(_strategy(names))
     channel = draw(channels())
@@ -299,11 +303,7 @@ def budget_cases(draw: st.DrawFn, max_leaves: int = 600) -> Case:
         control=_control(draw, generics),
         name="budget-exhaustion",
     )
-    other_levels = dict(base)
-    for p in changed:
-        other_levels[p] = 1 - base[p]
-    store_a = Store.from_mapping(layout, {p: level_item(p, lv) for p, lv in base.items()}, name="M")
-    store_b = Store.from_mapping(layout, {p: level_item(p, lv) for p, lv in other_levels.items()}, name="M'")
+    store_a, store_b = _flipped_pair(layout, base, changed)
     strategy = draw(_strategy(tuple(q.name for q in queries_t)))
     channel = draw(channels())
     horizon = max(3, spend + 1) + draw(st.integers(0, 1))
