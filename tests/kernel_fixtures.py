@@ -70,3 +70,19 @@ def two_attribute_interface(**parts: object) -> tuple[Interface, Store, Store]:
     store_m = Store.from_mapping(layout, {1: MemoryItem(tags=frozenset({"flag"}))}, name="M")
     store_m_prime = Store.from_mapping(layout, {}, name="M'")
     return interface, store_m, store_m_prime
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """`dpmem ARGV` in process: (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from dpmem_ref.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exit_:
+            code = int(exit_.code) if isinstance(exit_.code, int) else 2
+    return code, out.getvalue(), err.getvalue()

@@ -9,9 +9,7 @@ never a traceback. Example counts: the `ci` profile runs ~10 x 50 + 8 x 50 examp
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import math
 import tomllib
 from collections import Counter
@@ -22,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmem_ref.cli import main
 from dpmem_ref.errors import one_line
+from tests.kernel_fixtures import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE: dict[str, Any] = tomllib.loads((ROOT / "examples" / "figure2.toml").read_text())
@@ -78,16 +76,6 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("fuzz")
     (path / "queries.txt").write_text("affordable-dinner\ncheckup-reminder\n")
     return path
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exit_:
-            code = int(exit_.code) if isinstance(exit_.code, int) else 2
-    return code, out.getvalue(), err.getvalue()
 
 
 def assert_refused(code: int, err: str, field: str | None, kind: str) -> None:

@@ -4,8 +4,6 @@ names, newlines in arguments, the z3 budget, and linear `dpmem run`."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import stat
@@ -17,7 +15,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpmem_ref.cli import main
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.errors import InputError
 from dpmem_ref.limits import (
@@ -32,20 +29,11 @@ from dpmem_ref.limits import (
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.sensitivity import prove_linear_sensitivity
 from dpmem_ref.turn import run_interaction
+from tests.kernel_fixtures import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE2 = ROOT / "examples" / "figure2.toml"
 PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exit_:
-            code = int(exit_.code) if isinstance(exit_.code, int) else 2
-    return code, out.getvalue(), err.getvalue()
 
 
 def assert_refused(code: int, err: str, *fragments: str) -> None:
