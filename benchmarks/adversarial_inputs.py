@@ -31,9 +31,11 @@ from pathlib import Path
 import attrs
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: the test suite's input generators live in tests/
+from tests.test_hygiene_bounds import coprime_caps  # noqa: E402  # the same coprime-caps inputs as the tests
+
 FIGURE2 = (ROOT / "examples" / "figure2.toml").read_text()
 MARK = "SECRETMARK-7f3a"
-PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
 
 
 @attrs.frozen
@@ -124,19 +126,6 @@ def hygiene_cases() -> list[tuple[str, str]]:
         ("broken TOML: control char", f'[stores.M]\n"1" = {{ text = "{m}\x01" }}\n'),
     ]
     return cases
-
-
-def coprime_caps(attributes: int) -> str:
-    lines = ['positions = ["s"]']
-    for index in range(attributes):
-        prime, power = PRIMES[index], 1
-        while len(str(PRIMES[index] ** (power + 1))) < 190:
-            power += 1
-        lines.append(f'[attributes.a{index}]\ngroup = [1]\ncap = "1/{prime**power}"')
-    lines.append('[budget]\nrule = "online"\nK = 3\n[slots.s]\ngeneric = "g"\n[slots.s.views.g]\n[slots.s.views.x]')
-    lines.append('compatible = ["t"]\nspecific = ["t"]\n[[queries]]\nname = "q"\n[[queries.reads]]\nslot = "s"')
-    lines.append('positions = [1]\n[stores.M]\n1 = ["t"]')
-    return "\n".join(lines) + "\n"
 
 
 def heavy_sensitivity(slots: int, views: int, tags: int, sensitivity: str) -> str:
