@@ -26,9 +26,13 @@ and three facts bring the cost down from (queries + T) x (K+1)^A:
   ones, with the same release law; a refusal is mimicked by the pass). A move whose step
   is exactly 0 both ways and that only raises ledgers is then never better than the
   pass, so it is not followed: the states are those reached by releases that differ.
-- Fixed point. V_r is computed bottom-up for r = 1, 2, ... and stops at the first r with
-  V_r = V_{r-1} at every state still needed (exact comparison of the loss values): the
-  computation of V_{r+1} then repeats that of V_r, so V_T = V_r.
+- Early stop. V_r is computed bottom-up for r = 1, 2, ... over the states within depth
+  T - r of the start, and stops at the first r with V_r = V_{r-1} at every one of them
+  (exact comparison of the loss values): V_{r+1} at depth <= T - r - 1 reads V_r only at
+  depth <= T - r, where it equals V_{r-1}, so V_{r+1} = V_r there, and by induction
+  V_T = V_r at the start. This is a statement about this horizon T only: the state graph
+  is built to depth T - 1, so states first reached later are never valued, and a longer
+  horizon may have a larger loss (`WorstCase.stopped_after`; it claims nothing beyond T).
 
 The witness is replayed forward with real cursors (full ledgers, both stores) along the
 chosen queries, choosing each slot's view by the exact step, so it is a real transcript.
@@ -39,7 +43,7 @@ from __future__ import annotations
 from fractions import Fraction
 from math import lcm
 
-from dpmem_ref.analysis.general import state_limit
+from dpmem_ref.analysis.bounds import ledger_levels, state_limit, turn_reads
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
 from dpmem_ref.analysis.replay import witness_chain
 from dpmem_ref.analysis.steps import SearchProblem, StepTable
@@ -103,17 +107,7 @@ class LedgerSearch(SearchProblem):
     def _layout(self) -> None:
         interface = self.interface
         names = interface.policy.attribute_names
-        initial = InterfaceState.initial(interface)
-        reads: list[list[tuple[frozenset[str], Fraction, bool]]] = []
-        for query in self.queries:
-            cursor = begin_turn(interface, initial, query, self.store_a, strict=self.strict)
-            turn = []
-            while not cursor.done:
-                plan = cursor.plan()
-                differs = self.store_a.read(plan.read.positions) != self.store_b.read(plan.read.positions)
-                turn.append((plan.charge_set, plan.epsilon, differs))
-                cursor = cursor.release(plan.distribution.support()[0])
-            reads.append(turn)
+        reads = self.reads = turn_reads(interface, self.queries, self.store_a, self.store_b, self.strict)
         relevant: set[str] = set()
         for turn in reads:
             for charge, _, differs in turn:
@@ -155,6 +149,11 @@ class LedgerSearch(SearchProblem):
             ]
             for turn in reads
         ]
+
+    def estimate(self) -> tuple[int, int]:
+        """(ledger states, states_explored) bounds before any state is built (`analysis.bounds`)."""
+        ledger_states = ledger_levels(self.interface, self.reads, self.relevant, self.horizon)
+        return ledger_states, ledger_states * self.horizon + len(self.queries)
 
     def ledgers_of(self, counts: tuple[int, ...]) -> tuple[Fraction, ...]:
         """A full ledger vector showing `counts` on R (0 elsewhere): a representative."""
