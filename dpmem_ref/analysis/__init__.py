@@ -120,4 +120,5 @@ def worst_case_loss(
         states_explored=states,
         seconds=time.perf_counter() - start,
         fixed_point=fixed_point,
+        dps=dps,
     )

@@ -53,23 +53,43 @@ def turn_reads(
 def ledger_levels(
     interface: Interface, reads: list[list[Read]], attributes: Iterable[str], horizon: int, capped: bool = True
 ) -> int:
-    """prod over `attributes` of the values its ledger can take within T - 1 turns (module
+    """An upper bound on the ledger vectors over `attributes` within T - 1 turns (module
     docstring); capped=False (a cap rule that does not refuse, NoCap) drops the B_a bound."""
     caps = interface.policy.caps
-    sizes = []
-    for attribute in attributes:
-        epsilons = [eps for turn in reads for charge, eps, _ in turn if attribute in charge and eps > 0]
-        if not epsilons:
-            sizes.append(1)
+    chosen = tuple(attributes)
+    # Per slot kind (charge set within `attributes`, eps): the most admissions of that kind
+    # in T - 1 turns. A ledger vector is sum_k n_k x (eps_k on charge_k), 0 <= n_k <= that.
+    kinds: dict[tuple[frozenset[str], Fraction], int] = {}
+    for turn in reads:
+        counts: dict[tuple[frozenset[str], Fraction], int] = {}
+        for charge, eps, _ in turn:
+            mine = charge.intersection(chosen)
+            if mine and eps > 0:
+                counts[(mine, eps)] = counts.get((mine, eps), 0) + 1
+        for kind, count in counts.items():
+            kinds[kind] = max(kinds.get(kind, 0), count)
+    most: dict[tuple[frozenset[str], Fraction], int] = {}
+    for (charge, eps), per_turn in kinds.items():
+        count = (horizon - 1) * per_turn
+        if capped:
+            count = min(count, min(int(caps[a] // eps) for a in charge))
+        most[(charge, eps)] = count
+    by_kind = prod(count + 1 for count in most.values())
+    # Per attribute: its ledger is a multiple of g_a up to min(B_a, T - 1 turns of charges).
+    by_attribute = 1
+    for attribute in chosen:
+        charging = {kind: count for kind, count in most.items() if attribute in kind[0]}
+        if not charging:
             continue
+        epsilons = [eps for _, eps in charging]
         unit = lcm(*(e.denominator for e in epsilons), caps[attribute].denominator)
         step = gcd(*(int(e * unit) for e in epsilons))
-        per_turn = max(sum(int(eps * unit) for charge, eps, _ in turn if attribute in charge) for turn in reads)
-        top = (horizon - 1) * per_turn
+        top = sum(count * int(eps * unit) for (_, eps), count in charging.items())
         if capped:
             top = min(top, int(caps[attribute] * unit))
-        sizes.append(top // step + 1)
-    return prod(sizes)
+        by_sums = prod(count + 1 for count in charging.values())
+        by_attribute *= min(top // step + 1, by_sums)
+    return min(by_kind, by_attribute)
 
 
 def check_estimate(estimate: int, ledger_states: int, horizon: int, max_states: int) -> None:
