@@ -56,7 +56,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _row_json(row: table4.Row) -> dict[str, object]:
     from counterexamples.report import _loss
-
     from dpmem_ref.schemas import envelope
 
     trace = row.trace
