@@ -49,3 +49,43 @@ def interface_dict(attributes: int = 4, K: int = 3) -> dict[str, Any]:
             store[str(position)] = {"tags": tags, "text": f"evidence for {name}"}
         data["stores"][f"M_{name}"] = store
     return data
+
+
+BASE_ATTRIBUTE_STORES = ("M_debt", "M_diabetes", "M_job_loss", "M_pregnancy")
+
+
+def all_differing_dict(attributes: int = 8, K: int = 3) -> dict[str, Any]:
+    """`interface_dict` plus a store `M_all`: `neutral` with the evidence of every protected
+    attribute at once (each attribute's store differs from `neutral` only inside its group),
+    so `M_all` vs `neutral` differs in every group: a Corollary 1 pair."""
+    data = interface_dict(attributes, K)
+    stores = data["stores"]
+    neutral = stores["neutral"]
+    merged = copy.deepcopy(neutral)
+    names = list(BASE_ATTRIBUTE_STORES) + [f"M_{name}" for name, _ in EXTRA_ATTRIBUTES[: attributes - 4]]
+    for name in names:
+        for position, item in stores[name].items():
+            if item != neutral.get(position):
+                merged[position] = copy.deepcopy(item)
+    stores["M_all"] = merged
+    data["name"] = f"evaluation-{attributes}a-K{K}-all-differing"
+    return data
+
+
+def two_slot_dict(attributes: int = 8, K: int = 3) -> dict[str, Any]:
+    """`all_differing_dict` whose queries are paired into two-slot turns: query 2i reads its
+    own slot, then query 2i+1's (when the slots differ), so one turn charges two attributes'
+    reads in two slots."""
+    data = all_differing_dict(attributes, K)
+    queries = data["queries"]
+    paired = []
+    for first, second in zip(queries[0::2], queries[1::2], strict=False):
+        slots = {read["slot"] for read in first["reads"]}
+        extra = [read for read in second["reads"] if read["slot"] not in slots]
+        paired.append({**first, "name": f"{first['name']}+{second['name']}", "reads": first["reads"] + extra})
+    if len(queries) % 2:
+        paired.append(queries[-1])
+    data["queries"] = paired
+    data["name"] = f"evaluation-{attributes}a-K{K}-two-slot"
+    return data
+

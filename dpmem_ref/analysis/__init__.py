@@ -10,7 +10,10 @@ wherever a store-dependent part (route, control) makes the two sides disagree.
 Modules, one job each:
 - `loss`: the one loss type (impossible / exact finite interval / infinite);
 - `steps`: the loss of one release from two plans (exactly 0 for identical releases);
-- `ledger`: the ledger programme (sliced, one plan per admission pattern, fixed point);
+- `ledger`: the ledger programme (sliced, one plan per admission pattern, early stop);
+- `components`: the ledger programme split into independent components (a knapsack over
+  turns), where queries charge disjoint classes of attributes;
+- `bounds`: the state estimate an audit is refused on before any work;
 - `general`: the general memoized search (any router, control or hook);
 - `witness`: results and witness transcripts;
 - `replay`: one transcript's exact likelihood, and the naive enumeration;
@@ -24,6 +27,7 @@ from collections.abc import Sequence
 
 from dpmem_ref.analysis import ledger
 from dpmem_ref.analysis.bounds import check_estimate, ledger_levels, turn_reads
+from dpmem_ref.analysis.components import ComponentSearch
 from dpmem_ref.analysis.general import GeneralSearch
 from dpmem_ref.analysis.ledger import LedgerSearch
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, IV_DPS, ZERO, Loss
@@ -70,6 +74,7 @@ def worst_case_loss(
     max_states: int = DEFAULT_MAX_STATES,
     search: str = "auto",
     dps: int = IV_DPS,
+    components: bool = True,
 ) -> WorstCase:
     """max over adaptive strategies and transcripts of |log Pr[w | A] / Pr[w | B]|, both ways.
 
@@ -80,7 +85,9 @@ def worst_case_loss(
     InputError naming `--max-states`. `search`: "auto" (the ledger programme where it
     applies), or "general" to force the general search (cross-checks). `dps`: decimal
     digits of every log-probability enclosure (at least IV_DPS; the auditor raises it when
-    a tiny loss needs more, `dpmem_ref.audit.verdict`).
+    a tiny loss needs more, `dpmem_ref.audit.verdict`). `components`: split the ledger
+    programme into independent components where it can (`analysis.components`); False
+    runs it undivided (cross-checks).
 
     The work is bounded before it starts (`analysis.bounds`): an estimate of the states
     above `max_states` is refused at once.
@@ -98,11 +105,13 @@ def worst_case_loss(
     fixed_point = None
     with iv_precision(dps):
         if search == "auto" and ledger.applies(interface, strict):
-            programme = LedgerSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
+            split = ComponentSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
+            programme: ComponentSearch | LedgerSearch = split if split.splits and components else split.whole
             ledger_states, estimate = programme.estimate()
             check_estimate(estimate, ledger_states, horizon, max_states)
             ab, ab_node, ba, ba_node = programme.run()
-            states, fixed_point = programme.states_explored, programme.fixed_point
+            states = programme.states_explored
+            fixed_point = programme.fixed_point if isinstance(programme, LedgerSearch) else None
         else:
             reads = turn_reads(interface, catalogue, store_a, store_b, strict)
             ledger_states = ledger_levels(

@@ -256,6 +256,9 @@ class LedgerSearch(SearchProblem):
         values_ab = [ZERO] * len(states)
         values_ba = [ZERO] * len(states)
         choices: list[tuple[list[int], list[int]]] = []
+        # V_r at the start for r = 0, 1, ...: the worst case at every shorter horizon too
+        # (the start has depth 0 <= T - r), which `components` combines across components.
+        self.start_values: list[tuple[Loss, Loss]] = [(ZERO, ZERO)]
         for r in range(1, self.horizon + 1):
             if len(states) * r + len(self.summaries) > self.max_states:
                 raise state_limit(self.max_states)
@@ -286,9 +289,11 @@ class LedgerSearch(SearchProblem):
             still = [s for s in range(len(states)) if depth[s] <= self.horizon - r]
             stable = all(new_ab[s] == values_ab[s] and new_ba[s] == values_ba[s] for s in still)
             values_ab, values_ba = new_ab, new_ba
+            self.start_values.append((values_ab[0], values_ba[0]))
             if stable:
                 break
         self.fixed_point = self.iterations if self.iterations < self.horizon else None
+        self.choices, self.states, self.index = choices, states, index
         return (
             values_ab[0],
             self.witness(choices, 0, states, index),
@@ -301,6 +306,10 @@ class LedgerSearch(SearchProblem):
         """Ledger states times value iterations, plus (query, admission pattern) summaries."""
         return self.state_count * self.iterations + len(self.summaries)
 
+    def value_at(self, turns: int) -> tuple[Loss, Loss]:
+        """V_turns at the start, both directions (turns <= T; constant after the early stop)."""
+        return self.start_values[min(turns, len(self.start_values) - 1)]
+
     def witness(
         self,
         choices: list[tuple[list[int], list[int]]],
@@ -309,10 +318,24 @@ class LedgerSearch(SearchProblem):
         index: dict[tuple[int, ...], int],
     ) -> Node:
         """The chosen queries from the start (on ledger counts), replayed with real cursors."""
+        chosen = self.chosen_queries(choices, side, states, index, self.horizon)
+        return witness_chain(
+            self.interface, self.store_a, self.store_b, chosen, "ab" if side == 0 else "ba", self.steps, self.strict
+        )
+
+    def chosen_queries(
+        self,
+        choices: list[tuple[list[int], list[int]]],
+        side: int,
+        states: list[tuple[int, ...]],
+        index: dict[tuple[int, ...], int],
+        turns: int,
+    ) -> list[Query]:
+        """The queries of the worst strategy over `turns` <= T turns from the start."""
         chosen: list[Query] = []
         s = 0
-        for t in range(self.horizon):
-            q = choices[min(self.horizon - t, len(choices)) - 1][side][s]
+        for t in range(turns):
+            q = choices[min(turns - t, len(choices)) - 1][side][s]
             if q < 0:
                 break
             chosen.append(self.queries[q])
@@ -320,6 +343,4 @@ class LedgerSearch(SearchProblem):
             s = index.get(after, -1)  # a terminal move ends the replay (its controls differ)
             if s < 0:
                 break
-        return witness_chain(
-            self.interface, self.store_a, self.store_b, chosen, "ab" if side == 0 else "ba", self.steps, self.strict
-        )
+        return chosen
