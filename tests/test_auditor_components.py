@@ -6,13 +6,17 @@ directions; and the component rule pinned by a case a broken variant splits wron
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mpmath
 from audit_generators import interface_case
 
 from dpmem_ref.analysis import ledger, worst_case_loss
 from dpmem_ref.analysis.components import ComponentSearch, components
-from dpmem_ref.analysis.loss import Loss
+from dpmem_ref.analysis.ledger import LedgerSearch
+from dpmem_ref.analysis.loss import IV_DPS, Loss
 from dpmem_ref.config import interface_from_dict, load_interface_file
+from dpmem_ref.mechanism import iv_precision
 
 SEEDS = range(210)
 
@@ -75,3 +79,60 @@ def test_coupled_evaluation_pairs_stay_whole() -> None:
         interface, loaded.store("M_debt_and_job_loss"), loaded.store("neutral"), 8, interface.queries, False, 10**6
     )
     assert not search.splits
+
+
+LONG_CHAIN = """
+name = "long-chain"
+positions = ["s", "s", "s"]
+[attributes.a]
+group = [1, 3]
+cap = 1
+[attributes.b]
+group = [2, 3]
+cap = 1
+[budget]
+rule = "online"
+K = 3
+[scorer]
+kind = "linear"
+weights = { r = "0", c = "1", s = "0" }
+sensitivity = "1"
+[slots.s]
+generic = "v0"
+[slots.s.views.v0]
+compatible = ["none"]
+[slots.s.views.v1]
+compatible = ["evidence"]
+[[queries]]
+name = "qa"
+reads = [{ slot = "s", positions = [1] }]
+[[queries]]
+name = "qb"
+reads = [{ slot = "s", positions = [2] }]
+[[queries]]
+name = "qab"
+reads = [{ slot = "s", positions = [3] }]
+[stores.M]
+1 = ["evidence"]
+2 = ["evidence"]
+3 = ["evidence"]
+[stores.M_prime]
+"""
+
+
+def test_one_pass_needs_the_chain_to_fit_the_horizon(tmp_path: Path) -> None:
+    """T = 4: every ledger state is reached within 3 turns (qab raises both ledgers), so the
+    graph is closed, but qa, qa, qa, qb, qb, qb is a chain of 6 strict moves. The one pass
+    must not apply (condition (c) of analysis/longest.py): dropping that condition reports
+    the 6-turn loss at T = 4. At T = 6 it applies and agrees with the value iteration."""
+    path = tmp_path / "chain.toml"
+    path.write_text(LONG_CHAIN)
+    loaded = load_interface_file(path)
+    interface, a, b = loaded.interface, loaded.store("M"), loaded.store("M_prime")
+    for horizon, one_pass in ((4, False), (6, True), (9, True)):
+        with iv_precision(IV_DPS):
+            search = LedgerSearch(interface, a, b, horizon, interface.queries, False, 10**6)
+            fast = search.run()
+        assert search.longest is one_pass
+        general = worst_case_loss(interface, a, b, horizon, strict=False, search="general")
+        assert agree(fast[0], general.a_over_b.value) and agree(fast[2], general.b_over_a.value)

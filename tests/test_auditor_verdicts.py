@@ -65,16 +65,28 @@ def test_compliant_file_holds_with_contract_ok(capsys: pytest.CaptureFixture[str
 def test_early_stop_claims_only_this_horizon(a: str, b: str, capsys: pytest.CaptureFixture[str]) -> None:
     """`fixed_point` = r proves loss(T) = loss(r), which is checked here; the text claims
     nothing beyond T (the state graph is built to depth T - 1 only)."""
+    from dpmem_ref.analysis.ledger import LedgerSearch
+    from dpmem_ref.analysis.loss import IV_DPS
+    from dpmem_ref.mechanism import iv_precision
+
     loaded = load_interface_file(FIGURE2)
-    store_a, store_b = loaded.store(a), loaded.store(b)
-    at_t = worst_case_loss(loaded.interface, store_a, store_b, 12, components=False)
-    assert at_t.fixed_point is not None and at_t.fixed_point < 12
-    at_r = worst_case_loss(loaded.interface, store_a, store_b, at_t.fixed_point, components=False)
-    assert (at_t.a_over_b.value, at_t.b_over_a.value) == (at_r.a_over_b.value, at_r.b_over_a.value)
+    interface, store_a, store_b = loaded.interface, loaded.store(a), loaded.store(b)
+
+    def iterated(horizon: int) -> tuple[Any, int | None]:
+        with iv_precision(IV_DPS):
+            search = LedgerSearch(interface, store_a, store_b, horizon, interface.queries, False, 10**6)
+            search.all_horizons = True  # the value iteration with its early stop, not the one pass
+            ab, _, ba, _ = search.run()
+        return (ab, ba), search.fixed_point
+
+    at_t, stop = iterated(12)
+    assert stop is not None and stop < 12
+    at_r, _ = iterated(stop)
+    assert at_t == at_r
     from dpmem_ref.audit.render import audit_text
 
     report = audit(loaded, a, b, 12)
-    text = audit_text(attrs.evolve(report, result=attrs.evolve(report.result, fixed_point=at_t.fixed_point)))
+    text = audit_text(attrs.evolve(report, result=attrs.evolve(report.result, fixed_point=stop)))
     assert "nothing is claimed beyond T" in text and "every longer horizon" not in text
 
 

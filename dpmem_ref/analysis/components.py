@@ -98,6 +98,8 @@ class ComponentSearch(SearchProblem):
             )
             for qs in components(self.whole)
         ]
+        for part in self.parts:
+            part.all_horizons = True  # the allocation reads f_c(t) for every t <= T
 
     @property
     def splits(self) -> bool:

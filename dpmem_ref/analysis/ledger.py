@@ -26,6 +26,9 @@ and three facts bring the cost down from (queries + T) x (K+1)^A:
   ones, with the same release law; a refusal is mimicked by the pass). A move whose step
   is exactly 0 both ways and that only raises ledgers is then never better than the
   pass, so it is not followed: the states are those reached by releases that differ.
+- One pass. When the state graph is closed within the horizon, every self-loop has step 0
+  and the longest chain of ledger increases fits in T, V_T is a longest path in a DAG,
+  computed once (`analysis.longest`, derivation there); else:
 - Early stop. V_r is computed bottom-up for r = 1, 2, ... over the states within depth
   T - r of the start, and stops at the first r with V_r = V_{r-1} at every one of them
   (exact comparison of the loss values): V_{r+1} at depth <= T - r - 1 reads V_r only at
@@ -44,6 +47,7 @@ from fractions import Fraction
 from math import lcm
 
 from dpmem_ref.analysis.bounds import ledger_levels, state_limit, turn_reads
+from dpmem_ref.analysis.longest import longest_paths
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
 from dpmem_ref.analysis.replay import witness_chain
 from dpmem_ref.analysis.steps import SearchProblem, StepTable
@@ -100,6 +104,8 @@ class LedgerSearch(SearchProblem):
         self.capped = interface.cap_rule.prospective
         self.summaries: dict[tuple[int, tuple[bool | None, ...]], _Summary] = {}
         self.iterations = 0
+        self.all_horizons = False  # True: V_r at the start for every r (components need it), no one-pass shortcut
+        self.longest = False  # the one-pass longest path replaced the value iteration
         self._layout()
 
     # ---- slicing and integer units
@@ -259,7 +265,13 @@ class LedgerSearch(SearchProblem):
         # V_r at the start for r = 0, 1, ...: the worst case at every shorter horizon too
         # (the start has depth 0 <= T - r), which `components` combines across components.
         self.start_values: list[tuple[Loss, Loss]] = [(ZERO, ZERO)]
-        for r in range(1, self.horizon + 1):
+        found = None if self.all_horizons else longest_paths(moves, states, self.horizon)
+        if found is not None:  # one pass: a longest path (`analysis.longest`)
+            values_ab, values_ba, pick_ab, pick_ba = found
+            choices.append((pick_ab, pick_ba))
+            self.iterations, self.longest = 1, True
+            self.start_values.append((values_ab[0], values_ba[0]))
+        for r in range(1, self.horizon + 1 if found is None else 1):
             if len(states) * r + len(self.summaries) > self.max_states:
                 raise state_limit(self.max_states)
             new_ab = list(values_ab)
@@ -292,7 +304,7 @@ class LedgerSearch(SearchProblem):
             self.start_values.append((values_ab[0], values_ba[0]))
             if stable:
                 break
-        self.fixed_point = self.iterations if self.iterations < self.horizon else None
+        self.fixed_point = self.iterations if self.iterations < self.horizon and not self.longest else None
         self.choices, self.states, self.index = choices, states, index
         return (
             values_ab[0],
