@@ -88,7 +88,7 @@ def _step(value: Loss) -> str:
 def rows_text(rows: Sequence[WitnessRow], controls_private: bool, numerator: str = "a") -> list[str]:
     """The witness table (module docstring); `numerator` picks the step direction shown."""
     header = (
-        f"    {'turn':>7}  {'query':<22} {'slot=view':<34} {'release':<30} {'control':<28} {'step':<12} ledgers after"
+        f"    {'turn':>7}  {'query':<22} {'slot=view':<34} {'release':<30} {'control':<32} {'step':<12} ledgers after"
     )
     lines = [header]
     blocks: list[tuple[int, int, list[str]]] = []
@@ -102,12 +102,12 @@ def rows_text(rows: Sequence[WitnessRow], controls_private: bool, numerator: str
         body = []
         slots = row.slots or ()
         if not slots:
-            body.append(f"{row.query:<22} {'-':<34} {'-':<30} {control:<28} {_step(step):<12} {ledgers}{note}")
+            body.append(f"{row.query:<22} {'-':<34} {'-':<30} {control:<32} {_step(step):<12} {ledgers}{note}")
         for index, slot in enumerate(slots):
             first = index == 0
             body.append(
                 f"{row.query if first else '':<22} {slot.slot + '=' + slot.view:<34} {_release_text(slot):<30} "
-                f"{control if first else '':<28} {_step(step) if first else '':<12} {ledgers if first else ''}"
+                f"{control if first else '':<32} {_step(step) if first else '':<12} {ledgers if first else ''}"
                 f"{note if first else ''}".rstrip()
             )
         if blocks and blocks[-1][2] == body:
