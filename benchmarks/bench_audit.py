@@ -153,15 +153,16 @@ def worker(attributes: int, k: int, horizon: int, store_a: str, store_b: str, sh
 
     build = {"one": interface_dict, "all": all_differing_dict, "two": two_slot_dict}[shape]
     loaded = interface_from_dict(build(attributes, k))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = worst_case_loss(
         loaded.interface, loaded.store(store_a), loaded.store(store_b), horizon, strict=False, max_states=10**9
     )
     seconds = time.perf_counter() - start
     with mpmath.workdps(60):
         loss = "inf" if result.worst.is_infinite else mpmath.nstr(result.worst.midpoint, 45)
+    cpu = time.process_time() - cpu
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "states": result.states_explored, "loss": loss, "rss_mb": rss}))
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "states": result.states_explored, "loss": loss, "rss_mb": rss}))
 
 
 def run_cell(
@@ -181,14 +182,17 @@ def run_cell(
 
 def side_by_side(base: Path, timeout: float, cells: Sequence[tuple[str, str, int, int, int, str]], new_timeout: float) -> None:
     print(f"exact audit: this tree vs {base} (fresh process per cell, one run; pairs {PAIRS})")
-    header = f"{'cell':<34} {'new s':>8} {'new MB':>7} {'new states':>10} {'main s':>9} {'main MB':>8} {'main states':>11} {'speed-up':>9}"
+    header = (
+        f"{'cell':<34} {'new s':>8} {'new CPU':>8} {'new MB':>7} {'new states':>10} "
+        f"{'main s':>9} {'main MB':>8} {'main states':>11} {'speed-up':>9}"
+    )
     print(header)
     for label, shape, attributes, k, horizon, quoted in cells:
         new = run_cell(ROOT, attributes, k, horizon, new_timeout, shape)
         old = run_cell(base, attributes, k, horizon, timeout, shape)
         if new is None:
             main = "" if old is None else f"{float(old['seconds']):>9.3f} {float(old['rss_mb']):>8.0f} {old['states']:>11}"
-            print(f"{label:<34} {'> ' + str(int(new_timeout)):>8} {'-':>7} {'-':>10} {main or '> ' + str(int(timeout))}")
+            print(f"{label:<34} {'> ' + str(int(new_timeout)):>8} {'-':>8} {'-':>7} {'-':>10} {main or '> ' + str(int(timeout))}")
             continue
         if old is None:
             main = f"{'> ' + str(int(timeout)):>9} {'-':>8} {'-':>11} {'> ' + format(timeout / float(new['seconds']), '.0f') + 'x':>9}"
@@ -199,7 +203,7 @@ def side_by_side(base: Path, timeout: float, cells: Sequence[tuple[str, str, int
                 f"{float(old['seconds']):>9.3f} {float(old['rss_mb']):>8.0f} {old['states']:>11} {ratio:>8.1f}x{agree}"
             )
         print(
-            f"{label:<34} {float(new['seconds']):>8.3f} {float(new['rss_mb']):>7.0f} {new['states']:>10} {main}"
+            f"{label:<34} {float(new['seconds']):>8.3f} {float(new.get('cpu', 0.0)):>8.3f} {float(new['rss_mb']):>7.0f} {new['states']:>10} {main}"
             + (f"  ({quoted})" if quoted and old is None else "")
         )
 
