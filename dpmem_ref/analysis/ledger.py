@@ -156,10 +156,12 @@ class LedgerSearch(SearchProblem):
             for turn in reads
         ]
 
-    def estimate(self) -> tuple[int, int]:
-        """(ledger states, states_explored) bounds before any state is built (`analysis.bounds`)."""
-        ledger_states = ledger_levels(self.interface, self.reads, self.relevant, self.horizon)
-        return ledger_states, ledger_states * self.horizon + len(self.queries)
+    def estimate(self) -> int:
+        """A bound on the ledger states the programme builds, before it builds any
+        (`analysis.bounds`). With dominance pruning only moves whose release differs are
+        followed, so only the charges of slots reading D can move the ledgers."""
+        reads = [[r for r in turn if r[2]] for turn in self.reads] if self.prune else self.reads
+        return ledger_levels(self.interface, reads, self.relevant, self.horizon)
 
     def ledgers_of(self, counts: tuple[int, ...]) -> tuple[Fraction, ...]:
         """A full ledger vector showing `counts` on R (0 elsewhere): a representative."""
@@ -272,8 +274,6 @@ class LedgerSearch(SearchProblem):
             self.iterations, self.longest = 1, True
             self.start_values.append((values_ab[0], values_ba[0]))
         for r in range(1, self.horizon + 1 if found is None else 1):
-            if len(states) * r + len(self.summaries) > self.max_states:
-                raise state_limit(self.max_states)
             new_ab = list(values_ab)
             new_ba = list(values_ba)
             pick_ab = [-1] * len(states)
