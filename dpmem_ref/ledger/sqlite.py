@@ -25,7 +25,22 @@ import attrs
 
 from dpmem_ref.errors import InputError
 from dpmem_ref.interface import TurnRecord
+from dpmem_ref.ledger.chain import (
+    ChainKey,
+    HighWater,
+    bind_body,
+    charge_body,
+    check_genesis,
+    genesis_body,
+    high_water_path,
+    key_from_environment,
+    open_body,
+    read_high_water,
+    turn_body,
+    write_high_water,
+)
 from dpmem_ref.ledger.contract import (
+    LEGACY_SCHEMA_VERSION,
     SCHEMA_VERSION,
     FaultHook,
     LedgerStoreError,
@@ -42,10 +57,18 @@ from dpmem_ref.ledger.contract import (
     fraction_to_text,
     id_used_before,
     interface_mismatch,
+    needs_migration,
     release_row,
 )
 from dpmem_ref.ledger.records import LoadCache, encode_turn, release_values
-from dpmem_ref.ledger.sqlite_schema import COLUMNS, SCHEMA, describe_sqlite_error, ledger_rows
+from dpmem_ref.ledger.sqlite_schema import (
+    COLUMNS,
+    SCHEMA,
+    append_event,
+    chain_head,
+    describe_sqlite_error,
+    ledger_rows,
+)
 
 _T = TypeVar("_T")
 _JITTER = random.SystemRandom()  # backoff jitter only; fresh after fork
@@ -55,10 +78,17 @@ class SQLiteLedgerStore:
     """Ledgers in one SQLite file shared by every process of a deployment.
 
     `fault_hook` (tests only) is called with "charge:inside" after the charge is written
-    and before COMMIT, and with "charge:committed" right after COMMIT.
+    and before COMMIT, and with "charge:committed" right after COMMIT. `key`: the chain's
+    HMAC key (default: `key_from_environment()`); every write appends one chain event.
     """
 
-    def __init__(self, path: str | Path, busy_timeout_s: float = 60.0, fault_hook: FaultHook | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        busy_timeout_s: float = 60.0,
+        fault_hook: FaultHook | None = None,
+        key: ChainKey | None = None,
+    ) -> None:
         if (
             isinstance(busy_timeout_s, bool)
             or not isinstance(busy_timeout_s, int | float)
@@ -73,11 +103,49 @@ class SQLiteLedgerStore:
         self._pid = -1
         if self.path.is_dir():
             raise LedgerStoreError(f"ledger database {self.path}: a directory, not an SQLite file")
+        self.key = key_from_environment() if key is None else key
+        self.high_water_path = high_water_path(self.path)
         with self.transaction() as connection:
-            connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            row = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None or row[0] != SCHEMA_VERSION:
-                raise LedgerStoreError(f"ledger database {self.path}: meta.schema is not version {SCHEMA_VERSION}")
+            mark = self._open_chain(connection)
+        if mark is not None:
+            self.committed(mark)
+        self._check_high_water()
+
+    def _open_chain(self, connection: sqlite3.Connection) -> HighWater | None:
+        """Schema version, legacy refusal and the chain's genesis (one key per database)."""
+        connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        row = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is not None and row[0] == LEGACY_SCHEMA_VERSION:
+            if any(connection.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in ("ledgers", "releases", "turns")):
+                raise needs_migration(str(self.path), f"schema {LEGACY_SCHEMA_VERSION} (no tamper-evident chain)")
+            connection.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))  # empty: upgrade
+        elif row is None or row[0] != SCHEMA_VERSION:
+            raise LedgerStoreError(f"ledger database {self.path}: meta.schema is not version {SCHEMA_VERSION}")
+        genesis = connection.execute("SELECT kind, body FROM chain WHERE seq = 1").fetchone()
+        if genesis is not None:
+            check_genesis(str(self.path), self.key, str(genesis[1]))
+            return None
+        if chain_head(connection).seq or connection.execute("SELECT 1 FROM ledgers LIMIT 1").fetchone():
+            raise LedgerStoreError(f"ledger database {self.path}: the chain lost its first event (tampered)")
+        return append_event(connection, self.key, "genesis", genesis_body(self.key, SCHEMA_VERSION))
+
+    def _check_high_water(self) -> None:
+        """Refuse a database rewound below its high-water mark (a copied-back older file):
+        `dpmem ledger restore --allow-rollback` is the one way, and it is recorded."""
+        mark = read_high_water(self.high_water_path, self.key)
+        if mark is None:
+            return
+        with self.reading() as connection:
+            row = connection.execute("SELECT mac FROM chain WHERE seq = ?", (mark.seq,)).fetchone()
+        if row is None or str(row[0]) != mark.mac:
+            raise LedgerStoreError(
+                f"ledger database {self.path}: its chain does not reach its high-water mark (seq {mark.seq}): "
+                "an older copy was put in place; restore it with dpmem ledger restore --allow-rollback"
+            )
+
+    def committed(self, mark: HighWater) -> None:
+        """After a COMMIT: raise the high-water mark to the committed chain head."""
+        write_high_water(self.high_water_path, self.key, mark)
 
     def __repr__(self) -> str:
         return f"SQLiteLedgerStore(path={str(self.path)!r})"
@@ -191,12 +259,17 @@ class SQLiteLedgerStore:
         checked = check_caps(caps)
         if fingerprint is not None:
             check_fingerprint(fingerprint)
+        mark: HighWater | None = None
         with self.transaction() as connection:  # the binding and the session rows commit together
             if fingerprint is not None:
-                connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
-                (stored,) = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
-                if stored != fingerprint:
-                    raise interface_mismatch(str(self.path), str(stored), fingerprint)
+                row = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+                if row is None:
+                    if _has_history(connection):  # issue 21.6: charges of an unknown interface
+                        raise needs_migration(str(self.path), "charges without an interface fingerprint")
+                    connection.execute("INSERT INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
+                    mark = append_event(connection, self.key, "bind", bind_body(fingerprint))
+                elif row[0] != fingerprint:
+                    raise interface_mismatch(str(self.path), str(row[0]), fingerprint)
             rows = connection.execute(
                 "SELECT attribute, cap FROM ledgers WHERE user = ? AND interaction = ?", (key.user, key.interaction)
             ).fetchall()
@@ -207,6 +280,9 @@ class SQLiteLedgerStore:
                     "INSERT INTO ledgers (user, interaction, attribute, spent, cap) VALUES (?, ?, ?, '0/1', ?)",
                     [(key.user, key.interaction, a, fraction_to_text(c)) for a, c in sorted(checked.items())],
                 )
+                mark = append_event(connection, self.key, "open", open_body(key, checked))
+        if mark is not None:
+            self.committed(mark)
         return SQLiteLedgerSession(store=self, key=key)
 
     def integrity_check(self) -> str:
@@ -219,6 +295,11 @@ class SQLiteLedgerStore:
             if self._connection is not None and self._pid == os.getpid():
                 self._connection.close()
             self._connection = None
+
+
+def _has_history(connection: sqlite3.Connection) -> bool:
+    """Committed releases or turns (ledgers still at zero carry no charge to misattribute)."""
+    return any(connection.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in ("releases", "turns"))  # noqa: S608
 
 
 def _rollback(connection: sqlite3.Connection) -> None:
@@ -276,19 +357,25 @@ class SQLiteLedgerSession:
                 )
             except sqlite3.IntegrityError:
                 raise id_used_before("release_id", request.release_id) from None
-            seq = int(cursor.lastrowid or 0)
+            row = attrs.evolve(row, seq=int(cursor.lastrowid or 0))
+            ledgers = after if after is not None else spent
+            mark = append_event(connection, store.key, "charge", charge_body(key, row, ledgers))
             store.fault("charge:inside")
+        store.committed(mark)
         store.fault("charge:committed")
-        return ReleaseOutcome.of(attrs.evolve(row, seq=seq), after if after is not None else spent)
+        return ReleaseOutcome.of(row, ledgers)
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
         check_turn_id(turn_id)
         text = encode_turn(record)
         with self.store.transaction() as connection:
             try:
-                connection.execute(
+                cursor = connection.execute(
                     "INSERT INTO turns (user, interaction, turn_id, record) VALUES (?, ?, ?, ?)",
                     (self.key.user, self.key.interaction, turn_id, text),
                 )
             except sqlite3.IntegrityError:
                 raise id_used_before("turn_id", turn_id) from None
+            body = turn_body(self.key, int(cursor.lastrowid or 0), turn_id, text)
+            mark = append_event(connection, self.store.key, "turn", body)
+        self.store.committed(mark)

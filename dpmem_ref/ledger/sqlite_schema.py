@@ -6,6 +6,7 @@ import sqlite3
 from fractions import Fraction
 
 from dpmem_ref.errors import ContractViolation
+from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater
 from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, fraction_from_text
 
 SCHEMA = """
@@ -25,6 +26,8 @@ CREATE TABLE IF NOT EXISTS turns (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     user TEXT NOT NULL, interaction TEXT NOT NULL, turn_id TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS turns_by_session ON turns (user, interaction, seq);
+CREATE TABLE IF NOT EXISTS chain (
+    seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL);
 """
 COLUMNS = {
     "meta": ("key", "value"),
@@ -34,6 +37,7 @@ COLUMNS = {
         "slot", "view", "admitted", "charge_set", "epsilon",
     ),
     "turns": ("seq", "user", "interaction", "turn_id", "record"),
+    "chain": ("seq", "kind", "body", "mac"),
 }  # fmt: skip
 
 
@@ -72,3 +76,18 @@ def ledger_rows(connection: sqlite3.Connection, key: SessionKey) -> tuple[dict[s
         if spent[attribute] > caps[attribute]:
             raise ContractViolation("C5", f"attribute {attribute}: stored ledger exceeds its cap")
     return spent, caps
+
+
+def chain_head(connection: sqlite3.Connection) -> HighWater:
+    row = connection.execute("SELECT seq, mac FROM chain ORDER BY seq DESC LIMIT 1").fetchone()
+    return HighWater(0, GENESIS_MAC) if row is None else HighWater(int(row[0]), str(row[1]))
+
+
+def append_event(connection: sqlite3.Connection, key: ChainKey, kind: str, body: str) -> HighWater:
+    """Append one chain event inside the caller's write transaction (BEGIN IMMEDIATE holds
+    the write lock, so the head read here is the head the event commits after)."""
+    head = chain_head(connection)
+    seq = head.seq + 1
+    mac = key.mac(seq, kind, head.mac, body)
+    connection.execute("INSERT INTO chain (seq, kind, body, mac) VALUES (?, ?, ?, ?)", (seq, kind, body, mac))
+    return HighWater(seq, mac)
