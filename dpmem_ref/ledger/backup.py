@@ -118,19 +118,29 @@ def sqlite_rows(connection: sqlite3.Connection) -> LedgerRows:
     )
 
 
-def _problems(connection: sqlite3.Connection) -> tuple[str | None, int, int, int, str | None]:
-    """(fingerprint, sessions, releases, turns, first problem found or None)."""
+def _schema_problem(connection: sqlite3.Connection) -> str | None:
+    """The file is an intact SQLite database with the dpmem schema of this version."""
     integrity = connection.execute("PRAGMA integrity_check").fetchone()
     if integrity is None or integrity[0] != "ok":
-        return None, 0, 0, 0, "PRAGMA integrity_check does not report ok (corrupted file)"
+        return "PRAGMA integrity_check does not report ok (corrupted file)"
     tables = {str(name) for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for table, columns in COLUMNS.items():
         found = tuple(str(row[1]) for row in connection.execute(f"PRAGMA table_info({table})"))
         if table not in tables or found != columns:
-            return None, 0, 0, 0, f"foreign schema (table {table} missing or with other columns)"
+            return f"foreign schema (table {table} missing or with other columns)"
     meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
     if meta.get("schema") != SCHEMA_VERSION:
-        return None, 0, 0, 0, f"meta.schema is not version {SCHEMA_VERSION}"
+        return f"meta.schema is not version {SCHEMA_VERSION}"
+    return None
+
+
+def _problems(connection: sqlite3.Connection) -> tuple[str | None, int, int, int, str | None]:
+    """(fingerprint, sessions, releases, turns, first problem found or None): the
+    table-level checks (schema, L <= B, the charge log sums to the ledgers)."""
+    problem = _schema_problem(connection)
+    if problem is not None:
+        return None, 0, 0, 0, problem
+    meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
     fingerprint = meta.get("fingerprint")
     spent: dict[tuple[str, str, str], Fraction] = {}
     caps: dict[tuple[str, str, str], Fraction] = {}
@@ -176,32 +186,31 @@ def verify_sqlite(path: str | Path, key: ChainKey | None = None, high_water: boo
     chain alone (a copy without its `.hwm`: a truncated tail then goes unnoticed)."""
     target = _existing_file(Path(path), "ledger file")
     chain_key = key_from_environment() if key is None else key
+    mark = read_high_water(high_water_path(target), chain_key) if high_water else None
+    result: Replay | None = None
     try:
         connection = _open(target)
         try:
-            fingerprint, sessions, releases, turns, problem = _problems(connection)
-            rows = sqlite_rows(connection) if problem is None else None
+            problem = _schema_problem(connection)
+            if problem is not None:
+                return LedgerReport(str(target), None, 0, 0, 0, problem=problem)
+            # The chain first: it names the first bad row in commit order.
+            result = replay(sqlite_rows(connection), chain_key, mark)
+            fingerprint, sessions, releases, turns, problem = _problems(connection)  # and the table-level sums
         finally:
             connection.close()
     except sqlite3.Error as error:
         raise LedgerStoreError(f"ledger database {target}: {describe_sqlite_error(error)}") from None
-    except LedgerStoreError as error:
-        return LedgerReport(str(target), None, 0, 0, 0, problem=str(error))
-    except (ValueError, TypeError, UnicodeError):
-        return LedgerReport(str(target), None, 0, 0, 0, problem="unreadable row (corrupted values)")
-    if rows is None:
-        return LedgerReport(str(target), fingerprint, sessions, releases, turns, problem)
-    mark: HighWater | None = None
-    if high_water:
-        mark = read_high_water(high_water_path(target), chain_key)
-        if mark is None:
-            problem = (
-                f"high-water mark {high_water_path(target)} missing (a truncated tail would go unnoticed; "
-                "--no-high-water checks the chain alone)"
-            )
-            return LedgerReport(str(target), fingerprint, sessions, releases, turns, problem)
-    result = replay(rows, chain_key, mark)
-    return LedgerReport(str(target), fingerprint, sessions, releases, turns, result.problem, result, mark)
+    except (LedgerStoreError, ValueError, TypeError, UnicodeError) as error:
+        found = str(error) if isinstance(error, LedgerStoreError) else "unreadable row (corrupted values)"
+        return LedgerReport(str(target), None, 0, 0, 0, (result.problem if result else None) or found, result)
+    problem = result.problem or problem
+    if problem is None and high_water and mark is None:
+        problem = (
+            f"high-water mark {high_water_path(target)} missing (a truncated tail would go unnoticed; "
+            "--no-high-water checks the chain alone)"
+        )
+    return LedgerReport(str(target), fingerprint, sessions, releases, turns, problem, result, mark)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -214,6 +214,8 @@ def _compare(rows: LedgerRows, state: _State) -> None:
         raise _Bad(f"meta.schema is not version {SCHEMA_VERSION}")
     if meta.get("fingerprint") != state.fingerprint:
         raise _Bad("meta.fingerprint differs from the fingerprint the chain bound")
+    _compare_rows("releases", rows.releases, state.releases, _release_row)  # commit order: releases,
+    _compare_rows("turns", rows.turns, state.turns, _turn_row)  # turns, then the ledgers they sum to
     derived = {(*s, a): (state.spent[s][a], state.caps[s][a]) for s in state.caps for a in state.caps[s]}
     seen: set[tuple[str, ...]] = set()
     for row in rows.ledgers:
@@ -226,8 +228,6 @@ def _compare(rows: LedgerRows, state: _State) -> None:
     missing = sorted(set(derived) - seen)
     if missing:
         raise _Bad(f"ledgers row {missing[0]}: deleted (the chain opened it)")
-    _compare_rows("releases", rows.releases, state.releases, _release_row)
-    _compare_rows("turns", rows.turns, state.turns, _turn_row)
 
 
 def _release_row(row: Row, where: str) -> tuple[Any, ...]:

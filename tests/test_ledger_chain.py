@@ -1,0 +1,342 @@
+"""Issue 21.5: the tamper-evident ledger. Plain-SQL edits of committed rows FAIL verify.
+
+An attacker who can write the database but does not hold the HMAC key edits, deletes,
+inserts and reorders rows of every table with plain SQL, on SQLite and on PostgreSQL,
+including *consistent* forgeries that keep every table-level sum right (a release
+relabelled as a free fallback with its ledger lowered; a charged release with eps 0; a
+whole session's ledgers and releases deleted while its turns remain). `dpmem ledger
+verify` fails each, naming the first bad row, exits 1 with one line; a key holder's own
+writes verify; corrupt bytes and oversized values are a one-line FAIL, never an internal
+error. On the old main (no chain) the consistent forgeries passed verify.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpmem_ref.config import load_interface_file
+from dpmem_ref.durable import DurableSession
+from dpmem_ref.ledger import open_ledger_store
+from dpmem_ref.ledger.backup import verify_sqlite
+from dpmem_ref.randomness import SeededRandomSource
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURE2 = ROOT / "examples" / "figure2.toml"
+KEY = "chain-test-key-0123456789abcdef"
+QUERIES = ["affordable-dinner", "checkup-reminder", "affordable-dinner", "weeknight-plan"]
+
+
+@pytest.fixture(autouse=True)
+def _chain_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("DPMEM_LEDGER_KEY", KEY)
+    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
+    yield
+
+
+def populate(url: str) -> None:
+    """Two interactions of Figure 2 (charged selections, fallbacks, turns), as a key holder."""
+    loaded = load_interface_file(FIGURE2)
+    store = open_ledger_store(url)
+    for interaction in ("chat-1", "chat-2"):
+        session = DurableSession.open(
+            loaded.interface, store, "user", interaction, loaded.store("M"), SeededRandomSource(3), turn_deadline_s=None
+        )
+        for query in QUERIES:
+            session.run_turn(query)
+    store.close()
+
+
+def verify_cli(target: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dpmem_ref.cli", "ledger", "verify", target, *extra],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "DPMEM_LEDGER_KEY": KEY},
+        timeout=120,
+    )
+
+
+def failed(run: subprocess.CompletedProcess[str], words: str) -> None:
+    assert run.returncode == 1, (run.returncode, run.stdout, run.stderr)
+    assert run.stdout.count("\n") == 1 and "FAILED" in run.stdout, run.stdout
+    assert words in run.stdout, run.stdout
+    assert "Traceback" not in run.stderr and "internal error" not in run.stdout + run.stderr
+
+
+LOWER = "lower the ledgers of that release's charge set by its eps"
+# Each attack: (name, SQL statements on the SQLite schema, words naming the first bad row).
+# `{first_charged}` is the seq of the first admitted release with a non-empty charge set.
+ATTACKS = [
+    # the issue's consistent forgeries: every table-level sum stays right
+    (
+        "relabel a release as a free fallback, ledger lowered to match",
+        [
+            "UPDATE releases SET admitted = 0, charge_set = '[]', epsilon = '0/1', view = 'generic-view' "
+            "WHERE seq = {first_charged}",
+            LOWER,
+        ],
+        "releases seq {first_charged}: differs from its chain event",
+    ),
+    (
+        "a charged release with eps 0, ledger lowered to match",
+        [
+            "UPDATE releases SET epsilon = '0/1' WHERE seq = {first_charged}",
+            LOWER,
+        ],
+        "releases seq {first_charged}: differs from its chain event",
+    ),
+    (
+        "a session's ledgers and releases deleted, its turns kept",
+        [
+            "DELETE FROM releases WHERE interaction = 'chat-1'",
+            "DELETE FROM ledgers WHERE interaction = 'chat-1'",
+        ],
+        "deleted (its chain event remains)",
+    ),
+    # edits, deletions, insertions, reorderings of the chain itself
+    ("edit a chain body", ["UPDATE chain SET body = replace(body, '2/3', '1/3') WHERE seq = 5"], "chain seq 5"),
+    ("delete a chain row", ["DELETE FROM chain WHERE seq = 6"], "chain seq 7: expected seq 6"),
+    (
+        "insert a chain row",
+        ["UPDATE chain SET seq = seq + 1000 WHERE seq >= 4", "UPDATE chain SET seq = seq - 999 WHERE seq >= 1004",
+         "INSERT INTO chain (seq, kind, body, mac) VALUES (4, 'open', '{{}}', '" + "0" * 64 + "')"],
+        "chain seq 4: MAC does not match",
+    ),  # fmt: skip
+    (
+        "reorder two chain rows",
+        ["UPDATE chain SET seq = -1 WHERE seq = 5", "UPDATE chain SET seq = 5 WHERE seq = 6",
+         "UPDATE chain SET seq = 6 WHERE seq = -1"],
+        "chain seq 5: MAC does not match",
+    ),  # fmt: skip
+    ("forge a chain MAC", ["UPDATE chain SET mac = '" + "a" * 64 + "' WHERE seq = 3"], "chain seq 3"),
+    # rows of the other tables
+    ("insert a release", ["INSERT INTO releases SELECT seq + 500, user, interaction, release_id || 'ff', "
+                          "turn_id, slot_index, slot, view, admitted, charge_set, epsilon FROM releases WHERE seq = 1"],
+     "releases seq 501: not in the chain"),  # fmt: skip
+    ("delete a release", ["DELETE FROM releases WHERE seq = 2"], "releases seq 2: deleted"),
+    ("edit a released view", ["UPDATE releases SET view = 'other' WHERE seq = 1"], "releases seq 1: differs"),
+    ("reorder two releases", ["UPDATE releases SET seq = -1 WHERE seq = 1", "UPDATE releases SET seq = 1 WHERE seq = 2",
+                              "UPDATE releases SET seq = 2 WHERE seq = -1"], "releases seq 1: differs"),  # fmt: skip
+    ("edit a turn record", ["UPDATE turns SET record = replace(record, 'dinner', 'lunch') WHERE seq = 1"],
+     "turns seq 1: differs"),  # fmt: skip
+    ("delete a turn", ["DELETE FROM turns WHERE seq = 3"], "turns seq 3: deleted"),
+    ("raise a cap", ["UPDATE ledgers SET cap = '9/1' WHERE attribute = 'diabetes' AND interaction = 'chat-2'"],
+     "ledgers row (user, chat-2, diabetes)"),  # fmt: skip
+    ("rebind the fingerprint", ["UPDATE meta SET value = '" + "e" * 64 + "' WHERE key = 'fingerprint'"],
+     "meta.fingerprint"),  # fmt: skip
+    ("truncate the tail", ["DELETE FROM chain WHERE seq = (SELECT max(seq) FROM chain)",
+                           "DELETE FROM turns WHERE seq = (SELECT max(seq) FROM turns)"], "high-water mark"),  # fmt: skip
+]
+
+
+def _first_charged(execute: Callable[[str], list[tuple[object, ...]]], table: str = "ledgers") -> tuple[int, list[str]]:
+    """The first charged release of chat-1, and the SQL lowering its ledgers to match."""
+    rows = execute(
+        "SELECT seq, epsilon, charge_set FROM releases WHERE interaction = 'chat-1' AND admitted = 1 "
+        "AND charge_set <> '[]' ORDER BY seq LIMIT 1"
+    )
+    seq, epsilon, charge_set = rows[0]
+    lower = []
+    for attribute in json.loads(str(charge_set)):
+        query = f"SELECT spent FROM {table} WHERE interaction = 'chat-1' AND attribute = '{attribute}'"
+        (spent,) = execute(query.replace(table, "ledgers"))[0]
+        value = Fraction(str(spent)) - Fraction(str(epsilon))
+        lower.append(
+            f"UPDATE {table} SET spent = '{value.numerator}/{value.denominator}' "
+            f"WHERE interaction = 'chat-1' AND attribute = '{attribute}'"
+        )
+    return int(str(seq)), lower
+
+
+def _expand(statements: list[str], first: int, lower: list[str]) -> list[str]:
+    out: list[str] = []
+    for statement in statements:
+        out.extend(lower if statement == LOWER else [statement.format(first_charged=first)])
+    return out
+
+
+def _sqlite_execute(path: Path) -> Callable[[str], list[tuple[object, ...]]]:
+    def execute(sql: str) -> list[tuple[object, ...]]:
+        raw = sqlite3.connect(path)
+        try:
+            rows = raw.execute(sql).fetchall()
+            raw.commit()
+        finally:
+            raw.close()
+        return rows
+
+    return execute
+
+
+@pytest.mark.parametrize(("name", "statements", "words"), ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_sqlite_plain_sql_attacks_fail_verify(tmp_path: Path, name: str, statements: list[str], words: str) -> None:
+    path = tmp_path / "l.db"
+    populate(str(path))
+    assert verify_sqlite(path).ok, verify_sqlite(path).line()  # the key holder's writes verify
+    execute = _sqlite_execute(path)
+    first, lower = _first_charged(execute)
+    for statement in _expand(statements, first, lower):
+        execute(statement)
+    failed(verify_cli(str(path)), words.format(first_charged=first))
+
+
+def test_the_forgeries_keep_every_table_level_sum_right(tmp_path: Path) -> None:
+    """The consistent forgeries are consistent: only the chain can tell."""
+    from dpmem_ref.ledger.backup import _open, _problems
+
+    for _, statements, _ in ATTACKS[:2]:
+        path = tmp_path / f"{len(statements)}-{os.urandom(4).hex()}.db"
+        populate(str(path))
+        execute = _sqlite_execute(path)
+        first, lower = _first_charged(execute)
+        for statement in _expand(statements, first, lower):
+            execute(statement)
+        connection = _open(path)
+        try:
+            assert _problems(connection)[-1] is None  # sums, caps, fallbacks: all still consistent
+        finally:
+            connection.close()
+
+
+def test_a_key_holders_writes_verify_and_another_key_does_not(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    populate(str(path))
+    run = verify_cli(str(path))
+    assert run.returncode == 0 and "chain of" in run.stdout and "high-water mark" in run.stdout, run.stdout
+    other = subprocess.run(
+        [sys.executable, "-m", "dpmem_ref.cli", "ledger", "verify", str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "DPMEM_LEDGER_KEY": "another-key-of-enough-length"},
+        timeout=60,
+    )
+    assert other.returncode in (1, 2) and other.stdout.count("\n") + other.stderr.count("\n") == 1
+    assert KEY not in other.stdout + other.stderr
+    # A writer with another key (or none) is refused on open: one key per database.
+    from dpmem_ref.ledger import LedgerStoreError
+    from dpmem_ref.ledger.chain import ChainKey, unkeyed
+    from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
+
+    for key in (unkeyed(), ChainKey(secret=b"x" * 32, keyed=True)):
+        with pytest.raises(LedgerStoreError, match="chained with key id"):
+            SQLiteLedgerStore(path, key=key)
+
+
+def test_a_forger_without_the_key_cannot_rebuild_the_chain(tmp_path: Path) -> None:
+    """Recomputing every MAC with the public unkeyed key (the forger's best guess) fails."""
+    from dpmem_ref.ledger.chain import GENESIS_MAC, genesis_body, unkeyed
+
+    path = tmp_path / "l.db"
+    populate(str(path))
+    execute = _sqlite_execute(path)
+    forger = unkeyed()
+    previous = GENESIS_MAC
+    for seq, kind, body in execute("SELECT seq, kind, body FROM chain ORDER BY seq"):
+        text = genesis_body(forger, "2") if seq == 1 else str(body)
+        mac = forger.mac(int(str(seq)), str(kind), previous, text)
+        execute(f"UPDATE chain SET body = '{text}', mac = '{mac}' WHERE seq = {seq}")
+        previous = mac
+    failed(verify_cli(str(path), "--no-high-water"), "chain seq 1: MAC does not match")
+
+
+@pytest.mark.parametrize(
+    ("statement", "words"),
+    [
+        ("UPDATE ledgers SET spent = '" + "9" * 5000 + "/1' WHERE rowid = 1", "p/q"),
+        ("UPDATE releases SET epsilon = '1/" + "7" * 5000 + "' WHERE seq = 1", "p/q"),
+        ("UPDATE chain SET body = CAST(x'80ff00fe' AS TEXT) WHERE seq = 4", "chain seq 4"),
+        ("UPDATE releases SET view = CAST(x'c3' AS TEXT) WHERE seq = 1", "releases"),
+        ("UPDATE releases SET slot_index = 'x' WHERE seq = 1", "releases seq 1"),
+        ("UPDATE turns SET record = x'00ff' WHERE seq = 1", "turns"),
+        ("UPDATE chain SET seq = 9999 WHERE seq = 2", "chain seq 3: expected seq 2"),
+        ("UPDATE chain SET body = '" + "[" * 5000 + "' WHERE seq = 2", "chain seq 2"),
+        ("UPDATE ledgers SET cap = '-1/1' WHERE rowid = 1", "p/q"),
+        ("UPDATE chain SET kind = CAST(x'ff' AS TEXT) WHERE seq = 3", "chain seq 3"),
+    ],
+)
+def test_corrupt_bytes_and_huge_values_are_one_line(tmp_path: Path, statement: str, words: str) -> None:
+    path = tmp_path / "l.db"
+    populate(str(path))
+    _sqlite_execute(path)(statement)
+    failed(verify_cli(str(path)), words)
+
+
+# ------------------------------------------------------------------------------- PostgreSQL
+
+
+def _pg_url() -> str:
+    import postgres_server
+
+    return postgres_server.new_database()
+
+
+PG_ATTACKS = [
+    (
+        "relabel a release as a free fallback, ledger lowered to match",
+        [
+            "UPDATE dpmem_releases SET admitted = false, charge_set = '[]', epsilon = '0/1' WHERE seq = {first_charged}",
+            LOWER,
+        ],
+        "releases seq {first_charged}: differs from its chain event",
+    ),
+    (
+        "a charged release with eps 0",
+        [
+            "UPDATE dpmem_releases SET epsilon = '0/1' WHERE seq = {first_charged}",
+            LOWER,
+        ],
+        "releases seq {first_charged}: differs from its chain event",
+    ),
+    (
+        "a session's ledgers and releases deleted, its turns kept",
+        ["DELETE FROM dpmem_releases WHERE interaction = 'chat-1'", "DELETE FROM dpmem_ledgers WHERE interaction = 'chat-1'"],
+        "deleted (its chain event remains)",
+    ),  # fmt: skip
+    ("edit a chain body", ["UPDATE dpmem_chain SET body = replace(body, '2/3', '1/3') WHERE seq = 5"], "chain seq 5"),
+    ("delete a chain row", ["DELETE FROM dpmem_chain WHERE seq = 6"], "chain seq 7: expected seq 6"),
+    ("insert a chain row", ["UPDATE dpmem_chain SET seq = seq + 1000 WHERE seq >= 4",
+                            "UPDATE dpmem_chain SET seq = seq - 999 WHERE seq >= 1004",
+                            "INSERT INTO dpmem_chain VALUES (4, 'open', '{{}}', '" + "0" * 64 + "')"],
+     "chain seq 4: MAC does not match"),  # fmt: skip
+    ("reorder two chain rows", ["UPDATE dpmem_chain SET seq = -1 WHERE seq = 5",
+                                "UPDATE dpmem_chain SET seq = 5 WHERE seq = 6",
+                                "UPDATE dpmem_chain SET seq = 6 WHERE seq = -1"], "chain seq 5: MAC does not match"),  # fmt: skip
+    ("delete a release", ["DELETE FROM dpmem_releases WHERE seq = 2"], "releases seq 2: deleted"),
+    ("insert a turn", ["INSERT INTO dpmem_turns (user_name, interaction, turn_id, record) "
+                       "SELECT user_name, interaction, turn_id || 'ff', record FROM dpmem_turns WHERE seq = 1"],
+     "not in the chain (inserted)"),  # fmt: skip
+    ("edit a turn record", ["UPDATE dpmem_turns SET record = replace(record, 'dinner', 'lunch') WHERE seq = 1"],
+     "turns seq 1: differs"),  # fmt: skip
+]
+
+
+@pytest.mark.parametrize(("name", "statements", "words"), PG_ATTACKS, ids=[a[0] for a in PG_ATTACKS])
+def test_postgres_plain_sql_attacks_fail_verify(name: str, statements: list[str], words: str) -> None:
+    import postgres_server
+    import psycopg
+
+    url = _pg_url()
+    populate(url)
+    assert verify_cli(url).returncode == 0, verify_cli(url).stdout  # the key holder's writes verify
+    with psycopg.connect(url, autocommit=True) as connection:
+
+        def execute(sql: str) -> list[tuple[object, ...]]:
+            sql = sql.replace("FROM releases", "FROM dpmem_releases").replace("FROM ledgers", "FROM dpmem_ledgers")
+            sql = sql.replace("admitted = 1", "admitted")
+            return [tuple(r) for r in connection.execute(sql).fetchall()]  # type: ignore[arg-type]
+
+        first, lower = _first_charged(execute, "dpmem_ledgers")
+        for statement in _expand(statements, first, lower):
+            connection.execute(statement)  # type: ignore[arg-type]
+    run = verify_cli(url)
+    failed(run, words.format(first_charged=first))
+    assert postgres_server.PASSWORD not in run.stdout + run.stderr
