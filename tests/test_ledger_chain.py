@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from kernel_fixtures import run_cli
 
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.durable import DurableSession
@@ -35,11 +37,28 @@ KEY = "chain-test-key-0123456789abcdef"
 QUERIES = ["affordable-dinner", "checkup-reminder", "affordable-dinner", "weeknight-plan"]
 
 
-@pytest.fixture(autouse=True)
-def _chain_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("DPMEM_LEDGER_KEY", KEY)
-    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
-    yield
+@pytest.fixture(autouse=True, scope="module")
+def _chain_key() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DPMEM_LEDGER_KEY", KEY)
+        patch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
+        yield
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One populated SQLite ledger (and its .hwm); each test works on a copy."""
+    path = tmp_path_factory.mktemp("chain") / "template.db"
+    populate(str(path))
+    return path
+
+
+def fresh(template: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "l.db"
+    for suffix in ("", "-wal", ".hwm"):
+        if Path(f"{template}{suffix}").exists():
+            shutil.copyfile(f"{template}{suffix}", f"{path}{suffix}")
+    return path
 
 
 def populate(url: str) -> None:
@@ -56,13 +75,9 @@ def populate(url: str) -> None:
 
 
 def verify_cli(target: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dpmem_ref.cli", "ledger", "verify", target, *extra],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "DPMEM_LEDGER_KEY": KEY},
-        timeout=120,
-    )
+    """`dpmem ledger verify TARGET` (in process, with the key in the environment)."""
+    code, out, err = run_cli(["ledger", "verify", target, *extra])
+    return subprocess.CompletedProcess(["dpmem"], code, out, err)
 
 
 def failed(run: subprocess.CompletedProcess[str], words: str) -> None:
@@ -178,9 +193,10 @@ def _sqlite_execute(path: Path) -> Callable[[str], list[tuple[object, ...]]]:
 
 
 @pytest.mark.parametrize(("name", "statements", "words"), ATTACKS, ids=[a[0] for a in ATTACKS])
-def test_sqlite_plain_sql_attacks_fail_verify(tmp_path: Path, name: str, statements: list[str], words: str) -> None:
-    path = tmp_path / "l.db"
-    populate(str(path))
+def test_sqlite_plain_sql_attacks_fail_verify(
+    template: Path, tmp_path: Path, name: str, statements: list[str], words: str
+) -> None:
+    path = fresh(template, tmp_path)
     assert verify_sqlite(path).ok, verify_sqlite(path).line()  # the key holder's writes verify
     execute = _sqlite_execute(path)
     first, lower = _first_charged(execute)
@@ -189,13 +205,14 @@ def test_sqlite_plain_sql_attacks_fail_verify(tmp_path: Path, name: str, stateme
     failed(verify_cli(str(path)), words.format(first_charged=first))
 
 
-def test_the_forgeries_keep_every_table_level_sum_right(tmp_path: Path) -> None:
+def test_the_forgeries_keep_every_table_level_sum_right(template: Path, tmp_path: Path) -> None:
     """The consistent forgeries are consistent: only the chain can tell."""
     from dpmem_ref.ledger.backup import _open, _problems
 
-    for _, statements, _ in ATTACKS[:2]:
-        path = tmp_path / f"{len(statements)}-{os.urandom(4).hex()}.db"
-        populate(str(path))
+    for index, (_, statements, _) in enumerate(ATTACKS[:3]):
+        folder = tmp_path / str(index)
+        folder.mkdir()
+        path = fresh(template, folder)
         execute = _sqlite_execute(path)
         first, lower = _first_charged(execute)
         for statement in _expand(statements, first, lower):
@@ -207,9 +224,8 @@ def test_the_forgeries_keep_every_table_level_sum_right(tmp_path: Path) -> None:
             connection.close()
 
 
-def test_a_key_holders_writes_verify_and_another_key_does_not(tmp_path: Path) -> None:
-    path = tmp_path / "l.db"
-    populate(str(path))
+def test_a_key_holders_writes_verify_and_another_key_does_not(template: Path, tmp_path: Path) -> None:
+    path = fresh(template, tmp_path)
     run = verify_cli(str(path))
     assert run.returncode == 0 and "chain of" in run.stdout and "high-water mark" in run.stdout, run.stdout
     other = subprocess.run(
@@ -231,12 +247,11 @@ def test_a_key_holders_writes_verify_and_another_key_does_not(tmp_path: Path) ->
             SQLiteLedgerStore(path, key=key)
 
 
-def test_a_forger_without_the_key_cannot_rebuild_the_chain(tmp_path: Path) -> None:
+def test_a_forger_without_the_key_cannot_rebuild_the_chain(template: Path, tmp_path: Path) -> None:
     """Recomputing every MAC with the public unkeyed key (the forger's best guess) fails."""
     from dpmem_ref.ledger.chain import GENESIS_MAC, genesis_body, unkeyed
 
-    path = tmp_path / "l.db"
-    populate(str(path))
+    path = fresh(template, tmp_path)
     execute = _sqlite_execute(path)
     forger = unkeyed()
     previous = GENESIS_MAC
@@ -263,9 +278,8 @@ def test_a_forger_without_the_key_cannot_rebuild_the_chain(tmp_path: Path) -> No
         ("UPDATE chain SET kind = CAST(x'ff' AS TEXT) WHERE seq = 3", "chain seq 3"),
     ],
 )
-def test_corrupt_bytes_and_huge_values_are_one_line(tmp_path: Path, statement: str, words: str) -> None:
-    path = tmp_path / "l.db"
-    populate(str(path))
+def test_corrupt_bytes_and_huge_values_are_one_line(template: Path, tmp_path: Path, statement: str, words: str) -> None:
+    path = fresh(template, tmp_path)
     _sqlite_execute(path)(statement)
     failed(verify_cli(str(path)), words)
 
