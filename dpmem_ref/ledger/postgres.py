@@ -63,7 +63,7 @@ from dpmem_ref.ledger.postgres_schema import (
     locked_ledgers,
 )
 from dpmem_ref.ledger.records import LoadCache, decode_release, encode_turn, release_values
-from dpmem_ref.ledger.urls import check_postgres_url, redact_url
+from dpmem_ref.ledger.urls import SecretURL, check_postgres_url, redact_url
 
 _T = TypeVar("_T")
 _JITTER = random.SystemRandom()
@@ -87,7 +87,7 @@ class PostgresLedgerStore:
         fault_hook: FaultHook | None = None,
         key: ChainKey | None = None,
     ) -> None:
-        self._url = check_postgres_url(url)  # never shown: `name` is its redaction
+        self._url = SecretURL(check_postgres_url(url))  # prints as its redaction, like `name`
         self.key = key_from_environment() if key is None else key
         self.name = redact_url(url)
         self._retries = retries
@@ -113,7 +113,7 @@ class PostgresLedgerStore:
         """This process's connection (never shared across fork(): reopened in a child)."""
         if self._connection is None or self._pid != os.getpid() or self._connection.closed:
             self._connection = None
-            self._connection = psycopg.connect(self._url, autocommit=True, connect_timeout=self._connect_timeout_s)
+            self._connection = psycopg.connect(self._url.reveal(), autocommit=True, connect_timeout=self._connect_timeout_s)
             self._pid = os.getpid()
             self._ever_connected = True
         return self._connection

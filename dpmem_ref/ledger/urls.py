@@ -51,6 +51,24 @@ _QUERY_VALUE = re.compile(r"^(?:[A-Za-z0-9\-._~!$'()*+,;:/]|%[0-9A-Fa-f]{2})*$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
+class SecretURL:
+    """A store URL that prints as its redaction (repr, str, vars of its holder)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The URL itself: for the driver only."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"SecretURL({redact_url(self._value)!r})"
+
+    __str__ = __repr__
+
+
 class _Refused(ValueError):
     """Not a documented form (the text says which part, never its value)."""
 
