@@ -30,8 +30,6 @@ from dpmem_ref.ledger.chain import (
     HighWater,
     bind_body,
     charge_body,
-    check_genesis,
-    genesis_body,
     high_water_path,
     key_from_environment,
     open_body,
@@ -40,8 +38,6 @@ from dpmem_ref.ledger.chain import (
     write_high_water,
 )
 from dpmem_ref.ledger.contract import (
-    LEGACY_SCHEMA_VERSION,
-    SCHEMA_VERSION,
     FaultHook,
     LedgerStoreError,
     ReleaseOutcome,
@@ -65,9 +61,11 @@ from dpmem_ref.ledger.sqlite_schema import (
     COLUMNS,
     SCHEMA,
     append_event,
-    chain_head,
+    check_high_water,
     describe_sqlite_error,
+    has_history,
     ledger_rows,
+    open_chain,
 )
 
 _T = TypeVar("_T")
@@ -106,42 +104,11 @@ class SQLiteLedgerStore:
         self.key = key_from_environment() if key is None else key
         self.high_water_path = high_water_path(self.path)
         with self.transaction() as connection:
-            mark = self._open_chain(connection)
+            mark = open_chain(connection, str(self.path), self.key)
         if mark is not None:
             self.committed(mark)
-        self._check_high_water()
-
-    def _open_chain(self, connection: sqlite3.Connection) -> HighWater | None:
-        """Schema version, legacy refusal and the chain's genesis (one key per database)."""
-        connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        row = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is not None and row[0] == LEGACY_SCHEMA_VERSION:
-            if any(connection.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in ("ledgers", "releases", "turns")):
-                raise needs_migration(str(self.path), f"schema {LEGACY_SCHEMA_VERSION} (no tamper-evident chain)")
-            connection.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))  # empty: upgrade
-        elif row is None or row[0] != SCHEMA_VERSION:
-            raise LedgerStoreError(f"ledger database {self.path}: meta.schema is not version {SCHEMA_VERSION}")
-        genesis = connection.execute("SELECT kind, body FROM chain WHERE seq = 1").fetchone()
-        if genesis is not None:
-            check_genesis(str(self.path), self.key, str(genesis[1]))
-            return None
-        if chain_head(connection).seq or connection.execute("SELECT 1 FROM ledgers LIMIT 1").fetchone():
-            raise LedgerStoreError(f"ledger database {self.path}: the chain lost its first event (tampered)")
-        return append_event(connection, self.key, "genesis", genesis_body(self.key, SCHEMA_VERSION))
-
-    def _check_high_water(self) -> None:
-        """Refuse a database rewound below its high-water mark (a copied-back older file):
-        `dpmem ledger restore --allow-rollback` is the one way, and it is recorded."""
-        mark = read_high_water(self.high_water_path, self.key)
-        if mark is None:
-            return
         with self.reading() as connection:
-            row = connection.execute("SELECT mac FROM chain WHERE seq = ?", (mark.seq,)).fetchone()
-        if row is None or str(row[0]) != mark.mac:
-            raise LedgerStoreError(
-                f"ledger database {self.path}: its chain does not reach its high-water mark (seq {mark.seq}): "
-                "an older copy was put in place; restore it with dpmem ledger restore --allow-rollback"
-            )
+            check_high_water(connection, str(self.path), read_high_water(self.high_water_path, self.key))
 
     def committed(self, mark: HighWater) -> None:
         """After a COMMIT: raise the high-water mark to the committed chain head."""
@@ -264,7 +231,7 @@ class SQLiteLedgerStore:
             if fingerprint is not None:
                 row = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
                 if row is None:
-                    if _has_history(connection):  # issue 21.6: charges of an unknown interface
+                    if has_history(connection):  # issue 21.6: charges of an unknown interface
                         raise needs_migration(str(self.path), "charges without an interface fingerprint")
                     connection.execute("INSERT INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
                     mark = append_event(connection, self.key, "bind", bind_body(fingerprint))
@@ -295,11 +262,6 @@ class SQLiteLedgerStore:
             if self._connection is not None and self._pid == os.getpid():
                 self._connection.close()
             self._connection = None
-
-
-def _has_history(connection: sqlite3.Connection) -> bool:
-    """Committed releases or turns (ledgers still at zero carry no charge to misattribute)."""
-    return any(connection.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in ("releases", "turns"))  # noqa: S608
 
 
 def _rollback(connection: sqlite3.Connection) -> None:
