@@ -17,7 +17,7 @@ from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.postgres_schema import COLUMNS, describe_postgres_error
 from dpmem_ref.ledger.replay import LedgerRows, replay
-from dpmem_ref.ledger.urls import redact_url
+from dpmem_ref.ledger.urls import check_postgres_url, redact_url
 
 
 def _rows(connection: psycopg.Connection[Any]) -> LedgerRows | str:
@@ -50,7 +50,7 @@ def _rows(connection: psycopg.Connection[Any]) -> LedgerRows | str:
 
 def verify_postgres(url: str, key: ChainKey | None = None, mark: HighWater | None = None) -> LedgerReport:
     """Verify the ledger tables at `url` against their chain (read only)."""
-    name = redact_url(url)
+    name = redact_url(check_postgres_url(url))
     chain_key = key_from_environment() if key is None else key
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:

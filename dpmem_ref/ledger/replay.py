@@ -276,13 +276,17 @@ def replay(rows: LedgerRows, key: ChainKey, mark: HighWater | None) -> Replay:
     try:
         if not rows.chain:
             raise _Bad("no chain (a database written before the tamper-evident ledger: dpmem ledger migrate)")
+        stored = _body(rows.chain[0], "chain seq 1").get("key_id") if len(rows.chain[0]) == 4 else None
+        if stored != key.key_id:  # the likely operator error, named before the MAC walk fails on it
+            raise _Bad(
+                f"chained with key id {str(stored)[:16]}, but the configured key (DPMEM_LEDGER_KEY / "
+                f"DPMEM_LEDGER_KEY_FILE) has key id {key.key_id}"
+            )
         _walk(rows.chain, key)
         state = _derive(rows.chain)
-        if state.key_id != key.key_id:
-            raise _Bad(f"chained with key id {state.key_id[:16] if state.key_id else '?'}, verified with {key.key_id}")
         _compare(rows, state)
         head = rows.chain[-1]
-        if mark is not None and (mark.seq > int(head[0]) or str(rows.chain[mark.seq - 1][3]) != mark.mac):
+        if mark is not None and (not 0 < mark.seq <= int(head[0]) or str(rows.chain[mark.seq - 1][3]) != mark.mac):
             raise _Bad(
                 f"the chain (head seq {head[0]}) does not reach its high-water mark seq {mark.seq}: rolled back "
                 "or truncated without a recorded rollback"
