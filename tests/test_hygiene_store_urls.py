@@ -175,3 +175,17 @@ def test_postgres_errors_and_repr_never_hold_the_password(caplog: pytest.LogCapt
     assert "authentication failed" in str(refused.value)
     no_secret(str(refused.value), *(r.getMessage() for r in caplog.records))
     assert good not in " ".join(r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("url", [u for u in SECRET_URLS if "=" in u or u.lower().startswith("postgres")][:8])
+@pytest.mark.parametrize("command", ["verify", "backup", "restore", "migrate"])
+def test_the_ledger_commands_never_echo_a_dsn_given_as_a_path(
+    command: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    extra = {"verify": [], "backup": [str(tmp_path / "b.db")], "restore": [str(tmp_path / "r.db")],
+             "migrate": ["--interface", str(ROOT / "examples" / "figure2.toml")]}[command]  # fmt: skip
+    code, out, err = run_cli(["ledger", command, url, *extra])
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (code, out, err)
+    no_secret(out, err)
+    assert not any(tmp_path.iterdir())

@@ -43,6 +43,7 @@ from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError, fraction
 from dpmem_ref.ledger.records import decode_release, decode_turn
 from dpmem_ref.ledger.replay import LedgerRows, Replay, replay
 from dpmem_ref.ledger.sqlite_schema import COLUMNS, describe_sqlite_error
+from dpmem_ref.ledger.urls import redact_url
 
 SIDE_FILES = ("-wal", "-shm", "-journal", HIGH_WATER_SUFFIX)
 
@@ -83,10 +84,11 @@ class LedgerReport:
 
 
 def _existing_file(path: Path, field: str) -> Path:
+    shown = redact_url(str(path))  # a mistyped DSN given as a path is never echoed
     if not path.exists():
-        raise InputError(field, "an existing SQLite ledger file", str(path))
+        raise InputError(field, "an existing SQLite ledger file", shown)
     if not path.is_file():
-        raise InputError(field, "a regular file (not a directory or device)", str(path))
+        raise InputError(field, "a regular file (not a directory or device)", shown)
     return path
 
 
