@@ -49,6 +49,39 @@ INTERFACE = {
 }
 
 
+def serial_worker(url: str, turns: int) -> None:
+    """`--serial`: milliseconds per charged turn in one process, without the turn deadline."""
+    from dpmem_ref.config import interface_from_dict
+    from dpmem_ref.durable import DurableSession
+    from dpmem_ref.randomness import SeededRandomSource
+
+    loaded = interface_from_dict(INTERFACE)
+    if url.startswith("postgresql://"):
+        from dpmem_ref.ledger.postgres import PostgresLedgerStore
+
+        store: object = PostgresLedgerStore(url)
+    else:
+        from dpmem_ref.ledger_store import SQLiteLedgerStore
+
+        store = SQLiteLedgerStore(url)
+    session = DurableSession.open(  # type: ignore[arg-type]
+        loaded.interface, store, "user", "bench", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
+    )
+    session.run_turn("dinner")  # warm
+    started = time.perf_counter()
+    for _ in range(turns):
+        session.run_turn("dinner")
+    print(json.dumps({"ms": (time.perf_counter() - started) / turns * 1000}), flush=True)
+
+
+def serial_cell(url: str, turns: int, pythonpath: str) -> float:
+    env = {**os.environ, "PYTHONPATH": pythonpath, "DPMEM_LEDGER_KEY": BENCH_KEY}
+    out = subprocess.run(
+        [sys.executable, __file__, "--serial-worker", url, str(turns)], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    return float(json.loads(out.strip().splitlines()[-1])["ms"])
+
+
 def worker(url: str, selections: int, start_file: str, seed: int) -> None:
     """One client: open the session, wait for the common start, serve `selections` turns."""
     from dpmem_ref.config import interface_from_dict
@@ -116,6 +149,11 @@ def start_postgres(folder: Path) -> tuple[object, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--serial-worker", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--serial", type=int, default=0, metavar="TURNS",
+        help="also: ms per charged turn in one process (no deadline), this tree vs main, median of --repeats",
+    )  # fmt: skip
     parser.add_argument("--selections", type=int, default=320, help="charged selections per cell (all clients)")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
     default_base = next((p for p in ("/tmp/oldmain", "/work/base") if Path(p, "dpmem_ref").is_dir()), "")
@@ -125,6 +163,9 @@ def main() -> None:
     if args.worker:
         url, selections, start_file, seed = args.worker
         worker(url, int(selections), start_file, int(seed))
+        return
+    if args.serial_worker:
+        serial_worker(args.serial_worker[0], int(args.serial_worker[1]))
         return
     ours = f"{ROOT}:{ROOT / 'eval'}"
     candidates = [args.base] if args.base else []
@@ -173,6 +214,26 @@ def main() -> None:
             else:
                 row += f"  {'-':>5}  {'-':>6}"
         print(row, flush=True)
+    if args.serial and base:
+        print(f"ms per charged turn, one process, no turn deadline, {args.serial} turns, median of {args.repeats}")
+        for label, make in (("sqlite", lambda tag: str(folder / f"serial-{tag}.db")), ("postgres", None)):
+            if make is None and not pg_url:
+                continue
+            times: dict[str, list[float]] = {"ours": [], "main": []}
+            for repeat in range(args.repeats):
+                for side, path in (("ours", ours), ("main", base)):
+                    tag = f"{side}{repeat}"
+                    if make is not None:
+                        url = make(tag)
+                    else:
+                        import psycopg
+
+                        with psycopg.connect(pg_url, autocommit=True) as connection:
+                            connection.execute(f"CREATE SCHEMA serial_{tag}")
+                        url = f"{pg_url}&options=-csearch_path%3Dserial_{tag}"
+                    times[side].append(serial_cell(url, args.serial, path))
+            a, b = sorted(times["ours"])[len(times["ours"]) // 2], sorted(times["main"])[len(times["main"]) // 2]
+            print(f"  {label:>8}: this tree {a:.2f} ms, main {b:.2f} ms, ratio {a / b:.2f}, chain +{a - b:.2f} ms/release")
     if server is not None:
         server.cleanup()  # type: ignore[attr-defined]  # stops the server
     shutil.rmtree(folder, ignore_errors=True)
