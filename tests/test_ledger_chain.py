@@ -357,3 +357,23 @@ def test_postgres_plain_sql_attacks_fail_verify(name: str, statements: list[str]
     run = verify_cli(url)
     failed(run, words.format(first_charged=first))
     assert postgres_server.PASSWORD not in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE ledgers SET spent = '" + "9" * 5000 + "/1' WHERE interaction = 'chat-1'",
+        "UPDATE releases SET epsilon = '1/" + "7" * 5000 + "' WHERE interaction = 'chat-1'",
+        "UPDATE turns SET record = CAST(x'80ff' AS TEXT) WHERE interaction = 'chat-1'",
+    ],
+)
+def test_a_corrupted_store_stops_dpmem_run_with_one_line(template: Path, tmp_path: Path, statement: str) -> None:
+    path = fresh(template, tmp_path)
+    _sqlite_execute(path)(statement)
+    queries = tmp_path / "q.txt"
+    queries.write_text("affordable-dinner\n")
+    code, out, err = run_cli(
+        ["run", str(FIGURE2), "--store", "M", "--queries", str(queries), "--store-url", f"sqlite:///{path}",
+         "--interaction", "chat-1", "--user", "user"]
+    )  # fmt: skip
+    assert code == 2 and out == "" and err.count("\n") == 1 and "internal error" not in err, (code, out, err)
