@@ -30,7 +30,14 @@ from test_ledger_fingerprint import BASE, variant
 
 from dpmem_ref.config import interface_from_dict, load_interface_file
 from dpmem_ref.durable import DurableSession
-from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore, interface_fingerprint
+from dpmem_ref.errors import InputError
+from dpmem_ref.ledger import (
+    LedgerStoreError,
+    ReleaseRequest,
+    SQLiteLedgerStore,
+    interface_fingerprint,
+    open_ledger_store,
+)
 from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.parts.broken import ArgmaxSelector
 from dpmem_ref.randomness import SeededRandomSource
@@ -220,3 +227,36 @@ def test_view_order_is_kept_where_the_selector_reads_it() -> None:
     assert interface_fingerprint(_permuted(argmax, (1, 0))) != interface_fingerprint(argmax)
     assert interface_fingerprint(_permuted(interface, (1, 0))) == interface_fingerprint(interface)
 
+
+
+def test_postgres_legacy_ledger_is_refused_then_migrated() -> None:
+    import postgres_server
+    import psycopg
+
+    url = postgres_server.new_database()
+    figure = ROOT / "examples" / "figure2.toml"
+    loaded = load_interface_file(figure)
+    store = open_ledger_store(url)
+    session = DurableSession.open(
+        loaded.interface, store, "user", "chat", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
+    )
+    for query in ("affordable-dinner", "checkup-reminder"):
+        session.run_turn(query)
+    store.close()
+    with psycopg.connect(url, autocommit=True) as connection:  # as the old main left it: no chain, no fingerprint
+        connection.execute("DROP TABLE dpmem_chain")
+        connection.execute("UPDATE dpmem_meta SET value = '1' WHERE key = 'schema'")
+        connection.execute("DELETE FROM dpmem_meta WHERE key = 'fingerprint'")
+    with pytest.raises(LedgerStoreError, match="dpmem ledger migrate postgresql://") as refused:
+        open_ledger_store(url)
+    assert postgres_server.PASSWORD not in str(refused.value)
+    code, out, err = run_cli(["ledger", "migrate", url, "--interface", str(figure)])
+    assert code == 0 and "migrated: ledger" in out and postgres_server.PASSWORD not in out + err, (out, err)
+    store = open_ledger_store(url)
+    resumed = DurableSession.open(loaded.interface, store, "user", "chat", loaded.store("M"), SeededRandomSource(1))
+    assert len(resumed.state().history) == 2
+    with pytest.raises(InputError, match="a different interface"):
+        session_of_base = interface_from_dict(BASE)
+        DurableSession.open(session_of_base.interface, store, "user", "x", session_of_base.store("M"), SeededRandomSource(0))
+    store.close()
+    assert run_cli(["ledger", "verify", url])[0] == 0

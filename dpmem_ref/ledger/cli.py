@@ -75,7 +75,12 @@ def command_migrate(args: argparse.Namespace) -> int:
 
     try:
         fingerprint = interface_fingerprint(load_interface_file(args.interface).interface)
-        report = migrate_sqlite(args.database, fingerprint)
+        if args.database.startswith(("postgresql://", "postgres://")):
+            from dpmem_ref.ledger.postgres_verify import migrate_postgres  # needs the postgres extra
+
+            report = migrate_postgres(args.database, fingerprint)
+        else:
+            report = migrate_sqlite(args.database, fingerprint)
     except (InputError, LedgerStoreError) as error:
         return _fail(error)
     print(f"migrated: {report.line()}")
@@ -114,7 +119,7 @@ def add_ledger_commands(sub: Any) -> None:
     migrate = commands.add_parser(
         "migrate", help="bind a ledger written before the chain or the fingerprint to the interface that wrote it"
     )
-    migrate.add_argument("database", help="the SQLite ledger file")
+    migrate.add_argument("database", help="the SQLite ledger file, or a postgresql:// URL")
     migrate.add_argument("--interface", required=True, help="the interface file (TOML) whose charges it holds")
     migrate.set_defaults(handler=command_migrate)
     for parser in (ledger, backup, verify, restore, migrate):  # usage errors: dpmem's one line, exit 2

@@ -1,4 +1,5 @@
-"""`dpmem ledger verify postgresql://...`: the chain replay on a PostgreSQL ledger.
+"""`dpmem ledger verify | migrate postgresql://...`: the chain replay and the migration on
+PostgreSQL.
 
 One REPEATABLE READ READ ONLY snapshot of every dpmem table, then `replay` (the same
 checks as for SQLite). PostgreSQL keeps no `.hwm` file: its backups and point-in-time
@@ -8,6 +9,8 @@ caught here only against a mark the operator passes (`mark`).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -15,7 +18,8 @@ import psycopg
 from dpmem_ref.ledger.backup import LedgerReport
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.ledger.postgres_schema import COLUMNS, describe_postgres_error
+from dpmem_ref.ledger.migrate import Sql, migrate_rows
+from dpmem_ref.ledger.postgres_schema import COLUMNS, SCHEMA, append_event, describe_postgres_error, lock_chain
 from dpmem_ref.ledger.replay import LedgerRows, replay
 from dpmem_ref.ledger.urls import check_postgres_url, redact_url
 
@@ -65,3 +69,32 @@ def verify_postgres(url: str, key: ChainKey | None = None, mark: HighWater | Non
     return LedgerReport(
         name, result.fingerprint, result.sessions, result.releases, result.turns, result.problem, result, mark
     )
+
+
+_TABLE = re.compile(r"\b(FROM|INTO) (meta|ledgers|releases|turns|chain)\b")
+
+
+def _postgres_sql(connection: psycopg.Connection[Any], key: ChainKey) -> Sql:
+    """The migration's SQLite spelling, renamed for the dpmem_* tables (user -> user_name)."""
+
+    def query(text: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        spelled = re.sub(r"\buser\b", "user_name", _TABLE.sub(r"\1 dpmem_\2", text)).replace("?", "%s")
+        cursor = connection.execute(spelled, tuple(params))
+        return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+
+    return Sql(query=query, append=lambda kind, body: append_event(connection, key, kind, body))
+
+
+def migrate_postgres(url: str, fingerprint: str, key: ChainKey | None = None) -> LedgerReport:
+    """Bind and chain a legacy PostgreSQL ledger (`dpmem_ref.ledger.migrate`), one transaction."""
+    name = redact_url(check_postgres_url(url))
+    chain_key = key_from_environment() if key is None else key
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
+            with connection.transaction():
+                lock_chain(connection)
+                connection.execute(SCHEMA)  # the chain table of schema 2, if missing
+                migrate_rows(_postgres_sql(connection, chain_key), name, fingerprint, chain_key)
+    except psycopg.Error as error:
+        raise LedgerStoreError(f"ledger database {name}: {describe_postgres_error(error)}") from None
+    return verify_postgres(url, chain_key)

@@ -10,11 +10,9 @@ restored chain gets a `rollback` event (from which seq back to which), which
 `dpmem ledger verify` reports on every later run, and the mark is reset to the new head.
 A database copied back by hand (without the command) is refused on open and by verify.
 
-Migrate. A database written before the chain (schema 1) or with ledgers but no interface
+Migrate. A database written before the chain (schema 1) or with charges but no interface
 fingerprint is refused on open (one line naming this command). `migrate_sqlite(DB,
-fingerprint)` checks its charge log is consistent, then binds it to the interface the
-operator names and chains every existing row (genesis, migrate, open, charge, turn events),
-in one transaction.
+fingerprint)` runs `dpmem_ref.ledger.migrate.migrate_rows` in one SQLite transaction.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable
-from fractions import Fraction
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,7 +28,6 @@ from dpmem_ref.ledger.backup import (
     LedgerReport,
     _existing_file,
     _open,
-    _problems,
     _remove_ours,
     _snapshot,
     check_destination,
@@ -40,27 +36,17 @@ from dpmem_ref.ledger.backup import (
 from dpmem_ref.ledger.chain import (
     ChainKey,
     HighWater,
-    bind_body,
-    charge_body,
-    genesis_body,
     high_water_path,
     key_from_environment,
-    open_body,
     read_high_water,
     rollback_body,
-    turn_body,
     write_high_water,
 )
 from dpmem_ref.ledger.contract import (
-    LEGACY_SCHEMA_VERSION,
-    SCHEMA_VERSION,
     LedgerStoreError,
-    SessionKey,
     check_fingerprint,
-    fraction_from_text,
-    interface_mismatch,
 )
-from dpmem_ref.ledger.records import decode_release
+from dpmem_ref.ledger.migrate import Sql, migrate_rows
 from dpmem_ref.ledger.sqlite_schema import SCHEMA, append_event, chain_head, describe_sqlite_error
 
 _T = TypeVar("_T")
@@ -179,7 +165,11 @@ def migrate_sqlite(database: str | Path, fingerprint: str, key: ChainKey | None 
             connection.executescript(SCHEMA)  # the chain table of schema 2, if missing
             connection.execute("BEGIN IMMEDIATE")
             try:
-                mark = _migrate(connection, str(path), fingerprint, chain_key)
+                sql = Sql(
+                    query=lambda text, params: connection.execute(text, params).fetchall(),
+                    append=lambda kind, body: append_event(connection, chain_key, kind, body),
+                )
+                mark = migrate_rows(sql, str(path), fingerprint, chain_key)
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")
@@ -192,62 +182,3 @@ def migrate_sqlite(database: str | Path, fingerprint: str, key: ChainKey | None 
     if mark is not None:
         write_high_water(high_water_path(path), chain_key, mark)
     return verify_sqlite(path, chain_key)
-
-
-def _migrate(connection: sqlite3.Connection, database: str, fingerprint: str, key: ChainKey) -> HighWater | None:
-    meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
-    stored = meta.get("fingerprint")
-    if stored is not None and stored != fingerprint:
-        raise interface_mismatch(database, str(stored), fingerprint)
-    _, _, _, _, problem = _problems_any_schema(connection)
-    if problem is not None:
-        raise LedgerStoreError(f"ledger database {database}: not migrated, its rows are inconsistent: {problem}")
-    if meta.get("schema") == SCHEMA_VERSION and chain_head(connection).seq:
-        if stored is not None:
-            return None  # already bound to this interface: nothing to do
-        connection.execute("INSERT INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
-        return append_event(connection, key, "migrate", bind_body(fingerprint))
-    if meta.get("schema") not in (LEGACY_SCHEMA_VERSION, SCHEMA_VERSION):
-        raise LedgerStoreError(f"ledger database {database}: meta.schema is not version {LEGACY_SCHEMA_VERSION}")
-    connection.execute("DELETE FROM chain")  # an empty chain table (created above): nothing chained yet
-    append_event(connection, key, "genesis", genesis_body(key, SCHEMA_VERSION))
-    mark = append_event(connection, key, "migrate", bind_body(fingerprint))
-    spent: dict[SessionKey, dict[str, Fraction]] = {}
-    caps: dict[SessionKey, dict[str, Fraction]] = {}
-    for user, interaction, attribute, cap in connection.execute(
-        "SELECT user, interaction, attribute, cap FROM ledgers ORDER BY user, interaction, attribute"
-    ).fetchall():
-        session = SessionKey(user=str(user), interaction=str(interaction))
-        caps.setdefault(session, {})[str(attribute)] = fraction_from_text(cap, "ledgers.cap")
-        spent.setdefault(session, {})[str(attribute)] = Fraction(0)
-    for session in caps:
-        mark = append_event(connection, key, "open", open_body(session, caps[session]))
-    for row in connection.execute(
-        "SELECT user, interaction, seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
-        "FROM releases ORDER BY seq"
-    ).fetchall():
-        session = SessionKey(user=str(row[0]), interaction=str(row[1]))
-        release = decode_release(row[2:])
-        for attribute in release.charge_set:
-            spent[session][attribute] += release.epsilon
-        mark = append_event(connection, key, "charge", charge_body(session, release, spent[session]))
-    for user, interaction, seq, turn_id, record in connection.execute(
-        "SELECT user, interaction, seq, turn_id, record FROM turns ORDER BY seq"
-    ).fetchall():
-        session = SessionKey(user=str(user), interaction=str(interaction))
-        mark = append_event(connection, key, "turn", turn_body(session, int(seq), str(turn_id), str(record)))
-    connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
-    connection.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
-    return mark
-
-
-def _problems_any_schema(connection: sqlite3.Connection) -> tuple[str | None, int, int, int, str | None]:
-    """The table-level checks of `verify_sqlite` on a schema-1 or schema-2 database."""
-    schema = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-    if schema is not None and schema[0] == LEGACY_SCHEMA_VERSION:
-        connection.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
-        try:
-            return _problems(connection)
-        finally:
-            connection.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (LEGACY_SCHEMA_VERSION,))
-    return _problems(connection)
