@@ -12,11 +12,10 @@ overwriting). The destination may not be the source, its `-wal` / `-shm` / `-jou
 files or its high-water mark; the command deletes only the temporary file it created.
 
 `verify_sqlite` checks what a restored ledger must satisfy: the file is an SQLite database
-that passes `PRAGMA integrity_check`, has the dpmem schema, keeps L_a <= B_a on every
-ledger, its charge log agrees with its ledgers (the sum of the eps of the admitted releases
-charged to an attribute equals the stored L_a, and no prefix of the log exceeds B_a), and
-then `dpmem_ref.ledger.replay`: the HMAC chain verifies with the key, every table equals
-what the chain committed, and the chain reaches the high-water mark (`DB.hwm`).
+that passes `PRAGMA integrity_check` and has the dpmem schema, then
+`dpmem_ref.ledger.replay`: the HMAC chain verifies with the key, every ledger L_a is the
+sum of the committed charges and <= B_a at every prefix, every table equals what the
+chain committed (first bad row named), and the chain reaches the high-water mark (`DB.hwm`).
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import tempfile
-from fractions import Fraction
 from pathlib import Path
 
 import attrs
@@ -39,8 +37,7 @@ from dpmem_ref.ledger.chain import (
     read_high_water,
     write_high_water,
 )
-from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError, fraction_from_text
-from dpmem_ref.ledger.records import decode_release, decode_turn
+from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError
 from dpmem_ref.ledger.replay import LedgerRows, Replay, replay
 from dpmem_ref.ledger.sqlite_schema import COLUMNS, describe_sqlite_error
 from dpmem_ref.ledger.urls import redact_url
@@ -136,52 +133,6 @@ def _schema_problem(connection: sqlite3.Connection) -> str | None:
     return None
 
 
-def _problems(connection: sqlite3.Connection) -> tuple[str | None, int, int, int, str | None]:
-    """(fingerprint, sessions, releases, turns, first problem found or None): the
-    table-level checks (schema, L <= B, the charge log sums to the ledgers)."""
-    problem = _schema_problem(connection)
-    if problem is not None:
-        return None, 0, 0, 0, problem
-    meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
-    fingerprint = meta.get("fingerprint")
-    spent: dict[tuple[str, str, str], Fraction] = {}
-    caps: dict[tuple[str, str, str], Fraction] = {}
-    for user, interaction, attribute, spent_text, cap_text in connection.execute(
-        "SELECT user, interaction, attribute, spent, cap FROM ledgers"
-    ):
-        key = (str(user), str(interaction), str(attribute))
-        spent[key] = fraction_from_text(spent_text, "ledgers.spent")
-        caps[key] = fraction_from_text(cap_text, "ledgers.cap")
-        if spent[key] > caps[key]:
-            return fingerprint, 0, 0, 0, f"C5: a ledger of attribute {attribute} exceeds its cap"
-    sessions = {(u, i) for u, i, _ in spent}
-    running = dict.fromkeys(spent, Fraction(0))
-    releases = 0
-    for row in connection.execute(
-        "SELECT user, interaction, seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
-        "FROM releases ORDER BY seq"
-    ):
-        releases += 1
-        release = decode_release(row[2:])
-        if not release.admitted and (release.charge_set or release.epsilon):
-            return fingerprint, 0, 0, 0, f"releases seq {release.seq}: a fallback with a charge"
-        for attribute in release.charge_set:
-            key = (str(row[0]), str(row[1]), attribute)
-            if key not in running:
-                return fingerprint, 0, 0, 0, f"releases seq {release.seq}: charged to an attribute without a ledger"
-            running[key] += release.epsilon
-            if running[key] > caps[key]:
-                return fingerprint, 0, 0, 0, f"C5: the charge log exceeds the cap of {attribute} at seq {release.seq}"
-    for key, value in running.items():
-        if value != spent[key]:
-            return fingerprint, 0, 0, 0, f"ledger of attribute {key[2]} differs from the sum of its logged charges"
-    turns = 0
-    for (record,) in connection.execute("SELECT record FROM turns ORDER BY seq"):
-        decode_turn(record if isinstance(record, str) else "")
-        turns += 1
-    return fingerprint, len(sessions), releases, turns, None
-
-
 def verify_sqlite(path: str | Path, key: ChainKey | None = None, high_water: bool = True) -> LedgerReport:
     """Check a ledger file (see the module docstring); raises InputError for a missing file
     and LedgerStoreError for one SQLite cannot read at all. `high_water=False` checks the
@@ -189,30 +140,26 @@ def verify_sqlite(path: str | Path, key: ChainKey | None = None, high_water: boo
     target = _existing_file(Path(path), "ledger file")
     chain_key = key_from_environment() if key is None else key
     mark = read_high_water(high_water_path(target), chain_key) if high_water else None
-    result: Replay | None = None
     try:
         connection = _open(target)
         try:
             problem = _schema_problem(connection)
             if problem is not None:
                 return LedgerReport(str(target), None, 0, 0, 0, problem=problem)
-            # The chain first: it names the first bad row in commit order.
-            result = replay(sqlite_rows(connection), chain_key, mark)
-            fingerprint, sessions, releases, turns, problem = _problems(connection)  # and the table-level sums
+            result = replay(sqlite_rows(connection), chain_key, mark)  # names the first bad row
         finally:
             connection.close()
     except sqlite3.Error as error:
         raise LedgerStoreError(f"ledger database {target}: {describe_sqlite_error(error)}") from None
-    except (LedgerStoreError, ValueError, TypeError, UnicodeError) as error:
-        found = str(error) if isinstance(error, LedgerStoreError) else "unreadable row (corrupted values)"
-        return LedgerReport(str(target), None, 0, 0, 0, (result.problem if result else None) or found, result)
-    problem = result.problem or problem
+    problem = result.problem
     if problem is None and high_water and mark is None:
         problem = (
             f"high-water mark {high_water_path(target)} missing (a truncated tail would go unnoticed; "
             "--no-high-water checks the chain alone)"
         )
-    return LedgerReport(str(target), fingerprint, sessions, releases, turns, problem, result, mark)
+    return LedgerReport(
+        str(target), result.fingerprint, result.sessions, result.releases, result.turns, problem, result, mark
+    )
 
 
 def _same_file(a: Path, b: Path) -> bool:

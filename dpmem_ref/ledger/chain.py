@@ -7,10 +7,11 @@ it describes. Event `seq` (1, 2, 3, ... without gaps) commits to its predecessor
     mac_seq = HMAC-SHA256(key, "dpmem-chain-v1" | seq | kind | mac_{seq-1} | body)
 
 with mac_0 = 64 zeros. `body` is canonical JSON of everything the transaction committed
-(kind `charge`: the release row and the ledgers after it; `turn`: the turn row with the
-sha256 of its record; `open`: a session's caps; `bind`: the interface fingerprint;
-`genesis`: the key id; `rollback`: a restore past the high-water mark; `migrate`: the
-binding of a database written before the chain). A new kind of committed row is one more
+(kind `charge`: the release row and the ledgers after it, of every scope it debits;
+`turn`: the turn row with the sha256 of its record; `open`: a session's caps; `bind`: the
+interface fingerprint; `rebind`: an interface change carrying the ledgers over, with its
+meta rows; `genesis`: the key id; `rollback`: a restore past the high-water mark;
+`migrate`: the binding of a database written before the chain). A new kind of committed row is one more
 kind of event: `dpmem_ref.ledger.replay` re-derives every table from the chain alone and
 compares, so nobody without the key can edit, delete, insert or reorder a row.
 
@@ -27,7 +28,7 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -136,9 +137,44 @@ def release_data(row: SlotRelease) -> dict[str, Any]:
     }
 
 
-def charge_body(key: SessionKey, row: SlotRelease, ledgers: Mapping[str, Fraction]) -> str:
+def charge_body(
+    key: SessionKey,
+    row: SlotRelease,
+    ledgers: Mapping[str, Fraction],
+    scopes: Sequence[tuple[SessionKey, Mapping[str, Fraction]]] = (),
+) -> str:
+    """A charge: the release row, this session's ledgers after it and, for a multi-scope
+    charge (budget scopes: one transaction debits several sessions), every other scope's
+    ledgers after it (replay applies the same eps to each scope's charge set)."""
+    data: dict[str, Any] = {
+        "user": key.user,
+        "interaction": key.interaction,
+        "release": release_data(row),
+        "ledgers": _fractions(ledgers),
+    }
+    if scopes:
+        data["scopes"] = [{"user": k.user, "interaction": k.interaction, "ledgers": _fractions(v)} for k, v in scopes]
+    return canonical(data)
+
+
+def rebind_body(
+    expected: str | None,
+    fingerprint: str,
+    meta: Mapping[str, str],
+    sessions: Sequence[tuple[SessionKey, Mapping[str, Fraction], Mapping[str, Fraction]]] = (),
+) -> str:
+    """An interface change that carries the ledgers over: the fingerprint compare-and-set,
+    the extra meta rows written, and per session its (spent, caps) after the change."""
     return canonical(
-        {"user": key.user, "interaction": key.interaction, "release": release_data(row), "ledgers": _fractions(ledgers)}
+        {
+            "expected": expected,
+            "fingerprint": fingerprint,
+            "meta": dict(sorted(meta.items())),
+            "sessions": [
+                {"user": k.user, "interaction": k.interaction, "ledgers": _fractions(spent), "caps": _fractions(caps)}
+                for k, spent, caps in sessions
+            ],
+        }
     )
 
 

@@ -125,6 +125,7 @@ class _State:
     releases: dict[int, tuple[Any, ...]] = attrs.field(factory=dict)
     turns: dict[int, tuple[Any, ...]] = attrs.field(factory=dict)
     rollbacks: list[str] = attrs.field(factory=list)
+    meta: dict[str, str] = attrs.field(factory=dict)  # extra meta rows (rebind events)
 
 
 def _session(state: _State, data: dict[str, Any], where: str) -> tuple[str, str]:
@@ -151,22 +152,53 @@ def _charge(state: _State, data: dict[str, Any], where: str) -> None:
         raise _Bad(f"{where}: a fallback with a charge")
     if admitted and charge_set and epsilon <= 0:
         raise _Bad(f"{where}: a charged release with eps 0 (C3)")
-    caps, spent = state.caps[session], state.spent[session]
-    for attribute in charge_set:
-        if attribute not in caps:
-            raise _Bad(f"{where}: charged to an attribute without a ledger")
-        spent[attribute] += epsilon
-        if spent[attribute] > caps[attribute]:
-            raise _Bad(f"{where}: C5: the committed charges exceed the cap of {attribute}")
-    stored = data.get("ledgers")
-    if not isinstance(stored, dict) or {a: _fraction(v, where) for a, v in stored.items()} != spent:
-        raise _Bad(f"{where}: its ledgers differ from the sum of the committed charges")
+    debited = [(session, data.get("ledgers"))]
+    for scope in data.get("scopes", []):  # a multi-scope charge: the same eps to every scope
+        if not isinstance(scope, dict):
+            raise _Bad(f"{where}: unreadable scope")
+        debited.append((_session(state, scope, where), scope.get("ledgers")))
+    if len({key for key, _ in debited}) != len(debited):
+        raise _Bad(f"{where}: a scope debited twice")
+    for scope_key, stored in debited:
+        caps, spent = state.caps[scope_key], state.spent[scope_key]
+        for attribute in charge_set:
+            if attribute not in caps:
+                raise _Bad(f"{where}: charged to an attribute without a ledger")
+            spent[attribute] += epsilon
+            if spent[attribute] > caps[attribute]:
+                raise _Bad(f"{where}: C5: the committed charges exceed the cap of {attribute}")
+        if not isinstance(stored, dict) or {a: _fraction(v, where) for a, v in stored.items()} != spent:
+            raise _Bad(f"{where}: its ledgers differ from the sum of the committed charges")
     if seq in state.releases:
         raise _Bad(f"{where}: release seq {seq} committed twice")
     state.releases[seq] = (
         *session, seq, release.get("release_id"), release.get("turn_id"), release.get("index"),
         release.get("slot"), release.get("view"), admitted, sorted(charge_set), epsilon,
     )  # fmt: skip
+
+
+def _rebind(state: _State, data: dict[str, Any], where: str) -> None:
+    """An interface change carrying the ledgers over: spent unchanged, new attributes at 0."""
+    if data.get("expected") != state.fingerprint:
+        raise _Bad(f"{where}: rebinds from another fingerprint than the bound one")
+    state.fingerprint = _text(data.get("fingerprint"), where)
+    meta = data.get("meta")
+    sessions = data.get("sessions")
+    if not isinstance(meta, dict) or not isinstance(sessions, list):
+        raise _Bad(f"{where}: unreadable rebind")
+    state.meta.update({_text(k, where): _text(v, where) for k, v in meta.items()})
+    for entry in sessions:
+        if not isinstance(entry, dict) or not isinstance(entry.get("caps"), dict):
+            raise _Bad(f"{where}: unreadable session")
+        session = _session(state, entry, where)
+        caps = {_text(a, where): _fraction(c, where) for a, c in entry["caps"].items()}
+        spent = {a: state.spent[session].get(a, Fraction(0)) for a in caps}
+        if set(state.spent[session]) - set(caps) or any(spent[a] > caps[a] for a in caps):
+            raise _Bad(f"{where}: C5: new caps below the spent ledgers (or an attribute dropped)")
+        stored = entry.get("ledgers")
+        if not isinstance(stored, dict) or {a: _fraction(v, where) for a, v in stored.items()} != spent:
+            raise _Bad(f"{where}: its ledgers differ from the sum of the committed charges")
+        state.caps[session], state.spent[session] = caps, spent
 
 
 def _derive(chain: tuple[Row, ...]) -> _State:
@@ -199,6 +231,8 @@ def _derive(chain: tuple[Row, ...]) -> _State:
             if turn_seq in state.turns:
                 raise _Bad(f"{where}: turn seq {turn_seq} committed twice")
             state.turns[turn_seq] = (*session, turn_seq, data.get("turn_id"), data.get("record_sha256"))
+        elif kind == "rebind":
+            _rebind(state, data, where)
         elif kind == "rollback":
             state.rollbacks.append(
                 f"seq {seq}: restored back to chain seq {data.get('to_seq')} from seq {data.get('from_seq')}"
@@ -210,10 +244,13 @@ def _derive(chain: tuple[Row, ...]) -> _State:
 
 def _compare(rows: LedgerRows, state: _State) -> None:
     meta = {str(k): v for k, v, *_ in rows.meta}
-    if meta.get("schema") != SCHEMA_VERSION:
+    if meta.pop("schema", None) != SCHEMA_VERSION:
         raise _Bad(f"meta.schema is not version {SCHEMA_VERSION}")
-    if meta.get("fingerprint") != state.fingerprint:
+    if meta.pop("fingerprint", None) != state.fingerprint:
         raise _Bad("meta.fingerprint differs from the fingerprint the chain bound")
+    for name in sorted(set(meta) | set(state.meta)):
+        if meta.get(name) != state.meta.get(name):
+            raise _Bad(f"meta row {name}: differs from the chain (edited, inserted or deleted)")
     _compare_rows("releases", rows.releases, state.releases, _release_row)  # commit order: releases,
     _compare_rows("turns", rows.turns, state.turns, _turn_row)  # turns, then the ledgers they sum to
     derived = {(*s, a): (state.spent[s][a], state.caps[s][a]) for s in state.caps for a in state.caps[s]}
