@@ -1,22 +1,17 @@
 """`dpmem ledger verify`: re-derive every ledger table from the chain, for any backend.
 
 The backend hands over its rows as plain tuples (`LedgerRows`); `replay` then
-
-1. walks the chain in seq order: seq 1, 2, 3, ... without gaps, each MAC recomputed from
-   its predecessor with the key (so an edited, deleted, inserted or reordered event is
-   found, and named by seq);
-2. re-derives the state from the events alone: the bound fingerprint, every session's
-   caps, every release row, every turn row, and every ledger L_a as the running sum of the
-   committed charges, checking on the way that L_a <= B_a (C5) after every charge, that a
-   charged release has eps > 0 and a fallback none, and that each event's stored ledgers
-   equal that sum;
-3. compares every table row with the derived one: a row that differs, that no event
-   committed (inserted) or whose event has no row (deleted) is named (table and seq);
-4. checks the database reaches its high-water mark (`chain.HighWater`), and lists the
-   recorded rollbacks.
-
-Every value is parsed with bounded work; unreadable bytes are a problem line, never an
-exception: the only outcome is a report.
+1. walks the chain: seq 1, 2, 3, ... without gaps, each MAC recomputed from its
+   predecessor with the key (an edited, deleted, inserted or reordered event is named);
+2. re-derives from the events alone the fingerprint, meta rows, every session's caps,
+   every release and turn row, and every ledger L_a as the running sum of the committed
+   charges (of every scope a charge debits), checking L_a <= B_a (C5) after every
+   charge, eps > 0 on a charged release and none on a fallback, and each event's
+   stored ledgers against that sum;
+3. compares every table row with the derived one and names the first that differs, was
+   inserted or was deleted (table and seq, in commit order);
+4. checks the high-water mark (`chain.HighWater`) is reached and lists the rollbacks.
+Bounded work on every value; unreadable bytes are a problem line, never an exception.
 """
 
 from __future__ import annotations
@@ -84,6 +79,14 @@ def _fraction(value: object, where: str) -> Fraction:
         return fraction_from_text(value, where)
     except LedgerStoreError as error:
         raise _Bad(str(error)) from None
+
+
+def _stored_fraction(value: object, where: str) -> Fraction:
+    """A table's fraction, in the one spelling the stores write ("4/6" for 2/3 is an edit)."""
+    found = _fraction(value, where)
+    if value != f"{found.numerator}/{found.denominator}":
+        raise _Bad(f"{where}: differs from the chain (not the canonical 'p/q' text)")
+    return found
 
 
 def _body(row: Row, where: str) -> dict[str, Any]:
@@ -258,7 +261,7 @@ def _compare(rows: LedgerRows, state: _State) -> None:
     for row in rows.ledgers:
         user, interaction, attribute = (_text(v, "ledgers row") for v in row[:3])
         where = f"ledgers row ({user}, {interaction}, {attribute})"
-        found = (_fraction(row[3], where), _fraction(row[4], where))
+        found = (_stored_fraction(row[3], where), _stored_fraction(row[4], where))
         if derived.get((user, interaction, attribute)) != found:
             raise _Bad(f"{where}: differs from the chain (L_a = sum of committed charges, B_a as opened)")
         seen.add((user, interaction, attribute))
@@ -273,12 +276,12 @@ def _release_row(row: Row, where: str) -> tuple[Any, ...]:
         charges = json.loads(_text(charge_set, where))
     except (ValueError, RecursionError):
         raise _Bad(f"{where}: unreadable charge set") from None
-    if admitted not in (0, 1) or not isinstance(charges, list):
-        raise _Bad(f"{where}: unreadable row")
+    if admitted not in (0, 1) or not isinstance(charges, list) or charge_set != json.dumps(sorted(map(str, charges))):
+        raise _Bad(f"{where}: unreadable row (or not the canonical charge set text)")
     fields = (_text(v, where) for v in (user, interaction))
     rest = (_text(v, where) for v in (release_id, turn_id))
     return (*fields, seq, *rest, index, _text(slot, where), _text(view, where), bool(admitted), sorted(map(str, charges)),
-            _fraction(epsilon, where))  # fmt: skip
+            _stored_fraction(epsilon, where))  # fmt: skip
 
 
 def _turn_row(row: Row, where: str) -> tuple[Any, ...]:
