@@ -174,6 +174,18 @@ def test_the_cap_itself_is_accepted_and_one_past_it_refused() -> None:
     refused(lambda: plan_slot(INTERFACE, (Fraction(-1, 10**9), Fraction(0)), _prefix(), "food", STORE), "ledgers[0]")
 
 
+@pytest.mark.parametrize("name", NAMES)
+@given(extra=st.integers(1, 500), prime=st.sampled_from([2, 3, 7, 10, 997]))
+def test_ledgers_with_oversized_denominators_are_refused(name: str, extra: int, prime: int) -> None:
+    """In range, but a denominator past MAX_LEDGER_DIGITS digits: the integer ledgers would
+    grow without bound (dpmem_ref.limits). One digit less is accepted."""
+    field, call = ENTRY_POINTS[name]
+    denominator = prime ** (math.ceil(1000 / math.log10(prime)) + extra)
+    message = refused(lambda: call(with_entry(0, Fraction(1, denominator))), field)
+    assert "at most 1000 digits" in message
+    call(with_entry(0, Fraction(1, 10**999)))
+
+
 def test_negative_ledgers_no_longer_buy_selections_past_the_cap() -> None:
     """The attack of issue 21: start a turn from L_a = -5 and be admitted until the true
     spend exceeds B_a. Refused before the first plan."""
@@ -195,7 +207,7 @@ BAD_ARGUMENTS: list[tuple[str, Callable[[], object], str]] = [
     ("turn float", lambda: begin_turn(INTERFACE, _state(CAPS, turn=1.0), QUERY, STORE), "state.turn"),
     ("turn bool", lambda: begin_turn(INTERFACE, _state(CAPS, turn=True), QUERY, STORE), "state.turn"),
     ("history list", lambda: begin_turn(INTERFACE, _state(CAPS, history=[]), QUERY, STORE), "state.history"),
-    ("history of str", lambda: begin_turn(INTERFACE, _state(CAPS, history=("x",)), QUERY, STORE), "state.history[0]"),
+    ("history of str", lambda: run_turn(INTERFACE, _state(CAPS, history=("x",)), QUERY, STORE, SeededRandomSource(0)), "state.history[0]"),
     ("query int", lambda: begin_turn(INTERFACE, InterfaceState.initial(INTERFACE), 5, STORE), "query"),  # type: ignore[arg-type]
     ("query unknown", lambda: begin_turn(INTERFACE, InterfaceState.initial(INTERFACE), "nope", STORE), "query"),
     ("store None", lambda: begin_turn(INTERFACE, InterfaceState.initial(INTERFACE), QUERY, None), "store"),  # type: ignore[arg-type]
@@ -268,3 +280,27 @@ def test_a_checked_turn_runs_as_before() -> None:
     for query in queries:
         step = run_turn(INTERFACE, step, query, STORE, source).state
     assert step == state and all(type(v) is Fraction for v in state.ledgers)
+
+
+@given(value=INEXACT | st.fractions(max_value=0) | st.integers(max_value=0), where=st.sampled_from(["epsilon", "sensitivity"]))
+def test_the_exponential_mechanism_takes_positive_exact_eps_and_delta(value: object, where: str) -> None:
+    from dpmem_ref import exponential_mechanism
+
+    args = {"epsilon": Fraction(1), "sensitivity": Fraction(1), where: value}
+    refused(lambda: exponential_mechanism(("a", "b"), (Fraction(1), Fraction(0)), **args), where)  # type: ignore[arg-type]
+
+
+@given(score=INEXACT | st.fractions().filter(lambda u: not 0 <= u <= 1), index=st.integers(0, 1))
+def test_the_exponential_mechanism_takes_exact_scores_in_the_unit_interval(score: object, index: int) -> None:
+    from dpmem_ref import exponential_mechanism
+
+    scores: list[object] = [Fraction(1), Fraction(0)]
+    scores[index] = score
+    refused(lambda: exponential_mechanism(("a", "b"), scores, Fraction(1), Fraction(1)), f"scores[{index}]")  # type: ignore[arg-type]
+
+
+@given(gamma=INEXACT.filter(lambda g: not (isinstance(g, int) and not isinstance(g, bool))) | st.fractions(max_value=Fraction(-1, 10**9)))
+def test_bernoulli_exp_minus_takes_a_non_negative_exact_gamma(gamma: object) -> None:
+    from dpmem_ref import bernoulli_exp_minus
+
+    refused(lambda: bernoulli_exp_minus(gamma, SeededRandomSource(0)), "gamma")  # type: ignore[arg-type]

@@ -63,15 +63,17 @@ def require_strict(strict: object) -> bool:
 
 
 def require_query(query: object) -> Query | str:
-    if not isinstance(query, Query | str):
+    if type(query) is not str and not isinstance(query, Query | str):
         raise InputError("query", "a query name (str) or a Query", type_name(query))
     return query
 
 
 def require_source(source: object) -> RandomSource:
-    if not isinstance(source, RandomSource):  # runtime-checkable: has randbelow(bound)
+    # Duck-typed, as the Protocol is: isinstance() on a runtime-checkable Protocol costs
+    # more than a whole turn's planning.
+    if not callable(getattr(source, "randbelow", None)):
         raise InputError("source", "a RandomSource (randbelow(bound) -> int)", type_name(source))
-    return source
+    return source  # type: ignore[return-value]
 
 
 def require_channel(channel: object) -> None:
@@ -80,34 +82,39 @@ def require_channel(channel: object) -> None:
 
 
 def require_exact_ledgers(interface: Interface, ledgers: object, field: str) -> Ledgers:
-    """Type, length and size of a ledger vector, as a tuple of Fractions (the ranges are
-    checked on its integer counts, `require_ledger_ranges`, which the planner computes anyway)."""
+    """Type and length of a ledger vector, as a tuple of Fractions (the ranges and the size
+    of the denominators are checked on its integer counts, `require_ledger_ranges`, which
+    the planner computes anyway)."""
+    expected = len(interface.policy.attributes)
+    if type(ledgers) is tuple and len(ledgers) == expected:  # the planner's own form: one pass
+        for value in ledgers:
+            if type(value) is not Fraction:
+                break
+        else:
+            return ledgers
     if not isinstance(ledgers, tuple | list):
         raise InputError(field, "a tuple of exact rationals, one per attribute in policy order", type_name(ledgers))
-    expected = len(interface.policy.attributes)
     if len(ledgers) != expected:
         raise InputError(field, f"{expected} values, one per attribute in policy order", len(ledgers))
-    fractions = True
     for index, value in enumerate(ledgers):
-        if isinstance(value, Fraction):
-            if value.denominator.bit_length() > _MAX_DENOMINATOR_BITS and digits(value.denominator) > MAX_LEDGER_DIGITS:
-                raise InputError(
-                    f"{field}[{index}]", f"a denominator of at most {MAX_LEDGER_DIGITS} digits", "a larger one"
-                )
-        elif isinstance(value, int) and not isinstance(value, bool):
-            fractions = False
-        else:
+        if isinstance(value, bool) or not isinstance(value, Fraction | int):
             raise InputError(f"{field}[{index}]", EXACT, type_name(value))
-    if fractions:
-        return tuple(ledgers)
-    return tuple(Fraction(value) for value in ledgers)
+    return tuple(value if isinstance(value, Fraction) else Fraction(value) for value in ledgers)
 
 
 def require_ledger_ranges(interface: Interface, units: Units, scale: int, field: str, strict: bool = True) -> None:
-    """0 <= L_a <= B_a for every attribute, on the exact integer counts (L_a = units_a / scale).
+    """0 <= L_a <= B_a for every attribute, on the exact integer counts (L_a = units_a / scale),
+    and a common denominator of at most MAX_LEDGER_DIGITS digits (it bounds every ledger's).
     Lenient runs (strict=False: a broken cap rule such as NoCap, run for audits and
     counterexamples) may carry ledgers past B_a; they are still never negative."""
+    if scale.bit_length() > _MAX_DENOMINATOR_BITS and digits(scale) > MAX_LEDGER_DIGITS:
+        raise InputError(field, f"ledgers whose denominators need at most {MAX_LEDGER_DIGITS} digits", "larger ones")
     caps = interface.fractions(scale).caps
+    for count, cap in zip(units, caps, strict=True):
+        if count < 0 or (strict and count > cap):
+            break
+    else:
+        return
     for index, (count, cap) in enumerate(zip(units, caps, strict=True)):
         if count < 0 or (strict and count > cap):
             attribute = interface.policy.attributes[index]
@@ -118,13 +125,16 @@ def require_ledger_ranges(interface: Interface, units: Units, scale: int, field:
             )
 
 
-def require_state(interface: Interface, state: object) -> InterfaceState:
-    """A turn index, ledgers and a history of turn records. A state the planner built
-    (`finish`) is known well formed up to its ledger ranges, which are checked anyway."""
+def require_state(interface: Interface, state: object, records: bool = False) -> InterfaceState:
+    """A turn index, ledgers and a history tuple. With `records`, every history entry is a
+    TurnRecord too, unless the planner built the state (`finish`: its records are the
+    kernel's own). That pass is O(T): `run_turn` makes it, where the LLM channel reads the
+    history; `begin_turn`, which the exact engine calls at every state it explores, does not
+    (routers and controls that read the history take it as given)."""
     if not isinstance(state, InterfaceState):
         raise InputError("state", "a dpmem_ref.InterfaceState", type_name(state))
     turn = state.turn
-    if isinstance(turn, bool) or not isinstance(turn, int) or turn < 0:
+    if type(turn) is not int and (isinstance(turn, bool) or not isinstance(turn, int)) or turn < 0:
         raise InputError(
             "state.turn", "a non-negative integer turn index", turn if isinstance(turn, int) else type_name(turn)
         )
@@ -132,7 +142,7 @@ def require_state(interface: Interface, state: object) -> InterfaceState:
     history = state.history
     if not isinstance(history, tuple):
         raise InputError("state.history", "a tuple of TurnRecords", type_name(history))
-    if not state.built_by_planner:
+    if records and not state.built_by_planner:
         for index, record in enumerate(history):
             if not isinstance(record, TurnRecord):
                 raise InputError(f"state.history[{index}]", "a TurnRecord", type_name(record))

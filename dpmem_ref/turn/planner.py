@@ -235,12 +235,14 @@ def open_turn(
     strict: bool = True,
 ) -> TurnCursor:
     """`begin_turn` on arguments already checked (the runner's later turns, whose states
-    the planner built); the ledger ranges are re-checked on the integer counts (cheap)."""
+    the planner built). The ledger ranges of a state the planner did not build are checked
+    on its integer counts; the planner's own states keep them by construction (C5)."""
     if isinstance(query, str):
         query = interface.query(query)
     if strict:
         interface.require_contract()
     units, scale = state.units(interface.ledger_scale)
-    require_ledger_ranges(interface, units, scale, "state.ledgers", strict)
+    if not state.built_by_planner:
+        require_ledger_ranges(interface, units, scale, "state.ledgers", strict)
     slots = active_slots(interface, query, state.history, store)
     return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)

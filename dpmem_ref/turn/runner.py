@@ -16,6 +16,7 @@ from dpmem_ref.turn.checks import (
     require_interface,
     require_queries,
     require_source,
+    require_state,
     require_store,
     require_strict,
 )
@@ -49,6 +50,7 @@ def run_turn(
     """
     require_source(source)
     require_channel(channel)
+    require_state(require_interface(interface), state, records=True)  # the channel reads tau_<t
     return _sample_turn(interface, begin_turn(interface, state, query, store, strict=strict), source, channel)
 
 

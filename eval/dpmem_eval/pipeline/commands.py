@@ -111,10 +111,11 @@ def handle_preflight(args: argparse.Namespace) -> int:
 def _preflight(config, dry_run: bool) -> int | None:
     """Exit status 2 with one line per missing artefact; 0 after a clean dry run; None: go on."""
     from dpmem_eval.pipeline.preflight import check
+    from dpmem_eval.readers import one_line
 
     problems = check(config)
-    for line in problems:  # the error form of every other bad input: `dpmem-eval: error: ...`
-        print(f"dpmem-eval: error: missing {line}", file=sys.stderr)
+    for line in problems:  # the error form of every other bad input; a name may hold a newline
+        print(f"dpmem-eval: error: missing {one_line(line)}", file=sys.stderr)
     if problems:
         return 2
     if dry_run:
