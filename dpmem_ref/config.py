@@ -249,13 +249,13 @@ def _deployment(data: dict[str, Any]) -> tuple[Selector, CapRule, ControlRule]:
     spec = read_table(data.get("deployment", {}), "deployment")
     unknown_keys(spec, {"selector", "enforce_cap", "control"}, "deployment")
     selector_name = spec.get("selector", "em")
-    if selector_name not in SELECTORS:
+    if not isinstance(selector_name, str) or selector_name not in SELECTORS:
         raise InputError("deployment.selector", f"one of {sorted(SELECTORS)}", selector_name)
     enforce = spec.get("enforce_cap", True)
     if not isinstance(enforce, bool):
         raise InputError("deployment.enforce_cap", "true or false", enforce)
     control_name = spec.get("control", "fallback")
-    if control_name not in CONTROLS:
+    if not isinstance(control_name, str) or control_name not in CONTROLS:
         raise InputError("deployment.control", f"one of {sorted(CONTROLS)}", control_name)
     cap_rule: CapRule = ProspectiveCap() if enforce else NoCap()
     return SELECTORS[selector_name], cap_rule, CONTROLS[control_name]
