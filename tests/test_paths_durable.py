@@ -148,9 +148,11 @@ def test_a_race_at_any_slot_releases_only_committed_charges(
     assert control == {r.slot: "released" if r.admitted else "fallback" for r in turn.releases}
 
 
-def test_postgres_lost_commit_answer_resolves_to_the_committed_release(loaded: InterfaceFile) -> None:
+@pytest.mark.parametrize("race", [False, True], ids=["both admitted", "slot 1 refused at commit"])
+def test_postgres_lost_commit_answer_resolves_to_the_committed_release(race: bool, loaded: InterfaceFile) -> None:
     """The COMMIT reaches the server, then the connection breaks before the client hears
-    the answer: the retry path must find the committed row and release exactly it."""
+    the answer: the retry path must find the committed row and release exactly it (with
+    `race`, that row is the refusal: another session spent b before slot 1's charge)."""
     url = postgres_server.new_database()
     from dpmem_ref.ledger.postgres import PostgresLedgerStore
 
@@ -165,13 +167,26 @@ def test_postgres_lost_commit_answer_resolves_to_the_committed_release(loaded: I
             postgres_server.admin_execute(url, f"SELECT pg_terminate_backend({cut[-1]})")
 
     store = PostgresLedgerStore(url, fault_hook=commit_then_cut)
-    session = DurableSession.open(loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(3))
+    other = DurableSession.open(loaded.interface, open_ledger_store(url), "u", "i", loaded.store("M"), SeededRandomSource(1))
+    charges: list[str] = []
+
+    def spend_before_slot_1(point: str) -> None:
+        if point == "slot:before-charge":
+            charges.append(point)
+            if race and len(charges) == 2:
+                other.run_turn("spend-b")
+
+    session = DurableSession.open(
+        loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(3), checkpoint=spend_before_slot_1
+    )
     turn = session.run_turn("both")
     assert len(cut) == 2  # the retry path ran at slot 0 and at slot 1
     snapshot = session.ledgers.load()
-    assert len(snapshot.releases) == 2  # resolved, not re-run: one row per slot
-    assert tuple(snapshot.releases) == turn.releases
-    assert turn.record.admitted == (True, True)
+    mine = tuple(r for r in snapshot.releases if r.turn_id == turn.releases[0].turn_id)
+    assert mine == turn.releases  # resolved, not re-run: one row per slot, released as committed
+    assert turn.record.views == tuple((r.slot, r.view) for r in mine)
+    assert turn.record.admitted == ((True, False) if race else (True, True))
+    assert turn.record.views[1] == (("t", "t-generic") if race else ("t", "t-x"))
     assert snapshot.ledger_map() == {"a": HALF, "b": CAP}  # each charge committed exactly once
     check_committed_rows(loaded, snapshot)
     store.close()
