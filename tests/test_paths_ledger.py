@@ -14,7 +14,6 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from fractions import Fraction
-from pathlib import Path
 
 import attrs
 import postgres_server
@@ -22,8 +21,14 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from dpmem_ref.ledger import LedgerStore, MemoryLedgerStore, ReleaseRequest, SlotRelease, SQLiteLedgerStore
-from dpmem_ref.ledger import open_ledger_store
+from dpmem_ref.ledger import (
+    LedgerStore,
+    MemoryLedgerStore,
+    ReleaseRequest,
+    SlotRelease,
+    SQLiteLedgerStore,
+    open_ledger_store,
+)
 
 ATTRIBUTES = ("debt", "diabetes", "pregnancy")
 SLOTS = ("food", "finance", "health")
