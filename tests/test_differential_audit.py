@@ -12,16 +12,32 @@ NoCap (C5), the argmax selector (C3) and controls that read private data (C6).
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import attrs
 import mpmath
-from hypothesis import event, given, target
+from hypothesis import event, example, given, target
 from hypothesis import strategies as st
 
-from dpmem_ref import FallbackControl, NoControl, PreallocatedBudget
+from dpmem_ref import (
+    Attribute,
+    FallbackControl,
+    Layout,
+    LinearTagScorer,
+    LinearWeights,
+    MemoryItem,
+    NoControl,
+    Policy,
+    PreallocatedBudget,
+    Query,
+    Store,
+    View,
+    Vocabulary,
+)
 from dpmem_ref.analysis import ledger as ledger_programme
 from dpmem_ref.analysis import replay_transcript, worst_case_loss
 from dpmem_ref.interface import ArgmaxSelector, Interface, NoCap, RawEvidenceControl, SlotRead, TopScoreControl
-from proofs_as_tests.strategies import BudgetStatusControl, Case, cases
+from proofs_as_tests.strategies import BudgetStatusControl, Case, Channel, QueryStrategy, cases
 
 CONTROLS = {
     "fallback": FallbackControl(),
@@ -73,6 +89,42 @@ def audited(draw: st.DrawFn) -> tuple[Interface, Case, bool, int]:
     return interface, case, strict, horizon
 
 
+def _pruning_trap() -> tuple[Interface, Case, bool, int]:
+    """A known hard shape for the ledger programme (its dominance pruning is sound for
+    one-slot turns only): "both" reads x (charged {a, b}) then y (charged {b}, the only
+    position the stores differ at); "spend" charges a alone and releases the same law
+    under both stores; "pass" is uncharged. At T = 3 the worst strategy first spends a
+    (a zero-loss move that only raises a ledger), so that "both" keeps refusing x and
+    admits y twice: 2 differing releases instead of 1."""
+    layout = Layout(position_slots=("x", "y", "z", "w"))
+    policy = Policy(
+        layout=layout,
+        attributes=(Attribute("a", frozenset({1, 3}), Fraction(1)), Attribute("b", frozenset({1, 2}), Fraction(2))),
+    )
+    vocabularies = tuple(
+        Vocabulary(slot=s, views=(View(f"{s}-generic"), View(f"{s}-t", compatible=frozenset({"t"}))), generic=f"{s}-generic")
+        for s in ("x", "y", "z", "w")
+    )
+    queries = (
+        Query(name="both", text="both", reads=(SlotRead("x", frozenset({1})), SlotRead("y", frozenset({2})))),
+        Query(name="spend", text="spend", reads=(SlotRead("z", frozenset({3})),)),
+        Query(name="pass", text="pass", reads=(SlotRead("w", frozenset({4})),)),
+    )
+    interface = Interface(
+        policy=policy,
+        vocabularies=vocabularies,
+        queries=queries,
+        scorer=LinearTagScorer(weights=LinearWeights(Fraction(0), Fraction(1), Fraction(0)), declared_sensitivity=Fraction(1)),
+        budget=PreallocatedBudget.from_mapping({"a": 1, "b": 2}),  # eps = 1 for every charged read
+        control=FallbackControl(),
+        name="pruning-trap",
+    )
+    store_a = Store.from_mapping(layout, {2: MemoryItem(tags=frozenset({"t"}))}, name="M")
+    store_b = Store.from_mapping(layout, {}, name="M'")
+    case = Case(interface, store_a, store_b, "b", QueryStrategy(kind="fixed", sequence=("both",)), Channel(kind="constant"), 3)
+    return interface, case, True, 3
+
+
 def _report_shape(interface: Interface) -> None:
     policy = interface.policy
     reads = [r for q in interface.queries for r in q.reads]
@@ -108,6 +160,7 @@ def _check_witness(interface: Interface, case: Case, strict: bool, direction: ob
     assert direction.lower - slack <= ratio <= direction.upper + slack  # type: ignore[attr-defined]
 
 
+@example(_pruning_trap())
 @given(audited())
 def test_fast_audit_equals_general_search_and_the_witness_replays(drawn: tuple[Interface, Case, bool, int]) -> None:
     interface, case, strict, horizon = drawn
