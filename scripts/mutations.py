@@ -195,14 +195,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         (("analysis/ledger.py", r"all\(len\(turn\) <= 1 for turn in reads\)", "True"),),
     ),
     Mutation(
-        "ledger-programme-one-direction-fixed-point",
-        "the audit stops at a fixed point of the A/B direction only (B/A may still grow)"
-        " (tests/test_differential_audit.py)",
+        "ledger-programme-fixed-point-at-start",
+        "the audit stops at the first r with V_r = V_(r-1) at the start state only (a later state may still grow)"
+        " (tests/test_differential_audit.py: the pruning-trap example)",
         (
             (
                 "analysis/ledger.py",
-                r"stable = all\(new_ab\[s\] == values_ab\[s\] and new_ba\[s\] == values_ba\[s\] for s in still\)",
-                "stable = all(new_ab[s] == values_ab[s] for s in still)",
+                r"still = \[s for s in range\(len\(states\)\) if depth\[s\] <= self\.horizon - r\]",
+                "still = [0]",
             ),
         ),
     ),
