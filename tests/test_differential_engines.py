@@ -23,6 +23,7 @@ from dpmem_ref.ledger import MemoryLedgerStore
 from dpmem_ref.randomness import TapeExhausted, TapeSource
 from dpmem_ref.turn import run_interaction, view_texts
 from proofs_as_tests.strategies import Case, QueryStrategy, cases
+from proofs_as_tests.strategies.hard import budget_cases
 from proofs_as_tests.transcripts import enumerate_joint, log_fraction
 
 TAPE = st.lists(st.integers(0, 2**64 - 1), min_size=96, max_size=96)
@@ -30,8 +31,10 @@ TAPE = st.lists(st.integers(0, 2**64 - 1), min_size=96, max_size=96)
 
 @st.composite
 def fixed_cases(draw: st.DrawFn) -> tuple[Case, tuple[str, ...]]:
-    """A generated case whose strategy plays a fixed query sequence of the horizon's length."""
-    case = draw(cases(max_horizon=3, max_leaves=200))
+    """A generated case whose strategy plays a fixed query sequence of the horizon's length:
+    half from the generators aimed at budget exhaustion (horizons long enough that caps
+    run out, so fallbacks lie on the tape's path), half from the general pool."""
+    case = draw(st.one_of(budget_cases(max_leaves=300), cases(max_horizon=3, max_leaves=200)))
     names = [q.name for q in case.interface.queries]
     sequence = tuple(draw(st.lists(st.sampled_from(names), min_size=case.horizon, max_size=case.horizon)))
     return attrs.evolve(case, strategy=QueryStrategy(kind="fixed", sequence=sequence)), sequence
