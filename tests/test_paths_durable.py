@@ -62,9 +62,13 @@ def open_store(kind: str, tmp_path: Path) -> LedgerStore:
     return open_ledger_store(postgres_server.new_database())  # a real server (skips if none starts)
 
 
-@pytest.fixture
-def loaded() -> InterfaceFile:
-    return interface_from_dict(RACE)
+BUDGETS = {"online": {"rule": "online", "K": 2}, "preallocated": {"rule": "preallocated", "plan": {"a": 2, "b": 2}}}
+
+
+@pytest.fixture(params=sorted(BUDGETS))
+def loaded(request: pytest.FixtureRequest) -> InterfaceFile:
+    """The race interface under each budget rule (eps = B/K = B/C_a = 50 either way)."""
+    return interface_from_dict({**RACE, "budget": BUDGETS[request.param]})
 
 
 def check_committed_rows(loaded: InterfaceFile, snapshot: SessionSnapshot) -> None:
