@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-import tomllib
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from dpmem_ref.analysis import worst_case_loss
 from dpmem_ref.audit import audit, audit_json
 from dpmem_ref.audit.digits import certain, format_units, quantum_text
 from dpmem_ref.cli import main
-from dpmem_ref.config import interface_from_dict, load_interface_file
+from dpmem_ref.config import load_interface_file
 from dpmem_ref.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,9 +106,14 @@ def test_certain_prints_only_digits_both_ends_share() -> None:
 
 
 def _tiny_cap(exponent: int) -> Any:
-    data = tomllib.loads(FIGURE2.read_text())
-    data["attributes"]["diabetes"]["cap"] = Fraction(1, 10**exponent)
-    return interface_from_dict(data)
+    """Figure 2 with B_diabetes = 10^-exponent. Built on the parsed file (a config string
+    holds at most 200 digits, limits.py), so the kernel's exact caps take any rational."""
+    loaded = load_interface_file(FIGURE2)
+    interface = loaded.interface
+    attributes = tuple(
+        attrs.evolve(a, cap=Fraction(1, 10**exponent)) if a.name == "diabetes" else a for a in interface.policy.attributes
+    )
+    return attrs.evolve(loaded, interface=attrs.evolve(interface, policy=attrs.evolve(interface.policy, attributes=attributes)))
 
 
 @pytest.mark.parametrize("exponent", [20, 60, 200])
