@@ -45,6 +45,7 @@ def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--data-dir", dest="data_dir", help="a dataset written by `dpmem-eval data build` (default: build)")
     run.add_argument("--corpora", dest="corpora_dir", help="public corpora for the transfer track")
     run.add_argument("--pairwise", action="store_true", default=None, help="also run the pairwise LLM auditor")
+    run.add_argument("--no-pairwise", dest="pairwise", action="store_false", help="skip the pairwise LLM auditor (paper preset)")
     _add_common(run)
     _add_engine_flags(run)
     run.set_defaults(handler=commands.handle_run)

@@ -29,8 +29,10 @@ def handle_preflight(args: argparse.Namespace) -> int:
 
 def _preflight(config, dry_run: bool) -> int | None:
     """Exit status 2 with one line per missing artefact; 0 after a clean dry run; None: go on."""
-    from dpmem_eval.pipeline.preflight import check
+    from dpmem_eval.pipeline.preflight import cautions, check
 
+    for line in cautions(config):
+        print(f"dpmem-eval: warning: {line}", file=sys.stderr)
     problems = check(config)
     for line in problems:
         print(f"dpmem-eval: missing: {line}", file=sys.stderr)
