@@ -15,31 +15,6 @@ from dpmem_eval.pipeline.batching import free_accelerator_memory
 from dpmem_eval.pipeline.generation import DecodingConfig, Messages, fold_system, rejects_system_role
 
 
-def cpu_threads(cpu_count: int | None = None, load: float | None = None) -> int | None:
-    """torch intra-op threads for generation on the CPU: every core of an idle machine, fewer
-    when other processes keep cores busy. Two OpenMP threads on two cores that other work
-    also wants spend most of their time waiting for each other: one batch of the smoke preset
-    took 88 CPU-seconds with 2 threads against 38 with 1 at load average 24 (benchmarks/
-    bench_generation.py), with the same 48 replies. `load` is the 1-minute load average, which
-    counts this process itself (about 1). None (leave torch's default) when OMP_NUM_THREADS or
-    DPMEM_CPU_THREADS is set: DPMEM_CPU_THREADS=N then applies N."""
-    import os
-
-    forced = os.environ.get("DPMEM_CPU_THREADS")
-    if forced:
-        return max(1, int(forced)) if forced.isdigit() else None
-    if os.environ.get("OMP_NUM_THREADS"):
-        return None
-    cpus = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except OSError:  # no load average on this platform
-            return None
-    others = max(load - 1.0, 0.0)
-    return max(1, min(cpus, round(cpus - others)))
-
-
 class HFBackend:
     """transformers causal LM; loaded lazily on the first cache miss.
 
@@ -61,7 +36,6 @@ class HFBackend:
         self._tokenizer: Any = None
         self._fold = False
         self.load_seconds = 0.0
-        self.threads: int | None = None  # torch intra-op threads chosen for CPU generation (cpu_threads)
 
     @classmethod
     def from_loaded(cls, model: Any, tokenizer: Any, model_id: str, batch_size: int = 16,
@@ -86,11 +60,8 @@ class HFBackend:
         import torch
 
         cuda = torch.cuda.is_available() and self.device != "cpu" and self.device_map != "cpu"
-        out = {"dtype": self.dtype or ("bfloat16" if cuda else "float32"),
-               "device_map": self.device_map or ("auto" if cuda else None)}
-        if self.threads is not None:
-            out["cpu_threads"] = str(self.threads)
-        return out
+        return {"dtype": self.dtype or ("bfloat16" if cuda else "float32"),
+                "device_map": self.device_map or ("auto" if cuda else None)}
 
     def _path(self) -> str:
         from pathlib import Path
@@ -114,10 +85,6 @@ class HFBackend:
         from transformers import AutoModelForCausalLM
 
         settings = self.resolved()
-        if settings["device_map"] is None:  # on the CPU
-            self.threads = cpu_threads()
-            if self.threads is not None:
-                torch.set_num_threads(self.threads)
         kwargs: dict[str, Any] = {"dtype": getattr(torch, str(settings["dtype"]))}
         if settings["device_map"] is not None:
             kwargs["device_map"] = settings["device_map"]
