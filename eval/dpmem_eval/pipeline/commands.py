@@ -250,9 +250,11 @@ def _run(args: argparse.Namespace) -> int:
     pairs, corpora = load_pairs(config, with_origin=True)
     check_selection(pairs, config)
     timings["data_s"] = round(time.perf_counter() - start, 2)
-    _note(f"{len(pairs)} pairs; transfer track from " + {"excerpt": "the corpus excerpt shipped with dpmem-eval "
-          "(full corpora not given: --corpora DIR or DPMEM_CORPORA)", "full": "the public corpora"}.get(corpora or "",
-          "no corpora (no transfer pairs)"))
+    origin = {"excerpt": "the corpus excerpt shipped with dpmem-eval (full corpora not given: --corpora DIR or "
+              "DPMEM_CORPORA)", "full": "the public corpora"}.get(corpora or "")
+    if config.data_dir:
+        origin = f"the dataset in {config.data_dir}"
+    _note(f"{len(pairs)} pairs; transfer track from {origin or 'nothing (no transfer pairs asked for)'}")
     # Every input is checked before the first write: a refused cache leaves --out as it was.
     cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
     out.mkdir(parents=True, exist_ok=True)
