@@ -55,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for run.json
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:

@@ -37,7 +37,8 @@ def test_smoke_preset_without_corpora_writes_runs_smoke(monkeypatch, tmp_path, c
         assert (out / name).is_file(), name
     run = json.loads((out / "run.json").read_text())
     assert run["corpora"] == "excerpt"
-    assert run["command"].startswith("dpmem-eval") and "commit" in run["git"]
+    assert run["command"] == f"dpmem-eval run --preset smoke --backend echo --cache-dir {tmp_path / 'cache'} --no-progress"
+    assert "commit" in run["git"]
     assert run["pairs"]["debt/transfer"] == 1
     for number in range(1, 7):
         assert f"== [{number}/6] " in err

@@ -20,7 +20,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
-    from dpmem_eval.pipeline import commands
+    from dpmem_eval.pipeline import commands, rerun
 
     run = subparsers.add_parser("run", help="run the benchmark end to end (Tables 2-4)", epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,16 +57,16 @@ def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
     audit = subparsers.add_parser("audit", help="rerun the embedding auditors on saved transcripts")
     audit.add_argument("--encoder", help="minilm | mpnet | a local sentence-transformers path")
     _add_common(audit)
-    audit.set_defaults(handler=commands.handle_audit)
+    audit.set_defaults(handler=rerun.handle_audit)
 
     judge = subparsers.add_parser("judge", help="rerun the utility judge on saved transcripts")
     judge.add_argument("--judge", help="proxy | local:MODEL | openai:URL#MODEL")
     _add_common(judge)
-    judge.set_defaults(handler=commands.handle_judge)
+    judge.set_defaults(handler=rerun.handle_judge)
 
     report = subparsers.add_parser("report", help="rebuild Tables 2-4 and plots from saved stage results")
     _add_common(report)
-    report.set_defaults(handler=commands.handle_report)
+    report.set_defaults(handler=rerun.handle_report)
 
 
 # --- engine flags and preflight (issue 16) -------------------------------------------------

@@ -216,6 +216,9 @@ def _run(args: argparse.Namespace) -> int:
     from dpmem_eval.pipeline.arguments import ENGINE_FIELDS
     from dpmem_eval.pipeline.config import resolve
     from dpmem_eval.pipeline.provenance import git_commit, run_json
+    from dpmem_eval.pipeline.summary import generation_line
+    from dpmem_eval.pipeline.summary import note as _note
+    from dpmem_eval.pipeline.summary import stage as _stage
 
     names = ("methods", "models", "backend", "encoder", "judge", "horizon", "seeds", "caps", "ks", "max_new_tokens", "batch_size",
              "history_turns", "train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "data_dir",
@@ -300,12 +303,14 @@ def _run(args: argparse.Namespace) -> int:
     audit = stage_audit(out, config, timings)
     _stage(5, f"judge: utility ({config.judge})")
     _, label = stage_judge(out, config, {p.pair_id: p for p in pairs}, timings)
-    run_info = run_json(config, pairs, generation_stats, timings, label, git, corpora)
+    run_info = run_json(config, pairs, generation_stats, timings, label, git, corpora,
+                        getattr(args, "argv", None))
     write_atomic(out / "run.json", json.dumps(run_info, indent=1, default=str))
     _stage(6, "report: Tables 2-4 and plots")
     plots = stage_report(out, config, timings)
     timings["total_s"] = round(time.perf_counter() - total_start, 2)
-    run_info = run_json(config, pairs, generation_stats, timings, label, git, corpora)
+    run_info = run_json(config, pairs, generation_stats, timings, label, git, corpora,
+                        getattr(args, "argv", None))
     run_info["plots"] = plots
     write_atomic(out / "run.json", json.dumps(run_info, indent=1, default=str))
     print(f"wrote {out}/table2.md, table3.md, table4.md, plots/, run.json in {timings['total_s']:.0f}s", file=sys.stderr)
@@ -318,82 +323,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-STAGES = 6
-
-
-def _stage(number: int, title: str) -> None:
-    """A header per stage on stderr, so a person watching the run knows where it is."""
-    print(f"== [{number}/{STAGES}] {title}", file=sys.stderr, flush=True)
-
-
-def _note(text: str) -> None:
-    print(f"   {text}", file=sys.stderr, flush=True)
-
-
-def generation_line(model: str, stats: dict[str, Any]) -> str:
-    """What the generation stage did, in words: prompts generated now, repeats of a prompt
-    generated earlier in this run, and answers found in the response cache from earlier runs."""
-    line = (f"[{model}] {stats['requested']} prompts: {stats['generated']} generated, "
-            f"{stats.get('repeated', 0)} repeated an earlier prompt of this run, "
-            f"{stats['cache_hits']} answered from the response cache of earlier runs")
-    if stats["generated"]:
-        line += f"; {stats['tokens_per_second']} tok/s, model load {stats['load_seconds']:.1f} s"
-    return line
-
-
 def _fresh(template):
     from dataclasses import replace
 
     return replace(template, responses=[])
-
-
-def _stage_handler(stage: str):
-    def handler(args: argparse.Namespace) -> int:
-        try:
-            from dpmem_eval.pipeline.readers import check_config, read_run, read_stage_inputs
-            from dpmem_eval.readers import write_atomic
-
-            if not args.out:
-                raise UserError("--out DIR is required (the results directory of an earlier run)")
-            out = Path(args.out)
-            run_file = read_run(out)
-            run, config = run_file.data, run_file.config
-            from dataclasses import replace
-
-            updates = {}
-            if getattr(args, "encoder", None):
-                updates["encoder"] = args.encoder
-            if getattr(args, "judge", None):
-                updates["judge"] = args.judge
-            if args.cache_dir:
-                updates["cache_dir"] = args.cache_dir
-            if args.progress is not None:
-                updates["progress"] = args.progress
-            if args.seed is not None:
-                updates["seed"] = args.seed
-            config = check_config(replace(config, **updates).validate())
-            inputs = read_stage_inputs(out, config, stage)
-            pairs_by_id = _pairs_by_id(config) if stage == "judge" else {}
-            timings = dict(run.get("timings", {}))
-            if stage == "audit":
-                stage_audit(out, config, timings, inputs)
-                inputs.pop("audit", None)
-            elif stage == "judge":
-                _, run["judge"] = stage_judge(out, config, pairs_by_id, timings, inputs)
-                inputs.pop("judge", None)
-            stage_report(out, config, timings, inputs)
-            run["config"] = config.as_dict()
-            run["timings"] = timings
-            write_atomic(out / "run.json", json.dumps(run, indent=1, default=str))
-            print(f"{stage}: updated {out}", file=sys.stderr)
-            return 0
-        except Exception as exc:
-            if isinstance(exc, _input_errors()) or _is_data_error(exc):
-                return _fail(str(exc))
-            raise
-    return handler
-
-
-handle_audit = _stage_handler("audit")
-handle_judge = _stage_handler("judge")
-handle_report = _stage_handler("report")

@@ -38,13 +38,13 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
-def command_line() -> str:
+def command_line(argv: list[str] | None = None) -> str:
     """The command that made this run, as a shell would read it (`dpmem-eval run ...`)."""
-    args = sys.argv[1:]
-    return shlex.join(["dpmem-eval", *args])
+    return shlex.join(["dpmem-eval", *(sys.argv[1:] if argv is None else argv)])
 
 
-def run_json(config, pairs, generation_stats, timings, judge_label, git, corpora: str | None = None) -> dict[str, Any]:
+def run_json(config, pairs, generation_stats, timings, judge_label, git, corpora: str | None = None,
+             argv: list[str] | None = None) -> dict[str, Any]:
     from collections import Counter
 
     from dpmem_eval.pipeline.models import default_cache_dir
@@ -52,7 +52,7 @@ def run_json(config, pairs, generation_stats, timings, judge_label, git, corpora
     source = (Path(config.cache_dir) if config.cache_dir else default_cache_dir()) / "models" / "smollm2-135m-instruct-q4_1" / "SOURCE"
     return {
         "config": config.as_dict(),
-        "command": command_line(),
+        "command": command_line(argv),
         "git": git,
         "corpora": corpora,  # transfer track: "full" corpora, the shipped "excerpt", or None (no transfer pairs)
         "packages": package_versions(),

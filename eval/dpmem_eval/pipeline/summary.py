@@ -6,6 +6,7 @@ numbers of this preset can and cannot say."""
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,3 +86,28 @@ def summary_text(out: Any, config: Any, audit: dict[str, Any], bounds: dict[str,
                      "were not given; the same transfer pairs)")
     lines.append(f"  results: {out}/ (table2.md, table3.md, table4.md, plots/, run.json)")
     return "\n".join(lines)
+
+
+# --- what the run prints while it works ---------------------------------------------------
+
+STAGES = 6
+
+
+def stage(number: int, title: str) -> None:
+    """A header per stage on stderr, so a person watching the run knows where it is."""
+    print(f"== [{number}/{STAGES}] {title}", file=sys.stderr, flush=True)
+
+
+def note(text: str) -> None:
+    print(f"   {text}", file=sys.stderr, flush=True)
+
+
+def generation_line(model: str, stats: dict[str, Any]) -> str:
+    """What the generation stage did, in words: prompts generated now, repeats of a prompt
+    generated earlier in this run, and answers found in the response cache from earlier runs."""
+    line = (f"[{model}] {stats['requested']} prompts: {stats['generated']} generated, "
+            f"{stats.get('repeated', 0)} repeated an earlier prompt of this run, "
+            f"{stats['cache_hits']} answered from the response cache of earlier runs")
+    if stats["generated"]:
+        line += f"; {stats['tokens_per_second']} tok/s, model load {stats['load_seconds']:.1f} s"
+    return line
