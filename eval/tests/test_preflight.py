@@ -33,7 +33,7 @@ def test_paper_preset_with_nothing_downloaded_lists_every_missing_artefact(tmp_p
     warnings = [line for line in lines if line.startswith("dpmem-eval: warning: ")]
     assert len(warnings) == 1 and "proxy judge" in warnings[0]  # issue 22.8: the paper preset's proxy judge
     lines = [line for line in lines if line not in warnings]
-    assert all(line.startswith("dpmem-eval: missing: ") for line in lines), result.stderr
+    assert all(line.startswith("dpmem-eval: error: missing ") for line in lines), result.stderr
     assert "Traceback" not in result.stderr
     text = "\n".join(lines)
     for model in ("Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "google/gemma-2-9b-it",
@@ -62,9 +62,9 @@ def test_vllm_backend_without_vllm_is_one_line_per_problem_and_exit_2(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
-    assert lines[0] == ("dpmem-eval: missing: backend vllm: vLLM is not installed; install the GPU extra "
+    assert lines[0] == ("dpmem-eval: error: missing backend vllm: vLLM is not installed; install the GPU extra "
                         "(docs/eval.md, 'GPU install')")
-    assert [line.split(": ")[2] for line in lines] == ["backend vllm", "CUDA"]
+    assert [line.split(": ")[2] for line in lines] == ["missing backend vllm", "missing CUDA"]
 
 
 def test_dry_run_of_a_complete_setup_exits_0_and_generates_nothing(tmp_path):
