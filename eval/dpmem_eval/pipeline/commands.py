@@ -258,18 +258,19 @@ def _run(args: argparse.Namespace) -> int:
     )
 
     start = time.perf_counter()
-    _stage(1, "data: PairedMem and the transfer track")
     pairs, corpora = load_pairs(config, with_origin=True)
     check_selection(pairs, config)
     timings["data_s"] = round(time.perf_counter() - start, 2)
+    # Every input is checked before the first write: a refused cache leaves --out as it was.
+    cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
+    out.mkdir(parents=True, exist_ok=True)
+    # The first header only now: a bad input above is reported as its one line, nothing else.
+    _stage(1, f"data: PairedMem and the transfer track ({timings['data_s']:.1f} s)")
     origin = {"excerpt": "the corpus excerpt shipped with dpmem-eval (full corpora not given: --corpora DIR or "
               "DPMEM_CORPORA)", "full": "the public corpora"}.get(corpora or "")
     if config.data_dir:
         origin = f"the dataset in {config.data_dir}"
     _note(f"{len(pairs)} pairs; transfer track from {origin or 'nothing (no transfer pairs asked for)'}")
-    # Every input is checked before the first write: a refused cache leaves --out as it was.
-    cache = ResponseCache(_cache_root(config.cache_dir) / "responses.sqlite")
-    out.mkdir(parents=True, exist_ok=True)
     policy = M.load_public_policy()
     methods = M.all_methods(config.caps, config.ks)
     if config.methods is not None:
