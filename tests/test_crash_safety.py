@@ -193,3 +193,38 @@ def test_sigkill_240_trials(tmp_path: Path) -> None:
     print(f"\ncrash safety: 240 trials in {time.perf_counter() - started:.1f} s, outcomes {dict(sorted(outcomes.items()))}")
     assert sum(outcomes.values()) == 240
     assert set(POINTS) <= set(outcomes)
+
+
+# Issue 27: a kill at the SECOND slot of a multi-slot turn (affordable-dinner: food, then
+# finance), at every slot-level point; the rows committed by then are exactly the slots
+# whose charge transaction had committed, each charged, and a new session continues.
+SECOND_SLOT_ROWS = {
+    "slot:before-charge": 1,
+    "charge:inside": 1,  # the second charge rolls back with the kill
+    "charge:committed": 2,
+    "slot:before-release": 2,
+    "slot:released": 2,
+}
+
+
+@pytest.mark.parametrize("point", sorted(SECOND_SLOT_ROWS))
+def test_sigkill_at_the_second_slot_of_a_turn(point: str, tmp_path: Path) -> None:
+    path = tmp_path / "crash.db"
+    context = multiprocessing.get_context("fork")
+    read_fd, write_fd = os.pipe()
+    worker = context.Process(target=_worker, args=(str(path), "second-slot", point, 2, 7, write_fd))
+    worker.start()
+    os.close(write_fd)
+    worker.join(timeout=120)
+    released = read_released(read_fd)
+    assert worker.exitcode == -signal.SIGKILL  # killed at the point's 2nd hit: the 2nd slot
+    _verify(path, "second-slot", released)
+    loaded = load_interface_file(FIGURE2)
+    store = SQLiteLedgerStore(path)
+    snapshot = store.open_session("user", "second-slot", loaded.interface.caps).load()
+    assert [r.slot for r in snapshot.releases] == ["food", "finance"][: SECOND_SLOT_ROWS[point]]
+    assert [r.index for r in snapshot.releases] == [0, 1][: SECOND_SLOT_ROWS[point]]
+    assert snapshot.history == ()  # the turn was never recorded
+    session = DurableSession.open(loaded.interface, store, "user", "second-slot", loaded.store("M"), SeededRandomSource(0))
+    assert session.run_turn("affordable-dinner").record.query == "affordable-dinner"
+    store.close()
