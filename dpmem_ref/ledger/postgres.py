@@ -103,6 +103,11 @@ class PostgresLedgerStore:
     def __repr__(self) -> str:
         return f"PostgresLedgerStore(url={self.name!r})"
 
+    @property
+    def url(self) -> str:
+        """The URL itself, to reopen the same database; never printed (`name` is its redaction)."""
+        return self._url.reveal()
+
     def _failure(self, error: BaseException) -> LedgerStoreError:
         return LedgerStoreError(f"ledger database {self.name}: {describe_postgres_error(error)}")
 
