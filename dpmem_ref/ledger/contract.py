@@ -267,6 +267,9 @@ class LedgerStore(Protocol):
         `caps_for`, give every session for which it returns caps those caps (ledgers
         carried over by `rebound_caps`: new attributes at 0, C5 re-checked)."""
 
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        """Every session of `user`: (interaction, spent, caps), by interaction id."""
+
     def close(self) -> None: ...
 
 

@@ -117,6 +117,13 @@ class MemoryLedgerStore:
             self._fingerprint = fingerprint
             self._meta.update(rows)
 
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        with self._lock:
+            found = [
+                (k.interaction, dict(d.ledgers), dict(d.caps)) for k, d in self._sessions.items() if k.user == user
+            ]
+        return sorted(found, key=lambda row: row[0])
+
     def close(self) -> None:
         pass
 

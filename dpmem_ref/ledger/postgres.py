@@ -55,7 +55,7 @@ from dpmem_ref.ledger.postgres_schema import (
     rebind_sessions,
 )
 from dpmem_ref.ledger.records import LoadCache, decode_release, encode_turn, release_values
-from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes
+from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, grouped_ledgers
 from dpmem_ref.ledger.urls import redact_url
 
 _T = TypeVar("_T")
@@ -253,6 +253,17 @@ class PostgresLedgerStore:
                 rebind_sessions(connection, caps_for)
 
         self.run(work)
+
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        rows = self.run(
+            lambda c: c.execute(
+                "SELECT interaction, attribute, spent, cap FROM dpmem_ledgers WHERE user_name = %s "
+                "ORDER BY interaction",
+                (user,),
+            ).fetchall(),
+            read_only=True,
+        )
+        return grouped_ledgers(rows)
 
     def close(self) -> None:
         with self._lock:

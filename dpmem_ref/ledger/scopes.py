@@ -59,3 +59,17 @@ def check_meta_key(key: object) -> str:
     if not isinstance(key, str) or not key.startswith(META_PREFIX) or not _KEY_TEXT.fullmatch(key):
         raise InputError("meta key", f"printable ASCII text starting with {META_PREFIX!r}", key)
     return key
+
+
+def grouped_ledgers(
+    rows: Sequence[Sequence[object]],
+) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+    """(interaction, attribute, spent, cap) rows -> one (interaction, spent, caps) per session."""
+    from dpmem_ref.ledger.contract import fraction_from_text
+
+    out: dict[str, tuple[dict[str, Fraction], dict[str, Fraction]]] = {}
+    for interaction, attribute, spent, cap in rows:
+        spent_map, caps_map = out.setdefault(str(interaction), ({}, {}))
+        spent_map[str(attribute)] = fraction_from_text(spent, "ledgers.spent")
+        caps_map[str(attribute)] = fraction_from_text(cap, "ledgers.cap")
+    return [(interaction, spent_map, caps_map) for interaction, (spent_map, caps_map) in sorted(out.items())]

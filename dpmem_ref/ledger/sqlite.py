@@ -44,7 +44,7 @@ from dpmem_ref.ledger.contract import (
     release_row,
 )
 from dpmem_ref.ledger.records import LoadCache, encode_turn, release_values
-from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, rebound_caps
+from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, grouped_ledgers, rebound_caps
 from dpmem_ref.ledger.sqlite_schema import COLUMNS, SCHEMA, describe_sqlite_error, ledger_rows
 
 _T = TypeVar("_T")
@@ -248,6 +248,13 @@ class SQLiteLedgerStore:
                         for a, (s, c) in sorted(table.items())
                     ],
                 )
+
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        with self.reading() as connection:
+            rows = connection.execute(
+                "SELECT interaction, attribute, spent, cap FROM ledgers WHERE user = ? ORDER BY interaction", (user,)
+            ).fetchall()
+        return grouped_ledgers(rows)
 
     def integrity_check(self) -> str:
         with self.reading() as connection:
