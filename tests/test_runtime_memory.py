@@ -103,6 +103,7 @@ def test_minilm_tagger_and_router(tmp_path: Path) -> None:
     runtime = open_runtime(agent, memory, "memory:")
     item = runtime.add_memory("alice", "food", "My glucose levels spike after lunch.")
     assert "blood-sugar" in {e.item_id: e for e in runtime.memory_items("alice")}[item].tags
-    scores = runtime.router.scores("What should I eat this evening?")
-    assert all(isinstance(s, Fraction) and 0 <= s <= 1 for s, _ in scores.values())
-    assert runtime.router.route("What should I eat this evening?").query == "affordable-dinner"
+    text = "I am hungry, what could I eat later today?"
+    scores = runtime.router.scores(text)
+    assert all(isinstance(s, Fraction) and 0 <= s <= 1 and hits == 0 for s, hits in scores.values())  # no keyword
+    assert runtime.router.route(text).query == "affordable-dinner"  # nearest neighbour

@@ -147,12 +147,13 @@ class AgentRuntime:
         agent = config if isinstance(config, AgentFile) else load_agent_file(config)
         interface = agent.loaded.interface
         interface.require_contract()  # strict: the served interface satisfies C1-C6
+        attributes = interface.policy.attribute_names
         if user_caps is None or user_caps is True:
-            caps = agent.user_caps
+            caps = None if agent.user_caps is None else check_user_caps(agent.user_caps, attributes)
         elif user_caps is False:
             caps = None
         else:
-            caps = check_user_caps(user_caps, interface.policy.attribute_names)
+            caps = check_user_caps(user_caps, attributes)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise InputError("--seed", "a non-negative integer", seed)
         encoders = {agent.router.get("encoder"), agent.tagger.get("encoder")} - {None}
