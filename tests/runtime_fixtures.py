@@ -4,13 +4,12 @@ runtime on each ledger backend, and exact sums over committed release rows."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import postgres_server
-import pytest
 
 from dpmem_ref.runtime import AgentRuntime
 
@@ -42,11 +41,6 @@ def open_runtime(agent: Path, memory: Path | None, url: str, **options: Any) -> 
     options.setdefault("seed", 0)
     options.setdefault("turn_deadline_s", None)
     return AgentRuntime.open(agent, memory=memory, store_url=url, **options)
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    yield str(request.param)
 
 
 def charged(runtime: AgentRuntime, user: str, app: str) -> dict[str, Fraction]:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from runtime_fixtures import (
+    BACKENDS,
     as_fractions,
-    backend,  # noqa: F401  # the fixture
     charged,
     copy_example,
     ledger_table,
@@ -31,6 +31,11 @@ from dpmem_ref.ledger import ReleaseRequest, open_ledger_store
 
 QUERIES = ["What should I cook for dinner tonight?", "Any advice before my doctor check-up?", "Budget tips please"]
 B = Fraction(2)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 def test_interactions_of_one_app_share_the_lifetime_cap(backend: str, tmp_path: Path) -> None:
