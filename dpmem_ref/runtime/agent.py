@@ -225,8 +225,10 @@ class AgentRuntime:
         return epoch_log(self.store)
 
     # ------------------------------------------------------------ turns
-    def turn(self, user: str, app: str, interaction: str, query: str) -> AgentTurn:
-        """Serve one free-text query of application `app` for `user`."""
+    def turn(self, user: str, app: str, interaction: str, query: str, respond: bool = True) -> AgentTurn:
+        """Serve one free-text query of application `app` for `user`. `respond=False`
+        releases the views without calling the LLM channel (response ""): for a framework
+        that prompts its own model with the released view texts (runtime.langchain)."""
         check_scope_id(interaction, "interaction")
         text = _text_of_query(query)
         scoped, base = self._scope(user, app)
@@ -244,10 +246,15 @@ class AgentRuntime:
             released = done.record.views
             control = public_json(done.record.control)
             ledgers = done.state.ledger_map(interface)
-        transcript = self._transcripts.setdefault((user, app), [])
-        response = self.channel.respond(text, view_texts(interface, released), tuple(transcript))
-        transcript.append((text, None, response))
-        del transcript[:-16]
+        response = ""
+        if respond:
+            with self._lock:
+                transcript = self._transcripts.setdefault((user, app), [])
+                prefix = tuple(transcript)
+            response = self.channel.respond(text, view_texts(interface, released), prefix)  # Eq. 2
+            with self._lock:
+                transcript.append((text, None, response))
+                del transcript[:-16]
         left = {a: fraction_to_text(v) for a, v in remaining(ledgers, interface.caps).items()}
         return AgentTurn(
             query=text,
@@ -281,6 +288,10 @@ class AgentRuntime:
     def delete_memory(self, user: str, item_id: str) -> None:
         check_scope_id(user, "user")
         self._change_memory(lambda book: book.delete(user, item_id))
+
+    def view_texts(self, turn: AgentTurn) -> list[tuple[str, str]]:
+        """(slot, view text) of a turn's released views: the public conditioning text."""
+        return list(view_texts(self.interface, tuple(turn.views.items())))
 
     def memory_items(self, user: str) -> list[MemoryEntry]:
         """The user's memory items (trusted side only: never hand these to an application)."""
