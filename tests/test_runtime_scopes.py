@@ -107,3 +107,30 @@ def test_a_charge_debits_every_scope_or_none(backend: str, tmp_path: Path) -> No
     with pytest.raises(InputError, match="also"):
         app.charge_and_record(_request(Fraction(1, 3)), also=(app.key,))
     store.close()
+
+
+def test_interface_change_carries_or_refuses_on_every_backend(backend: str, tmp_path: Path) -> None:
+    """The store primitives behind interface evolution (rebind, meta rows, carried caps)."""
+    if backend == "memory":
+        pytest.skip("an in-process store does not outlive its runtime")
+    agent, memory = copy_example(tmp_path)
+    url = store_url(backend, tmp_path)
+    runtime = open_runtime(agent, memory, url)
+    for query in QUERIES:
+        runtime.turn("alice", "recipes", "i", query)
+    spent = ledger_table(runtime, "alice")
+    runtime.close()
+    interface = tmp_path / "interface.toml"
+    original = interface.read_text()
+    interface.write_text(original.replace("group = [1, 2, 3, 4, 5, 6]\ncap = 2", 'group = [1, 2, 3, 4, 5, 6]\ncap = "3/2"'))
+    runtime = open_runtime(agent, memory, url)  # cap lowered: safe, carried over
+    assert ledger_table(runtime, "alice") == spent and runtime.epochs()[-1]["reason"] == "carried over"
+    caps = {row["scope"]["app"]: row["caps"] for row in runtime.ledgers("alice")}
+    assert caps["recipes"]["diabetes"] == "3/2" and caps[None]["diabetes"] == "3/1"
+    runtime.close()
+    interface.write_text(original.replace("group = [1, 2, 3, 4, 5, 6]\ncap = 2", "group = [1, 2, 3, 4, 5, 6]\ncap = 3"))
+    with pytest.raises(InputError, match="cap-raised"):
+        open_runtime(agent, memory, url)
+    runtime = open_runtime(agent, memory, url, new_epoch="raise the diabetes cap")
+    assert runtime.epoch == 1 and ledger_table(runtime, "alice") == spent  # epoch 0 kept as recorded
+    runtime.close()
