@@ -34,7 +34,6 @@ from dpmem_ref.ledger.chain import (
     key_from_environment,
     open_body,
     read_high_water,
-    rebind_body,
     turn_body,
     write_high_water,
 )
@@ -57,7 +56,7 @@ from dpmem_ref.ledger.contract import (
     release_row,
 )
 from dpmem_ref.ledger.records import LoadCache, encode_turn, release_values
-from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, grouped_ledgers, rebound_caps
+from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, grouped_ledgers
 from dpmem_ref.ledger.sqlite_schema import (
     COLUMNS,
     SCHEMA,
@@ -68,6 +67,7 @@ from dpmem_ref.ledger.sqlite_schema import (
     ledger_rows,
     open_chain,
 )
+from dpmem_ref.ledger.sqlite_scopes import rebind_sqlite
 
 _T = TypeVar("_T")
 _JITTER = random.SystemRandom()  # backoff jitter only; fresh after fork
@@ -268,34 +268,8 @@ class SQLiteLedgerStore:
     ) -> None:
         check_fingerprint(fingerprint)
         rows = {check_meta_key(k): str(v) for k, v in meta.items()}
-        carried: list[tuple[SessionKey, dict[str, Fraction], dict[str, Fraction]]] = []
         with self.transaction() as connection:  # binding, meta rows and carried caps commit together
-            found = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
-            stored = None if found is None else str(found[0])
-            if stored != expected:
-                raise interface_mismatch(str(self.path), stored or "", fingerprint)
-            if stored is None and has_history(connection):  # issue 21.6: charges of an unknown interface
-                raise needs_migration(str(self.path), "charges without an interface fingerprint")
-            connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
-            connection.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", sorted(rows.items()))
-            keys = connection.execute("SELECT DISTINCT user, interaction FROM ledgers ORDER BY user, interaction")
-            for user, interaction in keys.fetchall() if caps_for is not None else ():
-                key = SessionKey(user=str(user), interaction=str(interaction))
-                caps = caps_for(key) if caps_for is not None else None
-                if caps is None:
-                    continue
-                spent, _ = ledger_rows(connection, key)
-                table = rebound_caps(spent, caps, f"session {key.user}/{key.interaction}")
-                connection.executemany(
-                    "INSERT OR REPLACE INTO ledgers (user, interaction, attribute, spent, cap) VALUES (?, ?, ?, ?, ?)",
-                    [
-                        (key.user, key.interaction, a, fraction_to_text(s), fraction_to_text(c))
-                        for a, (s, c) in sorted(table.items())
-                    ],
-                )
-                carried.append((key, {a: s for a, (s, _) in table.items()}, {a: c for a, (_, c) in table.items()}))
-            body = rebind_body(expected, fingerprint, rows, carried)
-            mark = append_event(connection, self.key, "rebind", body)  # the chain records the change
+            mark = rebind_sqlite(connection, str(self.path), self.key, expected, fingerprint, rows, caps_for)
         self.committed(mark)
 
     def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
