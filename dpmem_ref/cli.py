@@ -28,6 +28,7 @@ from dpmem_ref.interface import Interface, PrivateHooks
 from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments, durable_turns
 from dpmem_ref.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
 from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
+from dpmem_ref.serve.cli import add_serve_parser
 from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
 from dpmem_ref.turn import InterfaceState, TemplateChannel, run_turn
 
@@ -202,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=command_run)
     _add_auditor_commands(sub)
     add_ledger_commands(sub)
+    add_serve_parser(sub)
     return parser
 
 
