@@ -88,6 +88,8 @@ def as_owner(request: Request, _: Annotated[HTTPAuthorizationCredentials | None,
     return principal
 
 
+ApplicationPrincipal = Annotated[Principal, Depends(as_application)]
+OwnerPrincipal = Annotated[Principal, Depends(as_owner)]
 User = Annotated[str, Path(pattern=NAME_PATTERN, description="a user id")]
 ItemId = Annotated[str, Path(pattern=ITEM_PATTERN, description="a memory item id")]
 
@@ -108,6 +110,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def refused(_: Request, error: HTTPException) -> JSONResponse:
+        if error.status_code == 400:  # FastAPI's "error parsing the body": bytes that are not JSON text
+            return JSONResponse({"error": "body: expected UTF-8 JSON", "field": "body"}, status_code=422)
         return JSONResponse({"error": one_line(str(error.detail)), "field": None}, status_code=error.status_code, headers=error.headers)
 
     @app.exception_handler(InputError)
@@ -119,6 +123,11 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def store_down(_: Request, error: LedgerStoreError) -> JSONResponse:
         log.error("ledger store: %s", one_line(str(error)))  # store messages redact passwords
         return JSONResponse({"error": "ledger store unavailable", "field": None}, status_code=503)
+
+    @app.exception_handler(Exception)
+    async def internal(_: Request, error: Exception) -> JSONResponse:
+        # Starlette re-raises after this answer; the gate logs type and origin, never the message.
+        return JSONResponse({"error": "internal error", "field": None}, status_code=500)
 
     @app.exception_handler(ContractViolation)
     async def contract(_: Request, error: ContractViolation) -> JSONResponse:
@@ -137,11 +146,9 @@ def create_app(runtime: Runtime, keys: Keys, *, title: str = "dpmem serve") -> A
         redoc_url=None,
     )
     _install_error_handlers(api)
-    application = Annotated[Principal, Depends(as_application)]
-    owner = Annotated[Principal, Depends(as_owner)]
 
     @api.post("/v1/turns", response_model=TurnResponse, responses=_errors(401, 403, 413, 422, 503))
-    def post_turn(body: TurnRequest, principal: application) -> TurnResponse:
+    def post_turn(body: TurnRequest, principal: ApplicationPrincipal) -> TurnResponse:
         """One turn in the calling application's budget scope (user, application)."""
         if not principal.may_query(body.user):
             raise HTTPException(403, "this application may not query this user")
@@ -152,27 +159,27 @@ def create_app(runtime: Runtime, keys: Keys, *, title: str = "dpmem serve") -> A
     @api.post(
         "/v1/users/{user}/memory", status_code=201, response_model=MemoryCreated, responses=_errors(401, 403, 413, 422, 503)
     )
-    def add_memory(user: User, body: MemoryAdd, _: owner) -> MemoryCreated:
+    def add_memory(user: User, body: MemoryAdd, _: OwnerPrincipal) -> MemoryCreated:
         """Add a memory item to a declared slot (owner only)."""
         with lock:
             return MemoryCreated(id=runtime.add_memory(user, body.slot, body.text))
 
     @api.put("/v1/users/{user}/memory/{item_id}", response_model=Done, responses=_errors(401, 403, 413, 422, 503))
-    def update_memory(user: User, item_id: ItemId, body: MemoryUpdate, _: owner) -> Done:
+    def update_memory(user: User, item_id: ItemId, body: MemoryUpdate, _: OwnerPrincipal) -> Done:
         """Replace a memory item's text (owner only)."""
         with lock:
             runtime.update_memory(user, item_id, body.text)
         return Done(ok=True)
 
     @api.delete("/v1/users/{user}/memory/{item_id}", response_model=Done, responses=_errors(401, 403, 422, 503))
-    def delete_memory(user: User, item_id: ItemId, _: owner) -> Done:
+    def delete_memory(user: User, item_id: ItemId, _: OwnerPrincipal) -> Done:
         """Delete a memory item (owner only)."""
         with lock:
             runtime.delete_memory(user, item_id)
         return Done(ok=True)
 
     @api.get("/v1/users/{user}/ledgers", response_model=LedgerList, responses=_errors(401, 403, 422, 503))
-    def get_ledgers(user: User, _: owner) -> LedgerList:
+    def get_ledgers(user: User, _: OwnerPrincipal) -> LedgerList:
         """Every budget scope of the user with its ledgers and caps as exact fractions (owner only)."""
         with lock:
             scopes = runtime.ledgers(user)

@@ -33,6 +33,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 PRINCIPAL = "dpmem.principal"
 """The ASGI scope key holding the authenticated Principal of a /v1/ request."""
 PROTECTED_PREFIX = "/v1/"
+PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json"})
 log = logging.getLogger("dpmem.serve")
 
 
@@ -119,7 +120,10 @@ class Gate:
                 await _respond(tracked_send, 500, error_body("internal error"))
         finally:
             route = scope.get("route")
-            template = getattr(route, "path", None) or ("(unauthenticated)" if status["code"] == 401 else "(no route)")
+            path = str(scope.get("path", ""))
+            template = getattr(route, "path", None) or (
+                path if path in PUBLIC_PATHS else "(unauthenticated)" if status["code"] == 401 else "(no route)"
+            )
             log.info(
                 "%s %s %d %.1fms", scope.get("method", "?"), template, status["code"], (time.perf_counter() - started) * 1e3
             )
