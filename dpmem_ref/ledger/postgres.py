@@ -19,7 +19,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -40,15 +40,22 @@ from dpmem_ref.ledger.contract import (
     check_fingerprint,
     check_same_caps,
     check_turn_id,
-    committed_charge,
     fraction_from_text,
     fraction_to_text,
     id_used_before,
     interface_mismatch,
     release_row,
 )
-from dpmem_ref.ledger.postgres_schema import COLUMNS, SCHEMA, SCHEMA_LOCK, describe_postgres_error, locked_ledgers
+from dpmem_ref.ledger.postgres_schema import (
+    COLUMNS,
+    SCHEMA,
+    SCHEMA_LOCK,
+    describe_postgres_error,
+    locked_ledgers,
+    rebind_sessions,
+)
 from dpmem_ref.ledger.records import LoadCache, decode_release, encode_turn, release_values
+from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, grouped_ledgers
 from dpmem_ref.ledger.urls import redact_url
 
 _T = TypeVar("_T")
@@ -216,6 +223,48 @@ class PostgresLedgerStore:
         self.run(work)
         return PostgresLedgerSession(store=self, key=key)
 
+    def read_meta(self, key: str) -> str | None:
+        check_meta_key(key)
+        row = self.run(lambda c: c.execute("SELECT value FROM dpmem_meta WHERE key = %s", (key,)).fetchone())
+        return None if row is None else str(row[0])
+
+    def rebind(
+        self,
+        expected: str | None,
+        fingerprint: str,
+        meta: Mapping[str, str],
+        caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None = None,
+    ) -> None:
+        check_fingerprint(fingerprint)
+        rows = {check_meta_key(k): str(v) for k, v in meta.items()}
+
+        def work(connection: psycopg.Connection[Any]) -> None:
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            found = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'fingerprint' FOR UPDATE").fetchone()
+            stored = None if found is None else str(found[0])
+            if stored != expected:
+                raise interface_mismatch(self.name, stored or "", fingerprint)
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO dpmem_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = %s",
+                    [(k, v, v) for k, v in sorted({**rows, "fingerprint": fingerprint}.items())],
+                )
+            if caps_for is not None:
+                rebind_sessions(connection, caps_for)
+
+        self.run(work)
+
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        rows = self.run(
+            lambda c: c.execute(
+                "SELECT interaction, attribute, spent, cap FROM dpmem_ledgers WHERE user_name = %s "
+                "ORDER BY interaction",
+                (user,),
+            ).fetchall(),
+            read_only=True,
+        )
+        return grouped_ledgers(rows)
+
     def close(self) -> None:
         with self._lock:
             self._drop_connection()
@@ -248,19 +297,24 @@ class PostgresLedgerSession:
         ).fetchall()
         return cache.snapshot(releases, turns, spent, caps)
 
-    def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
+    def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
         key, store = self.key, self.store
+        keys = check_scope_keys(key, also)
+        # Rows are locked scope by scope in key order, so two multi-scope charges never deadlock.
+        lock_order = sorted(keys, key=lambda k: (k.user, k.interaction))
 
         def work(connection: psycopg.Connection[Any]) -> ReleaseOutcome:
-            spent, caps = locked_ledgers(connection, key, lock=True)  # the session's write lock
-            after = committed_charge(spent, caps, request)
-            if after is not None:
+            locked = {k: locked_ledgers(connection, k, lock=True) for k in lock_order}  # the scopes' write locks
+            scopes = [locked[k] for k in keys]
+            charged = committed_scopes(scopes, request)
+            after = None if charged is None else charged[0]
+            for scope_key, ledgers in zip(keys, charged or (), strict=False):
                 with connection.cursor() as cursor:
                     cursor.executemany(
                         "UPDATE dpmem_ledgers SET spent = %s WHERE user_name = %s AND interaction = %s "
                         "AND attribute = %s",
                         [
-                            (fraction_to_text(after[a]), key.user, key.interaction, a)
+                            (fraction_to_text(ledgers[a]), scope_key.user, scope_key.interaction, a)
                             for a in sorted(request.charge_set)
                         ],
                     )
@@ -275,7 +329,8 @@ class PostgresLedgerSession:
                 raise id_used_before("release_id", request.release_id) from None
             store.fault("charge:inside")
             seq = int(inserted[0]) if inserted else 0
-            return ReleaseOutcome.of(attrs.evolve(row, seq=seq), after if after is not None else spent)
+            committed = charged if charged is not None else [ledgers for ledgers, _ in scopes]
+            return ReleaseOutcome.of(attrs.evolve(row, seq=seq), committed[0], committed[1:])
 
         def resolve(connection: psycopg.Connection[Any]) -> ReleaseOutcome | None:
             """After a lost connection: did the COMMIT happen? Then that is the outcome."""
@@ -284,8 +339,8 @@ class PostgresLedgerSession:
             ).fetchone()
             if found is None:
                 return None
-            spent, _ = locked_ledgers(connection, key, lock=False)
-            return ReleaseOutcome.of(decode_release(found), spent)
+            committed = [locked_ledgers(connection, k, lock=False)[0] for k in keys]
+            return ReleaseOutcome.of(decode_release(found), committed[0], committed[1:])
 
         outcome = store.run(work, resolve)
         store.fault("charge:committed")

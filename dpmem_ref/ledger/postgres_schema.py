@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
 import psycopg
 
 from dpmem_ref.errors import ContractViolation
-from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, fraction_from_text
+from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, fraction_from_text, fraction_to_text
+from dpmem_ref.ledger.scopes import rebound_caps
 
 # "user" is reserved in PostgreSQL: the key column is user_name. Exact values as "p/q" text.
 SCHEMA = """
@@ -96,3 +98,30 @@ def locked_ledgers(
         if spent[attribute] > caps[attribute]:
             raise ContractViolation("C5", f"attribute {attribute}: stored ledger exceeds its cap")
     return spent, caps
+
+
+def rebind_sessions(
+    connection: psycopg.Connection[Any], caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None]
+) -> None:
+    """Inside `PostgresLedgerStore.rebind`'s transaction: carry every session's ledgers over
+    to the caps `caps_for` gives it (skipped where it gives None), C5 re-checked."""
+    keys = connection.execute(
+        "SELECT DISTINCT user_name, interaction FROM dpmem_ledgers ORDER BY user_name, interaction"
+    ).fetchall()
+    for user, interaction in keys:
+        key = SessionKey(user=str(user), interaction=str(interaction))
+        caps = caps_for(key)
+        if caps is None:
+            continue
+        spent, _ = locked_ledgers(connection, key, lock=True)
+        table = rebound_caps(spent, caps, f"session {key.user}/{key.interaction}")
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO dpmem_ledgers (user_name, interaction, attribute, spent, cap) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (user_name, interaction, attribute) "
+                "DO UPDATE SET cap = EXCLUDED.cap",
+                [
+                    (key.user, key.interaction, a, fraction_to_text(s), fraction_to_text(c))
+                    for a, (s, c) in sorted(table.items())
+                ],
+            )
