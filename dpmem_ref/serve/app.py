@@ -44,7 +44,8 @@ from dpmem_ref.serve.models import (
     TurnResponse,
 )
 
-ITEM_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+ITEM_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+"""Memory item ids (dpmem_ref.runtime.memory)."""
 
 
 class Runtime(Protocol):
@@ -102,6 +103,8 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def malformed(_: Request, error: RequestValidationError) -> JSONResponse:
         first = error.errors()[0] if error.errors() else {}
+        if first.get("type") == "json_invalid":  # loc is ("body", character offset)
+            return JSONResponse({"error": "body: expected valid JSON", "field": "body"}, status_code=422)
         field = _field(tuple(first.get("loc", ())))
         # pydantic's msg states the rule ("String should have at most 4096 characters"),
         # never the input; the input itself is dropped.

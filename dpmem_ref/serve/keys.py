@@ -34,7 +34,7 @@ MAX_KEYS_FILE_BYTES = 1_048_576
 MAX_TOKEN_CHARS = 4096
 """A presented token longer than this is refused before it is hashed (bounded work)."""
 HASH = re.compile(r"[0-9a-f]{64}")
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """Application and user names: what a budget scope id may hold (letters, digits, . _ -)."""
 
 
@@ -121,7 +121,7 @@ def parse_keys(data: dict[str, Any], source: str = "keys file") -> Keys:
     for name, table in sorted(apps_table.items()):
         where = f"{source}: apps.{name}" if NAME.fullmatch(name) else f"{source}: apps"
         if NAME.fullmatch(name) is None:
-            raise InputError(where, "application names of letters, digits, '.', '_', '-' (at most 64)", "another name")
+            raise InputError(where, "application names of letters, digits, '.', '_', '-' (at most 128)", "another name")
         digest = _hash_field(table, where)
         if digest in seen:
             raise InputError(f"{where}.token_sha256", "a hash no other entry uses", "a repeated hash")
@@ -131,7 +131,7 @@ def parse_keys(data: dict[str, Any], source: str = "keys file") -> Keys:
             raise InputError(f"{where}.users", "a list of user names", type(users).__name__)
         for user in users:
             if NAME.fullmatch(user) is None:
-                raise InputError(f"{where}.users", "user names of letters, digits, '.', '_', '-' (at most 64)", "another name")
+                raise InputError(f"{where}.users", "user names of letters, digits, '.', '_', '-' (at most 128)", "another name")
         apps.append((digest, Principal("app", name, frozenset(users))))
     return Keys(owner_hash, tuple(apps))
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 """User, interaction and item ids (the keys file's NAME, anchored for JSON Schema)."""
 MAX_QUERY_CHARS = 4096
 MAX_MEMORY_TEXT_CHARS = 16_384

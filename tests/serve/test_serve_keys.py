@@ -99,11 +99,11 @@ BAD = [
     ),
     (
         f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps.cal]\ntoken_sha256 = "{token_hash("b")}"\nusers = ["a b"]\n',
-        "--keys: apps.cal.users: expected user names of letters, digits, '.', '_', '-' (at most 64), found 'another name'",
+        "--keys: apps.cal.users: expected user names of letters, digits, '.', '_', '-' (at most 128), found 'another name'",
     ),
     (
         f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps."c a l"]\ntoken_sha256 = "{token_hash("b")}"\nusers = []\n',
-        "--keys: apps: expected application names of letters, digits, '.', '_', '-' (at most 64), found 'another name'",
+        "--keys: apps: expected application names of letters, digits, '.', '_', '-' (at most 128), found 'another name'",
     ),
     (
         f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[admins]\n',
