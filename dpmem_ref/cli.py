@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=command_run)
     _add_auditor_commands(sub)
     add_ledger_commands(sub)
+    from dpmem_ref.runtime.chat import add_chat_command  # `dpmem chat` (docs/agent.md)
+
+    add_chat_command(sub)
     add_serve_parser(sub)
     return parser
 

@@ -147,12 +147,13 @@ class AgentRuntime:
         agent = config if isinstance(config, AgentFile) else load_agent_file(config)
         interface = agent.loaded.interface
         interface.require_contract()  # strict: the served interface satisfies C1-C6
+        attributes = interface.policy.attribute_names
         if user_caps is None or user_caps is True:
-            caps = agent.user_caps
+            caps = None if agent.user_caps is None else check_user_caps(agent.user_caps, attributes)
         elif user_caps is False:
             caps = None
         else:
-            caps = check_user_caps(user_caps, interface.policy.attribute_names)
+            caps = check_user_caps(user_caps, attributes)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise InputError("--seed", "a non-negative integer", seed)
         encoders = {agent.router.get("encoder"), agent.tagger.get("encoder")} - {None}
@@ -224,8 +225,10 @@ class AgentRuntime:
         return epoch_log(self.store)
 
     # ------------------------------------------------------------ turns
-    def turn(self, user: str, app: str, interaction: str, query: str) -> AgentTurn:
-        """Serve one free-text query of application `app` for `user`."""
+    def turn(self, user: str, app: str, interaction: str, query: str, respond: bool = True) -> AgentTurn:
+        """Serve one free-text query of application `app` for `user`. `respond=False`
+        releases the views without calling the LLM channel (response ""): for a framework
+        that prompts its own model with the released view texts (runtime.langchain)."""
         check_scope_id(interaction, "interaction")
         text = _text_of_query(query)
         scoped, base = self._scope(user, app)
@@ -243,10 +246,15 @@ class AgentRuntime:
             released = done.record.views
             control = public_json(done.record.control)
             ledgers = done.state.ledger_map(interface)
-        transcript = self._transcripts.setdefault((user, app), [])
-        response = self.channel.respond(text, view_texts(interface, released), tuple(transcript))
-        transcript.append((text, None, response))
-        del transcript[:-16]
+        response = ""
+        if respond:
+            with self._lock:
+                transcript = self._transcripts.setdefault((user, app), [])
+                prefix = tuple(transcript)
+            response = self.channel.respond(text, view_texts(interface, released), prefix)  # Eq. 2
+            with self._lock:
+                transcript.append((text, None, response))
+                del transcript[:-16]
         left = {a: fraction_to_text(v) for a, v in remaining(ledgers, interface.caps).items()}
         return AgentTurn(
             query=text,
@@ -280,6 +288,10 @@ class AgentRuntime:
     def delete_memory(self, user: str, item_id: str) -> None:
         check_scope_id(user, "user")
         self._change_memory(lambda book: book.delete(user, item_id))
+
+    def view_texts(self, turn: AgentTurn) -> list[tuple[str, str]]:
+        """(slot, view text) of a turn's released views: the public conditioning text."""
+        return list(view_texts(self.interface, tuple(turn.views.items())))
 
     def memory_items(self, user: str) -> list[MemoryEntry]:
         """The user's memory items (trusted side only: never hand these to an application)."""

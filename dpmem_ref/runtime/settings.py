@@ -39,7 +39,7 @@ class AgentFile:
     loaded: InterfaceFile
     router: Mapping[str, Any]
     tagger: Mapping[str, Any]
-    user_caps: Mapping[str, Fraction] | None
+    user_caps: Mapping[str, Any] | None  # as written; checked when the runtime uses them
     path: str = ""
 
 
@@ -66,7 +66,7 @@ def load_agent_file(path: str | Path) -> AgentFile:
     tagger = table(data.get("tagger", {}), "tagger")
     unknown_keys(tagger, {"threshold", "encoder", "rules", "descriptions"}, "tagger")
     caps = scopes.get("user_caps")
-    user_caps = None if caps is None else check_user_caps(caps, loaded.interface.policy.attribute_names)
+    user_caps = None if caps is None else table(caps, "scopes.user_caps")
     return AgentFile(loaded=loaded, router=router, tagger=tagger, user_caps=user_caps, path=str(shown))
 
 

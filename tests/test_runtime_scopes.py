@@ -1,0 +1,109 @@
+"""Budget scopes (issue 23.1), exact with Fractions on every ledger backend.
+
+- N interactions of one application never spend more than B_a in total: the ledger of the
+  (user, app) scope equals the exact sum of the eps charged by its committed releases,
+  whatever the interaction ids, and it reaches B_a exactly (tight), then every charged
+  slot falls back.
+- Two applications together never exceed the per-user cap U_a: the per-user ledger equals
+  the sum of both applications' charges and reaches U_a exactly.
+- One charge debits every scope in one transaction, or none (C5 per scope).
+"""
+
+from __future__ import annotations
+
+import secrets
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from runtime_fixtures import (
+    BACKENDS,
+    as_fractions,
+    charged,
+    copy_example,
+    ledger_table,
+    open_runtime,
+    store_url,
+)
+
+from dpmem_ref.errors import InputError
+from dpmem_ref.ledger import ReleaseRequest, open_ledger_store
+
+QUERIES = ["What should I cook for dinner tonight?", "Any advice before my doctor check-up?", "Budget tips please"]
+B = Fraction(2)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_interactions_of_one_app_share_the_lifetime_cap(backend: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    url = store_url(backend, tmp_path)
+    runtime = open_runtime(agent, memory, url, user_caps=False)
+    fallbacks = 0
+    for n in range(12):  # 12 interactions x 3 turns: far more than B_a = 2 allows
+        if backend != "memory" and n % 4 == 3:  # a restart continues the same scope
+            runtime.close()
+            runtime = open_runtime(agent, memory, url, user_caps=False, seed=n)
+        for query in QUERIES:
+            turn = runtime.turn("alice", "recipes", f"chat-{n}", query)
+            fallbacks += sum(1 for _, state in turn.control if state == "fallback")
+    ledgers = ledger_table(runtime, "alice")[(0, "recipes")]
+    assert ledgers == charged(runtime, "alice", "recipes")  # the ledger is the exact sum
+    assert all(value <= B for value in ledgers.values())
+    assert ledgers == {"diabetes": B, "debt": B}  # tight: the cap is reached exactly
+    assert as_fractions(runtime.remaining("alice", "recipes")) == {"diabetes": 0, "debt": 0}
+    assert fallbacks > 0
+    runtime.close()
+
+
+def test_two_apps_together_never_exceed_the_user_cap(backend: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, store_url(backend, tmp_path))  # user caps 3 (the file)
+    for n in range(6):
+        for app in ("recipes", "bank"):
+            for query in QUERIES:
+                runtime.turn("alice", app, f"i{n}", query)
+    table = ledger_table(runtime, "alice")
+    user, recipes, bank = table[(0, None)], table[(0, "recipes")], table[(0, "bank")]
+    assert user == {a: recipes[a] + bank[a] for a in user}  # one debit per scope per charge
+    assert recipes == charged(runtime, "alice", "recipes") and bank == charged(runtime, "alice", "bank")
+    assert all(user[a] <= 3 and recipes[a] <= B and bank[a] <= B for a in user)
+    assert user == {"diabetes": Fraction(3), "debt": Fraction(3)}  # tight at U_a = 3 < 2 B_a
+    for app in ("recipes", "bank"):
+        assert as_fractions(runtime.remaining("alice", app)) == {"diabetes": 0, "debt": 0}
+    # Another user's scopes are untouched.
+    assert as_fractions(runtime.remaining("bob", "recipes")) == {"diabetes": B, "debt": B}
+    runtime.close()
+
+
+def _request(eps: Fraction) -> ReleaseRequest:
+    return ReleaseRequest(
+        release_id=secrets.token_hex(8),
+        turn_id=secrets.token_hex(8),
+        index=0,
+        slot="food",
+        view="low-glycemic",
+        fallback_view="balanced-meals",
+        charge_set=frozenset({"diabetes"}),
+        epsilon=eps,
+    )
+
+
+def test_a_charge_debits_every_scope_or_none(backend: str, tmp_path: Path) -> None:
+    store = open_ledger_store(store_url(backend, tmp_path))
+    app = store.open_session("u", "e0:app:a", {"diabetes": Fraction(2)})
+    user = store.open_session("u", "e0:user", {"diabetes": Fraction(1)})
+    first = app.charge_and_record(_request(Fraction(2, 3)), also=(user.key,))
+    assert first.admitted and first.ledger_map() == {"diabetes": Fraction(2, 3)}
+    assert dict(first.scopes[0]) == {"diabetes": Fraction(2, 3)}
+    second = app.charge_and_record(_request(Fraction(2, 3)), also=(user.key,))  # 4/3 > U = 1
+    assert not second.admitted and second.view == "balanced-meals"
+    assert app.load().ledger_map() == user.load().ledger_map() == {"diabetes": Fraction(2, 3)}
+    third = app.charge_and_record(_request(Fraction(1, 3)), also=(user.key,))  # exactly U = 1: tight
+    assert third.admitted and user.load().ledger_map() == {"diabetes": Fraction(1)}
+    with pytest.raises(InputError, match="also"):
+        app.charge_and_record(_request(Fraction(1, 3)), also=(app.key,))
+    store.close()
