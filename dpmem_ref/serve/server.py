@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import signal
 import socket
 import sys
 from typing import Any
@@ -98,7 +99,13 @@ def serve_one(args: argparse.Namespace) -> int:
                 "listening on a non-loopback address without TLS: tokens travel in clear (docs/serve.md, TLS)"
             )
         print(f"dpmem serve: listening on {scheme}://{shown}:{port}", flush=True)
+        # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal under the handlers
+        # it found: these record it, so the runtime is closed and the exit status is 0.
+        stops: list[int] = []
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, lambda received, _: stops.append(received))
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         runtime.close()
+    logging.getLogger("dpmem.serve").info("stopped (%s)", ", ".join(signal.Signals(s).name for s in stops) or "no signal")
     return 0

@@ -1,0 +1,85 @@
+"""`dpmem serve` on the command line: bad input is one line and exit 2 before anything listens;
+`--replicas N` starts N processes with one command and stops them all on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.serve.live import AGENT, ROOT, START_TIMEOUT_S, STOP_TIMEOUT_S, auth, httpx, marked_memory, write_keys
+
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1"}
+
+
+def dpmem(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dpmem_ref.cli", *args], capture_output=True, text=True, env=ENV, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--replicas", "2"], "dpmem: error: --replicas: expected a shared --store-url (postgresql://... or sqlite:///PATH), found 'in-process ledgers'"),
+        (["--replicas", "0"], "dpmem: error: --replicas: expected 1..64, found 0"),
+        (["--port", "70000"], "dpmem: error: --port: expected 0..65535, found 70000"),
+        (["--tls-cert", "cert.pem"], "dpmem: error: --tls-cert/--tls-key: expected both or neither, found 'only one'"),
+    ],
+)
+def test_bad_options_are_one_line_exit_2(tmp_path: Path, extra: list[str], message: str) -> None:
+    keys, _ = write_keys(tmp_path)
+    done = dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0", *extra)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", message + "\n")
+
+
+def test_a_bad_keys_file_is_one_line_exit_2_and_never_echoes_a_token(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.toml"
+    keys.write_text('[owner]\ntoken_sha256 = "my-plain-token-0123"\n')
+    done = dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        "dpmem: error: --keys: owner.token_sha256: expected 64 lowercase hex digits (sha256 of the token), "
+        "found 'a string of 19 characters'\n"
+    )
+    missing = dpmem("serve", str(AGENT), "--port", "0")
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "--keys" in missing.stderr
+
+
+def test_replicas_start_with_one_command_share_the_ledger_and_stop_together(tmp_path: Path) -> None:
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    url = f"sqlite:///{tmp_path / 'ledgers.db'}"  # one host: SQLite serves several processes too
+    command = [sys.executable, "-m", "dpmem_ref.cli", "serve", str(AGENT), "--memory", str(memory), "--keys", str(keys)]
+    command += ["--store-url", url, "--host", "127.0.0.1", "--port", "0", "--replicas", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV, cwd=tmp_path)
+    assert process.stdout is not None
+    urls: list[str] = []
+    deadline = time.monotonic() + START_TIMEOUT_S
+    text = b""
+    try:
+        while len(urls) < 2 and select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            chunk = os.read(process.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            text += chunk
+            urls = re.findall(r"listening on (http://127\.0\.0\.1:\d+)", text.decode())
+        assert len(urls) == 2 and urls[0] != urls[1], text
+        spent = []
+        for base in urls:
+            with httpx.Client(base_url=base, timeout=60) as client:
+                body = {"user": "alice", "interaction": base[-5:], "query": "Help me with my budget and bills"}
+                answer = client.post("/v1/turns", headers=auth(tokens["recipes"]), json=body)
+                assert answer.status_code == 200, answer.text
+                spent.append(answer.json()["remaining"]["debt"])
+        assert spent == ["3/2", "1/1"]  # the second replica continues the first one's scope
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(STOP_TIMEOUT_S * 2)
+        process.stdout.close()
+    assert code == 0
