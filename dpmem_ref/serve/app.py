@@ -11,8 +11,13 @@ Status codes: 401 missing or unknown token (dpmem_ref.serve.gate, before the bod
 403 a token of the wrong kind or an application asking for a user it may not query, 413 a
 body over the bound, 422 a malformed body or a runtime input error (one line naming the
 field, never the value), 503 the ledger store unavailable or a contract check refusing. Every
-error is `{"error": ..., "field": ...}` on one line. The runtime is not thread-safe: one lock
-serialises its calls (replicas, not threads, give parallelism; they share the ledger store).
+error is `{"error": ..., "field": ...}` on one line.
+
+Concurrency: routes run in a thread pool. Turns of one (user, application) scope are
+serialised (one lock per scope: the scope's history grows in one order, as in one chat);
+turns of different scopes run in parallel, each charging through the ledger store's own
+transaction (C5 is re-checked on the committed ledgers, as between replicas). The LLM
+channel is called by one thread at a time (`SerialChannel`, installed by `serve_one`).
 """
 
 from __future__ import annotations
@@ -138,9 +143,21 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": f"refused by contract check {error.condition}", "field": None}, status_code=503)
 
 
+class ScopeLocks:
+    """One lock per (user, application) scope; at most (users x applications) of the keys file."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+
+    def __call__(self, user: str, app: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault((user, app), threading.Lock())
+
+
 def create_app(runtime: Runtime, keys: Keys, *, title: str = "dpmem serve") -> Any:
     """The ASGI application (the FastAPI app wrapped in the gate) serving `runtime`."""
-    lock = threading.Lock()
+    scope_lock = ScopeLocks()
     api = FastAPI(
         title=title,
         version="1",
@@ -155,7 +172,7 @@ def create_app(runtime: Runtime, keys: Keys, *, title: str = "dpmem serve") -> A
         """One turn in the calling application's budget scope (user, application)."""
         if not principal.may_query(body.user):
             raise HTTPException(403, "this application may not query this user")
-        with lock:
+        with scope_lock(body.user, principal.name):
             result = runtime.turn(body.user, principal.name, body.interaction, body.query)
         return TurnResponse(response=result.response, control=result.control, remaining=dict(result.remaining))
 
@@ -164,28 +181,24 @@ def create_app(runtime: Runtime, keys: Keys, *, title: str = "dpmem serve") -> A
     )
     def add_memory(user: User, body: MemoryAdd, _: OwnerPrincipal) -> MemoryCreated:
         """Add a memory item to a declared slot (owner only)."""
-        with lock:
-            return MemoryCreated(id=runtime.add_memory(user, body.slot, body.text))
+        return MemoryCreated(id=runtime.add_memory(user, body.slot, body.text))
 
     @api.put("/v1/users/{user}/memory/{item_id}", response_model=Done, responses=_errors(401, 403, 413, 422, 503))
     def update_memory(user: User, item_id: ItemId, body: MemoryUpdate, _: OwnerPrincipal) -> Done:
         """Replace a memory item's text (owner only)."""
-        with lock:
-            runtime.update_memory(user, item_id, body.text)
+        runtime.update_memory(user, item_id, body.text)
         return Done(ok=True)
 
     @api.delete("/v1/users/{user}/memory/{item_id}", response_model=Done, responses=_errors(401, 403, 422, 503))
     def delete_memory(user: User, item_id: ItemId, _: OwnerPrincipal) -> Done:
         """Delete a memory item (owner only)."""
-        with lock:
-            runtime.delete_memory(user, item_id)
+        runtime.delete_memory(user, item_id)
         return Done(ok=True)
 
     @api.get("/v1/users/{user}/ledgers", response_model=LedgerList, responses=_errors(401, 403, 422, 503))
     def get_ledgers(user: User, _: OwnerPrincipal) -> LedgerList:
         """Every budget scope of the user with its ledgers and caps as exact fractions (owner only)."""
-        with lock:
-            scopes = runtime.ledgers(user)
+        scopes = runtime.ledgers(user)
         return LedgerList(user=user, scopes=[ScopeLedgers(**scope) for scope in scopes])
 
     @api.get("/healthz", response_model=Health)

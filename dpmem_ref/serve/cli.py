@@ -2,7 +2,8 @@
 [--replicas N]`. Imports nothing heavy: fastapi and uvicorn load only when serving.
 
 `--replicas N` (N > 1) starts N server processes on ports PORT, PORT+1, ... (each its own
-process, all on the one `--store-url` ledger) and supervises them: SIGINT/SIGTERM stops every
+process, all on the one `--store-url` ledger; each starts once the one before listens) and
+supervises them: SIGINT/SIGTERM stops every
 replica; the command exits once all have stopped. Several replicas need a shared durable
 ledger (postgresql:// across hosts, sqlite:/// on one host): with in-process ledgers each
 replica would grant the whole budget again, so that is refused.
@@ -11,9 +12,12 @@ replica would grant the whole budget again, so that is refused.
 from __future__ import annotations
 
 import argparse
+import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from types import FrameType
 from typing import Any
 
@@ -21,6 +25,7 @@ from dpmem_ref.errors import InputError
 
 MAX_REPLICAS = 64
 STOP_WAIT_S = 20.0
+START_WAIT_S = 300.0
 
 
 def add_serve_parser(sub: Any) -> None:
@@ -72,9 +77,28 @@ def replica_argv(args: argparse.Namespace, index: int) -> list[str]:
     return [*argv, "--host", args.host, "--port", str(args.port + index if args.port else 0)]
 
 
+def _wait_listening(child: subprocess.Popen[bytes]) -> bool:
+    """Relay the child's "listening" line to our stdout; False if it exits (or stays silent) first."""
+    assert child.stdout is not None
+    deadline = time.monotonic() + START_WAIT_S
+    pending = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([child.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(child.stdout.fileno(), 4096) if ready else b""
+        if not chunk:
+            return False
+        pending += chunk
+        if b"\n" in pending:
+            sys.stdout.write(pending.decode(errors="replace"))
+            sys.stdout.flush()
+            return True
+    return False
+
+
 def supervise(commands: list[list[str]]) -> int:
-    """Run every replica; forward SIGINT/SIGTERM; exit with the worst exit status once all stop."""
-    children = [subprocess.Popen(command) for command in commands]
+    """Start the replicas one after the other (each once it listens: no two bind the ledger at
+    once); forward SIGINT/SIGTERM; exit with the worst exit status once all have stopped."""
+    children: list[subprocess.Popen[bytes]] = []
 
     def stop(signum: int, _: FrameType | None) -> None:
         for child in children:
@@ -82,7 +106,15 @@ def supervise(commands: list[list[str]]) -> int:
                 child.send_signal(signal.SIGTERM)
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    codes: list[int] = []
     try:
+        for command in commands:
+            child = subprocess.Popen(command, stdout=subprocess.PIPE)
+            children.append(child)
+            if not _wait_listening(child):
+                stop(signal.SIGTERM, None)
+                print(f"dpmem: error: replica {len(children) - 1} did not start (see its log above)", file=sys.stderr)
+                break
         codes = [child.wait() for child in children]
     finally:
         for number, handler in previous.items():
@@ -94,4 +126,6 @@ def supervise(commands: list[list[str]]) -> int:
                 except subprocess.TimeoutExpired:
                     child.kill()
                     child.wait()
+            if child.stdout is not None:
+                child.stdout.close()
     return max((abs(code) for code in codes), default=0)

@@ -16,6 +16,7 @@ import logging
 import signal
 import socket
 import sys
+import threading
 from typing import Any
 
 from dpmem_ref.errors import InputError
@@ -57,6 +58,23 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class SerialChannel:
+    """An LLM channel called by one thread at a time (model backends are not thread-safe)."""
+
+    def __init__(self, channel: Any) -> None:
+        self._channel = channel
+        self._lock = threading.Lock()
+
+    def respond(self, query: str, views: Any, prefix: Any) -> str:
+        with self._lock:
+            return str(self._channel.respond(query, views, prefix))
+
+    def close(self) -> None:
+        close = getattr(self._channel, "close", None)
+        if callable(close):
+            close()
+
+
 def _configure_logging() -> None:
     root = logging.getLogger()
     if not root.handlers:
@@ -78,6 +96,7 @@ def serve_one(args: argparse.Namespace) -> int:
 
     _configure_logging()
     runtime = AgentRuntime.open(args.config, memory=args.memory, store_url=args.store_url, llm=args.llm, seed=args.seed)
+    runtime.channel = SerialChannel(runtime.channel)
     try:
         sock = bind(args.host, args.port)
         config = uvicorn.Config(
