@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.kernel_fixtures import run_cli
 from tests.serve.live import AGENT, ROOT, START_TIMEOUT_S, STOP_TIMEOUT_S, auth, httpx, marked_memory, write_keys
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1"}
 
 
-def dpmem(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dpmem_ref.cli", *args], capture_output=True, text=True, env=ENV, timeout=120)
+def dpmem(*args: str) -> tuple[int, str, str]:
+    """In process (the refusals come before anything listens): (exit code, stdout, stderr)."""
+    return run_cli(list(args))
 
 
 @pytest.mark.parametrize(
@@ -34,21 +36,20 @@ def dpmem(*args: str) -> subprocess.CompletedProcess[str]:
 )
 def test_bad_options_are_one_line_exit_2(tmp_path: Path, extra: list[str], message: str) -> None:
     keys, _ = write_keys(tmp_path)
-    done = dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0", *extra)
-    assert (done.returncode, done.stdout, done.stderr) == (2, "", message + "\n")
+    assert dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0", *extra) == (2, "", message + "\n")
 
 
 def test_a_bad_keys_file_is_one_line_exit_2_and_never_echoes_a_token(tmp_path: Path) -> None:
     keys = tmp_path / "keys.toml"
     keys.write_text('[owner]\ntoken_sha256 = "my-plain-token-0123"\n')
-    done = dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0")
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == (
+    assert dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0") == (
+        2,
+        "",
         "dpmem: error: --keys: owner.token_sha256: expected 64 lowercase hex digits (sha256 of the token), "
-        "found 'a string of 19 characters'\n"
+        "found 'a string of 19 characters'\n",
     )
-    missing = dpmem("serve", str(AGENT), "--port", "0")
-    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "--keys" in missing.stderr
+    code, out, err = dpmem("serve", str(AGENT), "--port", "0")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "--keys" in err
 
 
 def test_replicas_start_with_one_command_share_the_ledger_and_stop_together(tmp_path: Path) -> None:
