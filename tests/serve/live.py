@@ -34,7 +34,7 @@ AGENT = ROOT / "examples" / "agent" / "assistant.toml"
 MEMORY = ROOT / "examples" / "agent" / "memory.jsonl"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
-READY = re.compile(r"^dpmem serve: listening on (http://127\.0\.0\.1:\d+)$")
+READY = re.compile(r"^dpmem serve: listening on (https?://127\.0\.0\.1:\d+)$")
 APPS = {"recipes": ["alice", "bob"], "finance": ["alice"], "stranger": []}
 DINNER = "What should I make for dinner tonight?"  # routed to affordable-dinner: charges debt and diabetes
 
@@ -74,8 +74,11 @@ def auth(token: str) -> dict[str, str]:
 class LiveServer:
     """One `dpmem serve` process; `start()` returns once it listens."""
 
-    def __init__(self, folder: Path, keys: Path, memory: Path, store_url: str, seed: int | None = 0) -> None:
+    def __init__(
+        self, folder: Path, keys: Path, memory: Path, store_url: str, seed: int | None = 0, extra: Sequence[str] = ()
+    ) -> None:
         self.folder, self.keys, self.memory, self.store_url, self.seed = folder, keys, memory, store_url, seed
+        self.extra = list(extra)
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.logs: list[Path] = []
@@ -83,7 +86,7 @@ class LiveServer:
     def command(self) -> list[str]:
         command = [sys.executable, "-m", "dpmem_ref.cli", "serve", str(AGENT), "--memory", str(self.memory)]
         command += ["--keys", str(self.keys), "--store-url", self.store_url, "--host", "127.0.0.1", "--port", "0"]
-        return command + ([] if self.seed is None else ["--seed", str(self.seed)])
+        return command + ([] if self.seed is None else ["--seed", str(self.seed)]) + self.extra
 
     def start(self) -> LiveServer:
         log = self.folder / f"server-{len(self.logs)}-{secrets.token_hex(3)}.log"

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import re
 import select
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -15,7 +17,17 @@ from pathlib import Path
 import pytest
 
 from tests.kernel_fixtures import run_cli
-from tests.serve.live import AGENT, ROOT, START_TIMEOUT_S, STOP_TIMEOUT_S, auth, httpx, marked_memory, write_keys
+from tests.serve.live import (
+    AGENT,
+    ROOT,
+    START_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    LiveServer,
+    auth,
+    httpx,
+    marked_memory,
+    write_keys,
+)
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1"}
 
@@ -84,3 +96,27 @@ def test_replicas_start_with_one_command_share_the_ledger_and_stop_together(tmp_
         code = process.wait(STOP_TIMEOUT_S * 2)
         process.stdout.close()
     assert code == 0
+
+
+def test_tls_direct_serves_https_with_the_given_certificate(tmp_path: Path) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl binary to make a self-signed certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    server = LiveServer(tmp_path, keys, memory, "memory:", extra=["--tls-cert", str(cert), "--tls-key", str(key)])
+    with server:
+        assert server.url.startswith("https://127.0.0.1:")
+        trusted = ssl.create_default_context(cafile=str(cert))  # the self-signed certificate only
+        with httpx.Client(base_url=server.url, verify=trusted, timeout=60) as client:
+            assert client.get("/healthz").json() == {"status": "ok"}
+            turn = client.post("/v1/turns", headers=auth(tokens["recipes"]), json={"user": "alice", "interaction": "t", "query": "hi"})
+            assert turn.status_code == 200
+        with pytest.raises(httpx.TransportError):  # plain HTTP on the TLS port gets no answer
+            httpx.get(server.url.replace("https://", "http://") + "/healthz", timeout=30)

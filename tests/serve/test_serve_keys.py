@@ -134,3 +134,12 @@ def test_a_missing_or_oversized_keys_file_is_one_line(tmp_path: Path) -> None:
 def test_parse_keys_takes_parsed_toml() -> None:
     keys = parse_keys({"owner": {"token_sha256": token_hash("o")}})
     assert isinstance(keys, Keys) and keys.apps == () and keys.authenticate("o") == OWNER
+
+
+def test_the_shipped_example_keys_file_parses_and_matches_its_demo_tokens() -> None:
+    keys = load_keys(Path(__file__).resolve().parents[2] / "examples" / "agent" / "keys.example.toml")
+    assert keys.authenticate("demo-owner-token-change-me") == OWNER
+    recipes = keys.authenticate("demo-recipes-token-change-me")
+    assert recipes is not None and recipes.name == "recipes" and recipes.users == {"alice", "bob"}
+    finance = keys.authenticate("demo-finance-token-change-me")
+    assert finance is not None and finance.users == {"alice"}
