@@ -16,6 +16,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from runtime_fixtures import (
     BACKENDS,
     as_fractions,
@@ -107,3 +109,64 @@ def test_a_charge_debits_every_scope_or_none(backend: str, tmp_path: Path) -> No
     with pytest.raises(InputError, match="also"):
         app.charge_and_record(_request(Fraction(1, 3)), also=(app.key,))
     store.close()
+
+
+def test_interface_change_carries_or_refuses_on_every_backend(backend: str, tmp_path: Path) -> None:
+    """The store primitives behind interface evolution (rebind, meta rows, carried caps)."""
+    if backend == "memory":
+        pytest.skip("an in-process store does not outlive its runtime")
+    agent, memory = copy_example(tmp_path)
+    url = store_url(backend, tmp_path)
+    runtime = open_runtime(agent, memory, url)
+    for query in QUERIES:
+        runtime.turn("alice", "recipes", "i", query)
+    spent = ledger_table(runtime, "alice")
+    runtime.close()
+    interface = tmp_path / "interface.toml"
+    original = interface.read_text()
+    interface.write_text(original.replace("group = [1, 2, 3, 4, 5, 6]\ncap = 2", 'group = [1, 2, 3, 4, 5, 6]\ncap = "3/2"'))
+    runtime = open_runtime(agent, memory, url)  # cap lowered: safe, carried over
+    assert ledger_table(runtime, "alice") == spent and runtime.epochs()[-1]["reason"] == "carried over"
+    caps = {row["scope"]["app"]: row["caps"] for row in runtime.ledgers("alice")}
+    assert caps["recipes"]["diabetes"] == "3/2" and caps[None]["diabetes"] == "3/1"
+    runtime.close()
+    interface.write_text(original.replace("group = [1, 2, 3, 4, 5, 6]\ncap = 2", "group = [1, 2, 3, 4, 5, 6]\ncap = 3"))
+    with pytest.raises(InputError, match="cap-raised"):
+        open_runtime(agent, memory, url)
+    runtime = open_runtime(agent, memory, url, new_epoch="raise the diabetes cap")
+    assert runtime.epoch == 1 and ledger_table(runtime, "alice") == spent  # epoch 0 kept as recorded
+    runtime.close()
+
+
+_QUERY = st.sampled_from([*QUERIES, "Plan my weeknight evenings", "tell me a joke"])
+
+
+@settings(max_examples=25)
+@given(
+    turns=st.lists(st.tuples(st.sampled_from(["a1", "a2", "a3"]), st.sampled_from(["x", "y"]), _QUERY), max_size=40),
+    user_cap=st.sampled_from([Fraction(1), Fraction(5, 2), Fraction(3), Fraction(6)]),
+    seed=st.integers(0, 2**16),
+)
+def test_property_every_scope_within_its_cap(
+    turns: list[tuple[str, str, str]], user_cap: Fraction, seed: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Any sequence of turns of several applications and interactions: every scope's
+    ledger equals the exact sum of its charges and stays within its cap; the per-user
+    ledger is the sum over the applications and stays within U_a."""
+    folder = tmp_path_factory.mktemp("prop")
+    agent, memory = copy_example(folder)
+    caps = {"diabetes": user_cap, "debt": user_cap}
+    runtime = open_runtime(agent, memory, "memory:", user_caps=caps, seed=seed)
+    for app, interaction, query in turns:
+        turn = runtime.turn("alice", app, interaction, query)
+        assert all(Fraction(v) >= 0 for v in turn.remaining.values())
+    table = ledger_table(runtime, "alice")
+    apps = {app for app, _, _ in turns}
+    for app in apps:
+        assert table[(0, app)] == charged(runtime, "alice", app)
+        assert all(value <= B for value in table[(0, app)].values())
+    if apps:
+        user = table[(0, None)]
+        assert user == {a: sum((table[(0, app)][a] for app in apps), Fraction(0)) for a in user}
+        assert all(value <= user_cap for value in user.values())
+    runtime.close()

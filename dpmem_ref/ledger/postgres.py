@@ -52,7 +52,7 @@ from dpmem_ref.ledger.postgres_schema import (
     SCHEMA_LOCK,
     describe_postgres_error,
     locked_ledgers,
-    rebind_sessions,
+    rebind_database,
 )
 from dpmem_ref.ledger.records import LoadCache, decode_release, encode_turn, release_values
 from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, grouped_ledgers
@@ -238,21 +238,7 @@ class PostgresLedgerStore:
         check_fingerprint(fingerprint)
         rows = {check_meta_key(k): str(v) for k, v in meta.items()}
 
-        def work(connection: psycopg.Connection[Any]) -> None:
-            connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            found = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'fingerprint' FOR UPDATE").fetchone()
-            stored = None if found is None else str(found[0])
-            if stored != expected:
-                raise interface_mismatch(self.name, stored or "", fingerprint)
-            with connection.cursor() as cursor:
-                cursor.executemany(
-                    "INSERT INTO dpmem_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = %s",
-                    [(k, v, v) for k, v in sorted({**rows, "fingerprint": fingerprint}.items())],
-                )
-            if caps_for is not None:
-                rebind_sessions(connection, caps_for)
-
-        self.run(work)
+        self.run(lambda connection: rebind_database(connection, self.name, expected, fingerprint, rows, caps_for))
 
     def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
         rows = self.run(

@@ -100,6 +100,32 @@ def locked_ledgers(
     return spent, caps
 
 
+def rebind_database(
+    connection: psycopg.Connection[Any],
+    name: str,
+    expected: str | None,
+    fingerprint: str,
+    rows: Mapping[str, str],
+    caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None,
+) -> None:
+    """`PostgresLedgerStore.rebind` in its transaction: compare-and-set the fingerprint,
+    write the meta rows, carry the sessions' ledgers over (`rebind_sessions`)."""
+    from dpmem_ref.ledger.contract import interface_mismatch
+
+    connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+    found = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'fingerprint' FOR UPDATE").fetchone()
+    stored = None if found is None else str(found[0])
+    if stored != expected:
+        raise interface_mismatch(name, stored or "", fingerprint)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO dpmem_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = %s",
+            [(k, v, v) for k, v in sorted({**rows, "fingerprint": fingerprint}.items())],
+        )
+    if caps_for is not None:
+        rebind_sessions(connection, caps_for)
+
+
 def rebind_sessions(
     connection: psycopg.Connection[Any], caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None]
 ) -> None:
