@@ -146,13 +146,15 @@ class Gate:
         except _BodyTooLarge:
             await _respond(send, 413, error_body(f"request body over {MAX_BODY_BYTES} bytes"))
             return
+        if disconnect is not None:  # the client left before its body was complete: nothing to serve
+            return
         replayed = {"done": False}
 
         async def replay() -> Message:
             if not replayed["done"]:
                 replayed["done"] = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            return disconnect if disconnect is not None else await receive()
+            return await receive()
 
         await self.app(scope, replay, send)
 

@@ -156,6 +156,8 @@ def test_a_body_over_the_bound_is_413_and_runtime_input_errors_are_422(served: A
     with server.client() as client:
         huge = client.post("/v1/turns", headers=auth(tokens["recipes"]), content=b"x" * 70_000)
         assert huge.status_code == 413 and huge.json()["error"] == "request body over 65536 bytes"
+        chunked = client.post("/v1/turns", headers=auth(tokens["recipes"]), content=iter([b"x" * 40_000] * 2))
+        assert chunked.status_code == 413  # no Content-Length: counted while it is read
         unknown = client.delete("/v1/users/alice/memory/no-such-item", headers=auth(tokens["owner"]))
         assert unknown.status_code == 422
         assert unknown.json() == {"error": "item_id: expected the id of one of this user's memory items", "field": "item_id"}
