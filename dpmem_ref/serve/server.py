@@ -19,7 +19,8 @@ import sys
 import threading
 from typing import Any
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.errors import InputError, one_line
+from dpmem_ref.ledger.contract import LedgerStoreError
 
 MAX_CONNECTIONS = 256
 """Concurrent connections one replica accepts before answering 503 (bounded work)."""
@@ -95,7 +96,10 @@ def serve_one(args: argparse.Namespace) -> int:
     from dpmem_ref.runtime import AgentRuntime
 
     _configure_logging()
-    runtime = AgentRuntime.open(args.config, memory=args.memory, store_url=args.store_url, llm=args.llm, seed=args.seed)
+    try:
+        runtime = AgentRuntime.open(args.config, memory=args.memory, store_url=args.store_url, llm=args.llm, seed=args.seed)
+    except LedgerStoreError as error:  # "ledger database NAME: why": the why (the name is the option's)
+        raise InputError("--store-url", "a ledger store that opens", one_line(str(error)).rsplit(": ", 1)[-1]) from None
     runtime.channel = SerialChannel(runtime.channel)
     try:
         sock = bind(args.host, args.port)

@@ -120,3 +120,12 @@ def test_tls_direct_serves_https_with_the_given_certificate(tmp_path: Path) -> N
             assert turn.status_code == 200
         with pytest.raises(httpx.TransportError):  # plain HTTP on the TLS port gets no answer
             httpx.get(server.url.replace("https://", "http://") + "/healthz", timeout=30)
+
+
+@pytest.mark.parametrize("url", ["postgresql://u:secretpw@/db?host=/nonexistent-dir", "sqlite:///nonexistent-dir/ledgers.db"])
+def test_a_ledger_store_that_does_not_open_is_one_line_exit_2_without_its_password(tmp_path: Path, url: str) -> None:
+    keys, _ = write_keys(tmp_path)
+    code, out, err = dpmem("serve", str(AGENT), "--keys", str(keys), "--store-url", url, "--port", "0")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith("dpmem: error: --store-url: expected a ledger store that opens, found '")
+    assert "secretpw" not in err and "internal error" not in err
