@@ -117,7 +117,7 @@ class LiveServer:
         raise AssertionError(f"dpmem serve did not start: {self.log_text()[-2000:]}")
 
     def client(self, timeout: float = 60.0) -> Any:
-        return httpx.Client(base_url=self.url, timeout=timeout)
+        return httpx.Client(base_url=self.url, timeout=timeout, trust_env=False)  # loopback: never a proxy
 
     def stop(self) -> int:
         """SIGTERM (graceful), bounded; SIGKILL after STOP_TIMEOUT_S. The exit status."""

@@ -85,7 +85,7 @@ def test_replicas_start_with_one_command_share_the_ledger_and_stop_together(tmp_
         assert len(urls) == 2 and urls[0] != urls[1], text
         spent = []
         for base in urls:
-            with httpx.Client(base_url=base, timeout=60) as client:
+            with httpx.Client(base_url=base, timeout=60, trust_env=False) as client:
                 body = {"user": "alice", "interaction": base[-5:], "query": "Help me with my budget and bills"}
                 answer = client.post("/v1/turns", headers=auth(tokens["recipes"]), json=body)
                 assert answer.status_code == 200, answer.text
@@ -114,12 +114,12 @@ def test_tls_direct_serves_https_with_the_given_certificate(tmp_path: Path) -> N
     with server:
         assert server.url.startswith("https://127.0.0.1:")
         trusted = ssl.create_default_context(cafile=str(cert))  # the self-signed certificate only
-        with httpx.Client(base_url=server.url, verify=trusted, timeout=60) as client:
+        with httpx.Client(base_url=server.url, verify=trusted, timeout=60, trust_env=False) as client:
             assert client.get("/healthz").json() == {"status": "ok"}
             turn = client.post("/v1/turns", headers=auth(tokens["recipes"]), json={"user": "alice", "interaction": "t", "query": "hi"})
             assert turn.status_code == 200
         with pytest.raises(httpx.TransportError):  # plain HTTP on the TLS port gets no answer
-            httpx.get(server.url.replace("https://", "http://") + "/healthz", timeout=30)
+            httpx.get(server.url.replace("https://", "http://") + "/healthz", timeout=30, trust_env=False)
 
 
 @pytest.mark.parametrize("url", ["postgresql://u:secretpw@/db?host=/nonexistent-dir", "sqlite:///nonexistent-dir/ledgers.db"])
