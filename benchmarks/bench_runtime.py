@@ -36,6 +36,7 @@ from dpmem_ref.runtime import AgentRuntime  # noqa: E402
 from dpmem_ref.runtime.tagger import slot_tags  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "agent"
+TEXT = "I check my glucose after lunch and money is tight."
 FREE_TEXT = {
     "affordable-dinner": "What should I cook for dinner tonight?",
     "checkup-reminder": "Any advice before my doctor check-up?",
@@ -105,14 +106,13 @@ def main() -> int:
             folder = Path(name)
             runtime, runtime_samples = runtime_turns(folder, args.turns, encoder=False)
             kernel_samples = kernel_turns(folder, runtime, args.turns)
-            text = "I check my glucose after lunch and money is tight."
             tags = slot_tags(runtime.interface, "food")
             tagger = runtime.memory._tag  # noqa: SLF001  # the trusted tagger the memory uses
             rows = {
                 "DurableSession.run_turn (SQLite)": kernel_samples,
                 "AgentRuntime.turn (echo, SQLite, 2 scopes)": runtime_samples,
-                "router (keywords)": timed(2000, lambda n: runtime.router.route(FREE_TEXT["budget-review"])),
-                "tagger (rules)": timed(2000, lambda n: tagger("food", text)),
+                "router (keywords)": timed(2000, lambda n, r=runtime.router: r.route(FREE_TEXT["budget-review"])),
+                "tagger (rules)": timed(2000, lambda n, t=tagger: t("food", TEXT)),
             }
             runtime.close()
             for key, samples in rows.items():
@@ -128,7 +128,7 @@ def main() -> int:
 
             encoder_tagger = Tagger(embedder=MiniLMEmbedder())
             encoder_tagger.tag("warm-up", tags)
-            best["tagger (MiniLM)"] = summary(timed(20, lambda n: encoder_tagger.tag(f"{text} {n}", tags)))
+            best["tagger (MiniLM)"] = summary(timed(20, lambda n: encoder_tagger.tag(f"{TEXT} {n}", tags)))
             runtime.close()
     width = max(len(k) for k in best)
     print(f"{'per call':<{width}}  median ms    p95 ms   ({args.turns} turns, best of {args.repeats})")
