@@ -16,6 +16,7 @@ on the other one, as a load balancer would. Bounded: a fixed list of turns per c
 from __future__ import annotations
 
 import json
+import re
 import threading
 import tomllib
 from collections import Counter
@@ -23,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -176,3 +178,32 @@ def test_two_replicas_one_killed_mid_request_no_overrun_no_uncharged_release(tmp
     assert found["overruns"] == 0 and found["uncharged"] == 0, (found, f"{clients.lost} requests died with the replica")
     assert found["charged_received"] > 0, found  # the run did release charged views
     assert not any(m in str(clients.received) for m in markers)
+
+
+def test_a_ledger_store_that_refuses_is_a_503_one_line_then_service_resumes(tmp_path: Path) -> None:
+    psycopg = pytest.importorskip("psycopg", reason="extra postgres not installed")
+    url = postgres_server.new_database()
+    found = re.search(r"search_path=(\w+)", unquote(url))
+    assert found is not None
+    table = f"{found.group(1)}.dpmem_ledgers"
+    keys, tokens = write_keys(tmp_path)
+    memory, markers = marked_memory(tmp_path)
+    body = {"user": "alice", "interaction": "down", "query": DINNER}
+
+    def owner_of_ledgers(role: str) -> None:  # as the superuser: the ledger role loses (regains) the table
+        with psycopg.connect(postgres_server.server().get_uri(), dbname=postgres_server.SHARED, autocommit=True) as admin:
+            admin.execute(f"ALTER TABLE {table} OWNER TO {role}")
+
+    with LiveServer(tmp_path, keys, memory, url) as server, server.client() as client:
+        assert client.post("/v1/turns", headers=auth(tokens["recipes"]), json=body).status_code == 200
+        try:
+            owner_of_ledgers("postgres")
+            down = client.post("/v1/turns", headers=auth(tokens["recipes"]), json=body)
+        finally:
+            owner_of_ledgers(postgres_server.ROLE)
+        assert down.status_code == 503 and down.json() == {"error": "ledger store unavailable", "field": None}
+        again = client.post("/v1/turns", headers=auth(tokens["recipes"]), json=body)
+        assert again.status_code == 200, again.text
+    log = server.log_text()
+    assert "ERROR dpmem.serve: ledger store: " in log and postgres_server.PASSWORD not in log
+    assert not any(m in log or m in down.text for m in markers)
