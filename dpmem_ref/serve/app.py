@@ -15,8 +15,9 @@ error is `{"error": ..., "field": ...}` on one line.
 
 Concurrency: routes run in a thread pool. Turns of one (user, application) scope are
 serialised (one lock per scope: the scope's history grows in one order, as in one chat);
-turns of different scopes run in parallel, each charging through the ledger store's own
-transaction (C5 is re-checked on the committed ledgers, as between replicas). The LLM
+turns of different scopes run in parallel (the runtime is thread-safe for that; each charge
+goes through the ledger store's own transaction, C5 re-checked on the committed ledgers, as
+between replicas). The LLM
 channel is called by one thread at a time (`SerialChannel`, installed by `serve_one`).
 """
 

@@ -129,3 +129,20 @@ def test_a_ledger_store_that_does_not_open_is_one_line_exit_2_without_its_passwo
     assert (code, out) == (2, "") and err.count("\n") == 1, err
     assert err.startswith("dpmem: error: --store-url: expected a ledger store that opens, found '")
     assert "secretpw" not in err and "internal error" not in err
+
+
+def test_without_the_serve_extra_the_command_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys, _ = write_keys(tmp_path)
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if the extra were not installed
+    assert dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0") == (
+        2,
+        "",
+        "dpmem: error: dpmem serve: expected the serve extra (pip install 'dpmem-ref[serve]'), found 'uvicorn missing'\n",
+    )
+
+
+def test_dpmem_and_the_serve_package_import_no_web_framework() -> None:
+    probe = "import sys, dpmem_ref.cli, dpmem_ref.serve, dpmem_ref.serve.cli, dpmem_ref.serve.keys; "
+    probe += "print(sorted(m for m in ('fastapi', 'starlette', 'uvicorn', 'pydantic') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
