@@ -1,5 +1,6 @@
 """Two `dpmem serve` replicas on one PostgreSQL ledger, concurrent clients, one replica
-SIGKILLed while requests to it are in flight; then an independent check that reads the
+SIGKILLed while requests to it are in flight (then restarted on the same ledger); then an
+independent check that reads the
 ledger tables directly (plain SQL, exact Fractions; no dpmem code) and finds:
 - 0 overruns: in every scope, the admitted charges, summed in commit order, never pass the
   cap, and the stored ledger equals that sum (the per-user scope: the sum over the user's
@@ -170,10 +171,15 @@ def test_two_replicas_one_killed_mid_request_no_overrun_no_uncharged_release(tmp
             clients.kill_replica_0_mid_request()
             for future in futures:
                 future.result()
+        replicas[0] = LiveServer(tmp_path, keys, memory, url, seed=None).start()  # the killed replica comes back
+        with replicas[0].client() as client:
+            back = client.post("/v1/turns", headers=auth(tokens["recipes"]), json={"user": "bob", "interaction": "back", "query": DINNER})
+        assert back.status_code == 200, back.text
+        clients.received.append(("bob", "recipes", back.json()))
     finally:
         for replica in replicas:
             replica.stop()
-    assert len(clients.received) == CLIENTS * TURNS_PER_CLIENT
+    assert len(clients.received) == CLIENTS * TURNS_PER_CLIENT + 1
     found = independent_check(url, clients.received)
     assert found["overruns"] == 0 and found["uncharged"] == 0, (found, f"{clients.lost} requests died with the replica")
     assert found["charged_received"] > 0, found  # the run did release charged views
