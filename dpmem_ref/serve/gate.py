@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from dpmem_ref.serve.keys import Keys, Principal
-from dpmem_ref.serve.models import MAX_BODY_BYTES
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -30,6 +29,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+MAX_BODY_BYTES = 65_536
+"""A request body past this is refused with 413 before it is parsed."""
 PRINCIPAL = "dpmem.principal"
 """The ASGI scope key holding the authenticated Principal of a /v1/ request."""
 PROTECTED_PREFIX = "/v1/"

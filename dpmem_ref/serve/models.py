@@ -11,12 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dpmem_ref.runtime.agent import MAX_QUERY_CHARS  # the runtime's bounds, one source
+from dpmem_ref.runtime.memory import MAX_TEXT_CHARS as MAX_MEMORY_TEXT_CHARS
+
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 """User, interaction and item ids (the keys file's NAME, anchored for JSON Schema)."""
-MAX_QUERY_CHARS = 4096
-MAX_MEMORY_TEXT_CHARS = 16_384
-MAX_BODY_BYTES = 65_536
-"""A request body past this is refused with 413 before it is parsed."""
 
 
 class _Strict(BaseModel):
