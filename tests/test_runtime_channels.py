@@ -84,3 +84,22 @@ def test_openai_compatible_endpoint(tmp_path: Path) -> None:
         runtime.close()
     finally:
         server.shutdown()
+        server.server_close()
+    down = open_runtime(agent, memory, "memory:", llm=url)  # the server is gone: one line
+    with pytest.raises(InputError, match="reachable"):
+        down.turn("alice", "a", "i", "Budget tips please")
+
+
+def test_runtime_imports_nothing_heavy() -> None:
+    """The runtime is light: its heavy parts (torch, transformers, dpmem-eval, httpx,
+    langchain-core, sentence-transformers) load only when a backend or adapter is chosen."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dpmem_ref.runtime, dpmem_ref.runtime.langchain, dpmem_ref.cli\n"
+        "heavy = ('torch', 'transformers', 'dpmem_eval', 'httpx', 'langchain_core', 'sentence_transformers')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]"

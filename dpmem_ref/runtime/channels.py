@@ -72,6 +72,7 @@ class OpenAIBackend:
             raise InputError("--llm", "httpx for openai: (pip install 'dpmem-ref[agent]')", "it missing") from None
         self.model_id = model
         self.url = url.rstrip("/") + "/chat/completions"
+        self._httpx = httpx
         self._client = httpx.Client(timeout=timeout_s)
 
     def generate(self, batch: Sequence[list[dict[str, str]]], decoding: Any) -> list[tuple[str, int]]:
@@ -85,12 +86,18 @@ class OpenAIBackend:
                 "top_p": decoding.top_p,
                 "seed": decoding.seed,
             }
-            response = self._client.post(self.url, json=body)
+            try:
+                response = self._client.post(self.url, json=body)
+            except self._httpx.HTTPError as error:
+                raise InputError("--llm", "a reachable OpenAI-compatible endpoint", type(error).__name__) from None
             if response.status_code != 200:
                 raise InputError("--llm", "an OpenAI-compatible endpoint answering 200", response.status_code)
-            data = response.json()
-            text = data["choices"][0]["message"]["content"] or ""
-            tokens = int(data.get("usage", {}).get("completion_tokens", len(text.split())))
+            try:
+                data = response.json()
+                text = str(data["choices"][0]["message"]["content"] or "")
+                tokens = int((data.get("usage") or {}).get("completion_tokens") or len(text.split()))
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                raise InputError("--llm", "an OpenAI chat completion (choices[0].message.content)", "another answer") from None
             out.append((text, tokens))
         return out
 
