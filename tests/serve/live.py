@@ -75,10 +75,17 @@ class LiveServer:
     """One `dpmem serve` process; `start()` returns once it listens."""
 
     def __init__(
-        self, folder: Path, keys: Path, memory: Path, store_url: str, seed: int | None = 0, extra: Sequence[str] = ()
+        self,
+        folder: Path,
+        keys: Path,
+        memory: Path,
+        store_url: str,
+        seed: int | None = 0,
+        extra: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.folder, self.keys, self.memory, self.store_url, self.seed = folder, keys, memory, store_url, seed
-        self.extra = list(extra)
+        self.extra, self.env = list(extra), dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.logs: list[Path] = []
@@ -91,7 +98,7 @@ class LiveServer:
     def start(self) -> LiveServer:
         log = self.folder / f"server-{len(self.logs)}-{secrets.token_hex(3)}.log"
         self.logs.append(log)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1", **self.env}
         with log.open("wb") as sink:
             self.process = subprocess.Popen(self.command(), stdout=subprocess.PIPE, stderr=sink, env=env, cwd=self.folder)
         self.url = self._wait_ready()

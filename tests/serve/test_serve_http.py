@@ -238,8 +238,10 @@ def test_no_memory_text_or_token_in_any_response_or_log_line(tmp_path: Path) -> 
     keys, tokens = write_keys(tmp_path)
     memory, markers = marked_memory(tmp_path)
     secret = f"SECRET{secrets.token_hex(8)}"
+    ledger_key = f"ledger-key-{secrets.token_hex(16)}"  # the ledger chain's HMAC key (docs/durability.md)
     bodies: list[str] = []
-    with LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}") as server, server.client() as client:
+    store = f"sqlite:///{tmp_path / 'ledgers.db'}"
+    with LiveServer(tmp_path, keys, memory, store, env={"DPMEM_LEDGER_KEY": ledger_key}) as server, server.client() as client:
         owner, app = auth(tokens["owner"]), auth(tokens["recipes"])
         for response in [
             client.post("/v1/users/alice/memory", headers=owner, json={"slot": "finance", "text": f"I love pasta {secret}"}),
@@ -259,7 +261,7 @@ def test_no_memory_text_or_token_in_any_response_or_log_line(tmp_path: Path) -> 
             bodies.append(response.text + str(response.headers))
     log = server.log_text()
     assert "POST /v1/turns 200" in log and "POST /v1/users/{user}/memory 201" in log  # the log is written
-    for private in [secret, *markers, "I love pasta", tokens["owner"], tokens["recipes"]]:
+    for private in [secret, *markers, "I love pasta", tokens["owner"], tokens["recipes"], ledger_key]:
         assert not any(private in body for body in bodies), private
         assert private not in log, private
     assert "Traceback" not in log and "alice" not in log  # route templates only, never the concrete path
