@@ -53,7 +53,7 @@ def test_router_reads_public_inputs_only(tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     full = open_runtime(agent, memory, "memory:")
     empty = open_runtime(agent, None, "memory:")
-    assert FreeTextRouter.reads == ("query_text", "history")
+    assert FreeTextRouter.reads == ("query_text", "history") and not FreeTextRouter.reads_private
     for text in FREE_TEXT:
         assert full.router.route(text) == empty.router.route(text)  # memory cannot move it
         assert full.turn("alice", "a", "i", text).route == empty.turn("alice", "a", "i", text).route

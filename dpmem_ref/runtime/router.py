@@ -41,7 +41,12 @@ class Route:
 class FreeTextRouter:
     """Keyword rules and/or nearest neighbour over the catalogue, with a threshold."""
 
-    reads: ClassVar[tuple[str, ...]] = ("query_text", "history")  # declared capability (C4)
+    # Declared capabilities (C4), in the kernel parts' style (dpmem_ref.parts.protocols):
+    # what `route` may be given (its signature), whether it uses the history (it does not:
+    # keyword rules and the encoder see the text only), and that it never reads memory.
+    reads: ClassVar[tuple[str, ...]] = ("query_text", "history")
+    reads_history: ClassVar[bool] = False
+    reads_private: ClassVar[bool] = False
 
     names: tuple[str, ...]
     targets: Mapping[str, str] = attrs.field(repr=False)  # query name -> text the encoder compares with
