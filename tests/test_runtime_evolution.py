@@ -177,3 +177,29 @@ def test_safe_change_exact_engine(kind: str, tmp_path: Path) -> None:
                - replay_transcript(new, store_b, history).log_probability)
     assert loss <= worst.worst.upper + mpmath.mpf("1e-30")
     runtime.close()
+
+
+def test_charge_removed_is_a_safe_route_change(tmp_path: Path) -> None:
+    """A declared charge set wider than Gamma*(R) dropped back to the minimal one (Eq. 4):
+    still complete (C2, re-checked at open), so safe; the ledgers carry over."""
+    agent, memory = copy_example(tmp_path)
+    path = tmp_path / "interface.toml"
+    original = path.read_text()
+    marker = 'positions = [1, 2, 3]\nrelevance = { blood-sugar-conscious = "1/2" }'
+    assert marker in original
+    path.write_text(original.replace(marker, marker + '\ncharge = ["diabetes", "debt"]'))
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    runtime = open_runtime(agent, memory, url)
+    before = interface_record(runtime.interface, None)
+    runtime.turn("alice", "recipes", "i", "doctor check-up")  # charges diabetes AND debt (declared)
+    spent = ledger_table(runtime, "alice")
+    assert spent[(0, "recipes")]["debt"] > 0
+    runtime.close()
+    path.write_text(original)
+    after = interface_record(load_interface_file(path).interface, None)
+    assert [(c.kind, c.safe) for c in classify(before, after)] == [("route-changed", True)]
+    runtime = open_runtime(agent, memory, url)
+    assert ledger_table(runtime, "alice") == spent
+    runtime.turn("alice", "recipes", "i", "doctor check-up")  # now charges diabetes only
+    assert ledger_table(runtime, "alice")[(0, "recipes")]["debt"] == spent[(0, "recipes")]["debt"]
+    runtime.close()

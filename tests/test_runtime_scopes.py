@@ -170,3 +170,33 @@ def test_property_every_scope_within_its_cap(
         assert user == {a: sum((table[(0, app)][a] for app in apps), Fraction(0)) for a in user}
         assert all(value <= user_cap for value in user.values())
     runtime.close()
+
+
+def test_runtime_databases_verify(backend: str, tmp_path: Path) -> None:
+    """The tamper-evident chain records multi-scope charges and rebinds: a database the
+    runtime wrote (two apps, the per-user scope, a carried-over interface change and a new
+    epoch) passes `dpmem ledger verify`'s replay."""
+    if backend == "memory":
+        pytest.skip("no chain in an in-process store")
+    from dpmem_ref.ledger.backup import verify_sqlite
+    from dpmem_ref.ledger.postgres_verify import verify_postgres
+
+    agent, memory = copy_example(tmp_path)
+    url = store_url(backend, tmp_path)
+    runtime = open_runtime(agent, memory, url)
+    for app in ("recipes", "bank"):
+        for query in QUERIES * 2:
+            runtime.turn("alice", app, "i", query)
+    runtime.close()
+    interface = tmp_path / "interface.toml"
+    original = interface.read_text()
+    interface.write_text(original.replace("K = 4", "K = 5"))  # safe: carried over
+    runtime = open_runtime(agent, memory, url)
+    runtime.turn("alice", "recipes", "j", QUERIES[0])
+    runtime.close()
+    interface.write_text(original.replace("K = 4", "K = 5").replace("cap = 2", "cap = 3", 1))  # unsafe
+    runtime = open_runtime(agent, memory, url, new_epoch="a bigger cap")
+    runtime.turn("alice", "recipes", "k", QUERIES[0])
+    runtime.close()
+    report = verify_sqlite(tmp_path / "ledgers.db") if backend == "sqlite" else verify_postgres(url)
+    assert report.problem is None, report.problem

@@ -33,7 +33,6 @@ from dpmem_ref.runtime.scopes import (
     ScopedLedgers,
     app_scope,
     check_scope_id,
-    effective_ledgers,
     parse_scope,
     remaining,
     user_scope,
@@ -337,4 +336,4 @@ class _ScopeStore:
         pass  # the runtime closes the store
 
 
-__all__ = ["AgentRuntime", "AgentTurn", "effective_ledgers"]
+__all__ = ["MAX_QUERY_CHARS", "AgentRuntime", "AgentTurn", "public_json"]
