@@ -211,6 +211,7 @@ def plan_units(
         step = epsilon.numerator * (wider // epsilon.denominator)
     table = interface.fractions(scale)
     caps = table.caps
+    assert len(units) == len(caps), "plan_units: one integer ledger per attribute (checked at the public boundary)"
     indices = charges.indices
     if interface.cap_rule.prospective:  # line 9 on exact integers (the rule's declared form)
         admitted = True
