@@ -11,7 +11,7 @@ inside the copy). A mutant is *killed* when the suite fails. An unmutated copy r
 first and must pass, so a kill is never a broken baseline.
 
 Usage:
-    .venv/bin/python scripts/mutation_check.py [--jobs 2] [--only NAME ...] [--with-tests] [--matrix] [--list]
+    .venv/bin/python scripts/mutation_check.py [--jobs 2] [--only NAME ...] [--with-tests] [--paths P ...] [--matrix] [--list]
 
 Prints one line per mutant (killed/SURVIVED, seconds, first failing tests) and the kill
 count; exits 0 iff every mutant is killed and the baseline passes.
@@ -32,154 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mutations import MUTATIONS, Mutation  # noqa: E402  (scripts/mutations.py: the mutants)
+
 COPY = ["dpmem_ref", "counterexamples", "proofs_as_tests", "tests", "examples", "conftest.py", "pyproject.toml"]
 IGNORE = shutil.ignore_patterns("__pycache__", ".hypothesis", "*.pyc", ".pytest_cache")
-
-
-@dataclass(frozen=True)
-class Mutation:
-    name: str
-    description: str
-    patches: tuple[tuple[str, str, str], ...]  # (file under dpmem_ref/, regex, replacement)
-
-
-# Patterns are regular expressions (re.MULTILINE) so that reformatting the kernel does not
-# silently disarm a mutant: each must match exactly once, or the script stops.
-# The kernel decides admission on exact integer ledgers when the cap rule declares itself
-# `prospective` (dpmem_ref/turn/plan.py); ProspectiveCap.admits is the same test on
-# Fractions (held to it by tests/test_kernel_parts_contract.py). Cap mutants patch both.
-CAP = r"return all\(ledgers\[a\] \+ epsilon <= caps\[a\] for a in charge_set\)"
-CAP_UNITS = r"if units\[i\] \+ step > caps\[i\]:"
-C5_ASSERTION = r"if strict and after\[i\] > caps\[i\]:"
-CHARGE = r"for i in indices:\n(\s*)after\[i\] \+= step"
-
-MUTATIONS: tuple[Mutation, ...] = (
-    Mutation(
-        "drop-cap-check",
-        "the prospective cap admits every selection (no L_a + eps <= B_a test)",
-        (("parts/caps.py", CAP, "return True"), ("turn/plan.py", CAP_UNITS, "if False:")),
-    ),
-    Mutation(
-        "drop-cap-check-and-assertion",
-        "no prospective check and no post-update C5 assertion",
-        (
-            ("parts/caps.py", CAP, "return True"),
-            ("turn/plan.py", CAP_UNITS, "if False:"),
-            ("turn/plan.py", C5_ASSERTION, "if False:"),
-        ),
-    ),
-    Mutation(
-        "charge-one-attribute-gamma",
-        "Gamma*(R) keeps only one of the touched attributes (incomplete charge set, C2)",
-        (
-            (
-                "policy.py",
-                r"frozenset\(a\.name for a in self\.attributes if a\.group & reads\)",
-                "frozenset(sorted(a.name for a in self.attributes if a.group & reads)[-1:])",
-            ),
-        ),
-    ),
-    Mutation(
-        "charge-one-attribute-ledger",
-        "the ledger update charges only one attribute of the charge set",
-        (("turn/plan.py", CHARGE, r"for i in indices[:1]:\n\1after[i] += step"),),
-    ),
-    Mutation(
-        "argmax-instead-of-em",
-        "the admitted selection is the highest-score view (C3)",
-        (
-            (
-                "parts/selectors.py",
-                r"return exponential_mechanism\(views, scores, epsilon, sensitivity\)",
-                "return argmax_view(views, scores)",
-            ),
-            ("parts/selectors.py", r"^from dpmem_ref\.mechanism import ", "from dpmem_ref.mechanism import argmax_view, "),
-        ),
-    ),
-    Mutation(
-        "cap-retrospective",
-        "the cap is checked as L_a < B_a instead of L_a + eps <= B_a",
-        (
-            ("parts/caps.py", CAP, "return all(ledgers[a] < caps[a] for a in charge_set)"),
-            ("turn/plan.py", CAP_UNITS, "if units[i] >= caps[i]:"),
-        ),
-    ),
-    Mutation(
-        "cap-strict",
-        "a strict L_a + eps < B_a refuses the last admissible charge",
-        (
-            ("parts/caps.py", CAP, "return all(ledgers[a] + epsilon < caps[a] for a in charge_set)"),
-            ("turn/plan.py", CAP_UNITS, "if units[i] + step >= caps[i]:"),
-        ),
-    ),
-    Mutation(
-        "eps-over-delta",
-        "EM exponents eps * u / Delta instead of eps * u / (2 Delta)",
-        (("mechanism.py", r"\(2 \* sensitivity\)", "sensitivity"),),
-    ),
-    Mutation(
-        "charge-after-sampling",
-        "the plan carries no charge; the cursor adds it only when the drawn view is released",
-        (
-            ("turn/plan.py", r"units_after: Units = tuple\(after\)", "units_after = units"),
-            (
-                "turn/planner.py",
-                r"units, scale = plan\.units_after, plan\.scale",
-                "units, scale = tuple(u + (plan.epsilon * plan.scale).numerator"
-                " if plan.admitted and n in plan.charge_set else u"
-                " for n, u in zip(self.interface.policy.attribute_names, plan.units_after, strict=True)), plan.scale",
-            ),
-        ),
-    ),
-    Mutation(
-        "fallback-depends-on-scores",
-        "an admitted selection falls back when its best internal score is below 1/2 (C4/C5)",
-        (
-            (
-                "turn/plan.py",
-                r"if hooks\.fallback is not None and hooks\.fallback\(scores\):",
-                "if max(scores) < Fraction(1, 2):",
-            ),
-        ),
-    ),
-    Mutation(
-        "ledger-in-floats",
-        "ledger values in binary floating point (units / scale as a float)",
-        (("core/ledgers.py", r"found = Fraction\(count, self\.scale\)", "found = Fraction(count / self.scale)"),),
-    ),
-    Mutation(
-        "scorer-reads-whole-slot",
-        "the scorer reads every position of the slot, not just the read set (Lemma 1)",
-        (
-            (
-                "turn/plan.py",
-                r"entry = \(store, charges\.items\(store\), \{\}\)",
-                "entry = (store, store.read(interface.policy.layout.positions_of(read.slot)), {})",
-            ),
-        ),
-    ),
-    Mutation(
-        "sampler-parity-flip",
-        "Bernoulli(exp(-gamma)) accepts on even K (the exact sampler draws the wrong law)",
-        (("mechanism.py", r"return k % 2 == 1", "return k % 2 == 0"),),
-    ),
-    # One mutant per consumer of the turn planner: each loop that drives the cursor.
-    Mutation(
-        "cursor-release-before-charge",
-        "the turn planner releases a view without moving the ledgers to the plan's charged values",
-        (("turn/planner.py", r"units, scale = plan\.units_after, plan\.scale", "units, scale = self.units, self.scale"),),
-    ),
-    Mutation(
-        "cursor-finish-drops-history",
-        "the turn planner's finish does not append the turn to the history routing and controls read",
-        (("turn/planner.py", r"frame\.history \+ \(record,\)\)", "frame.history)"),),
-    ),
-    Mutation(
-        "durable-ignores-committed-ledgers",
-        "the durable session releases on the plan's ledgers, not the ledgers its store committed",
-        (("durable.py", r"cursor = cursor\.release\(release\.view, ledgers=committed\)", "cursor = cursor.release(release.view)"),),
-    ),
-)
 
 
 @dataclass
@@ -263,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
     parser.add_argument("--only", nargs="*", default=None, help="run only these mutations")
     parser.add_argument("--with-tests", action="store_true", help="also run tests/ (the kernel unit tests)")
+    parser.add_argument(
+        "--paths", nargs="*", default=None,
+        help="run these test paths instead (e.g. the tests a mutant's description names)",
+    )
     parser.add_argument("--timeout", type=int, default=900, help="seconds per suite run")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument(
@@ -278,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.only or ()) - {m.name for m in MUTATIONS}
     if unknown:
         parser.error(f"unknown mutations {sorted(unknown)}; see --list")
-    paths = ["proofs_as_tests"] + (["tests"] if args.with_tests else [])
+    paths = args.paths or ["proofs_as_tests"] + (["tests"] if args.with_tests else [])
 
     baseline = check(None, paths, args.timeout)
     print(f"baseline: {'FAILED' if baseline.killed else 'passed'} in {baseline.seconds:.0f}s ({baseline.detail})", flush=True)

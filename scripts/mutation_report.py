@@ -39,6 +39,9 @@ def mutmut(*args: str) -> str:
     return done.stdout
 
 
+COVERAGE_SECTION = "\n## Kernel branch coverage"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="docs/mutation-report.md")
@@ -122,7 +125,11 @@ def main() -> int:
         diff = [row for row in mutmut("show", name).splitlines() if row[:1] in "+-" and row[:3] not in ("+++", "---")]
         lines += [f"- `{name}` ({status}): {verdict}", "", "  ```diff", *("  " + row for row in diff), "  ```", ""]
     out = ROOT / args.out
-    out.write_text("\n".join(lines).rstrip() + "\n")
+    kept = ""  # the hand-written kernel branch-coverage section (issue 27) survives a regeneration
+    if out.exists() and COVERAGE_SECTION in out.read_text():
+        text = out.read_text()
+        kept = text[text.index(COVERAGE_SECTION):]
+    out.write_text("\n".join(lines).rstrip() + "\n" + kept)
     print(f"mutation score: raw {raw:.1f}%, adjusted {adjusted:.1f}% ({checked} checked, {killed} killed, "
           f"{len(equivalent_here)} equivalent, {len(unexplained)} unexplained, {len(stale)} stale) -> {args.out}")
     return 0 if adjusted >= args.floor and not unexplained and not stale else 1

@@ -13,6 +13,9 @@ acceptance floors:
 
 Shares are over every test case Hypothesis ran in the generate phase, invalid ones
 included (the conservative denominator). Exit status 1 when a floor is missed.
+Then the same for the differential properties of issue 27 (tests/test_differential_*.py):
+the shapes each reaches (multi-slot turns, broken parts with strict off, over- and
+under-charged declarations, preallocated plans, fallbacks on the tape's path), with floors.
 Usage: python scripts/proof_coverage.py [extra pytest args]
 """
 
@@ -46,6 +49,27 @@ FLOORS = [
 ]
 WALL_LIMIT_S = 90.0
 
+# Issue 27: the differential properties (tests/test_differential_*.py) report the shapes
+# they reach; each floor is about half the share measured under the ci profile.
+AUDIT = "test_differential_audit.py::test_fast_audit_equals_general_search_and_the_witness_replays"
+ENGINES = "test_differential_engines.py::test_runner_durable_session_and_walker_agree_on_one_tape"
+DIFFERENTIAL_FLOORS = [
+    (AUDIT, "multi-slot turn", 30.0),
+    (AUDIT, "positive finite loss", 20.0),
+    (AUDIT, "infinite loss", 6.0),
+    (AUDIT, "preallocated plan", 6.0),
+    (AUDIT, "over-charged declaration", 1.5),
+    (AUDIT, "under-charged declaration", 5.0),
+    (AUDIT, "uncharged read", 7.0),
+    (AUDIT, "broken C2 (strict off)", 5.0),
+    (AUDIT, "broken C3 (strict off)", 10.0),
+    (AUDIT, "broken C5 (strict off)", 20.0),
+    (AUDIT, "broken C6 (strict off)", 5.0),
+    (ENGINES, "multi-slot turn on the tape's path", 7.0),
+    (ENGINES, "a fallback on the tape's path", 35.0),
+]
+DIFFERENTIAL_PATHS = ["tests/test_differential_audit.py", "tests/test_differential_engines.py"]
+
 
 def parse_statistics(output: str) -> dict[str, dict[str, float]]:
     """test id -> {event: percent}, from Hypothesis's statistics section."""
@@ -66,26 +90,37 @@ def parse_statistics(output: str) -> dict[str, dict[str, float]]:
     return stats
 
 
-def main(argv: list[str]) -> int:
+def _run(paths: list[str], argv: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
     env = dict(os.environ, HYPOTHESIS_PROFILE="ci")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "eval"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    command = [sys.executable, "-m", "pytest", "proofs_as_tests", "-q", "-p", "no:cacheprovider",
+    command = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
                "--hypothesis-show-statistics", *argv]
     start = time.perf_counter()
     completed = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
     tail = completed.stdout.strip().splitlines()[-1:] or [""]
-    print(f"pytest proofs_as_tests (profile ci): {tail[0]}  [exit {completed.returncode}]")
-    stats = parse_statistics(completed.stdout)
-    ok = completed.returncode == 0
+    print(f"pytest {' '.join(paths)} (profile ci): {tail[0]}  [exit {completed.returncode}]")
+    return completed, wall
+
+
+def _floors(stats: dict[str, dict[str, float]], floors: list[tuple[str, str, float]]) -> bool:
+    ok = True
     print(f"{'test':<75} {'event':<36} {'share':>7} {'floor':>6}  ok")
-    for test, label, floor in FLOORS:
+    for test, label, floor in floors:
         found = next((v for k, v in stats.items() if k.endswith(test)), None)
         share = (found or {}).get(label, 0.0)
         cases = int((found or {}).get("__cases__", 0))
         good = found is not None and share >= floor
         ok &= good
         print(f"{test:<75} {label:<36} {share:>6.2f}% {floor:>5.0f}%  {'yes' if good else 'NO'}  (of {cases} cases)")
+    return ok
+
+
+def main(argv: list[str]) -> int:
+    completed, wall = _run(["proofs_as_tests"], argv)
+    ok = _floors(parse_statistics(completed.stdout), FLOORS) and completed.returncode == 0
+    differential, _ = _run(DIFFERENTIAL_PATHS, argv)
+    ok &= _floors(parse_statistics(differential.stdout), DIFFERENTIAL_FLOORS) and differential.returncode == 0
     fast = wall < WALL_LIMIT_S
     ok &= fast
     print(f"wall time of the proofs suite: {wall:.1f} s (limit {WALL_LIMIT_S:.0f} s)  {'yes' if fast else 'NO'}")

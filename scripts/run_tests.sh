@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: lint and types on the kernel, the evaluation's smoke preset end to
-# end, then every pytest suite (last, so that its summary is the closing line).
+# end, then every pytest suite under coverage.py (last: its summary, then the kernel's
+# branch-coverage total, are the closing lines; the full table is runs/kernel-coverage.txt).
 # CI=true selects the derandomized Hypothesis `ci` profile (also the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,5 +22,15 @@ if [ "${DPMEM_SKIP_SMOKE:-0}" != "1" ]; then
     test -s "runs/ci-smoke/$table.md" || { echo "smoke run wrote no $table.md" >&2; exit 1; }
   done
 fi
-echo "== pytest"
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+echo "== pytest (branch coverage of dpmem_ref; floor: [tool.coverage.report] fail_under)"
+# `DPMEM_COVERAGE=0` runs pytest without coverage.py (its overhead: docs/mutation-report.md).
+if [ "${DPMEM_COVERAGE:-1}" = "1" ]; then
+  mkdir -p runs
+  "$VENV/bin/python" -m coverage run -m pytest -q -p no:cacheprovider "$@" || status=$?
+  "$VENV/bin/python" -m coverage report > runs/kernel-coverage.txt 2>&1 || coverage_status=$?
+  tail -n 3 runs/kernel-coverage.txt  # the kernel's total and, on failure, the floor it missed
+  [ "${status:-0}" = "0" ] || exit "$status"
+  [ "${coverage_status:-0}" = "0" ] || { echo "kernel branch coverage below the floor (runs/kernel-coverage.txt)" >&2; exit 1; }
+else
+  "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+fi

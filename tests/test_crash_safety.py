@@ -8,7 +8,8 @@ around the turn record) or by the harness after a random delay. Afterwards:
 - every view the worker released has a committed release row (same view) and, if it
   was a charged selection, its committed charge;
 - the committed ledgers equal the sum of the committed charges, and L_a <= B_a;
-- the store passes PRAGMA integrity_check and a new session continues the interaction.
+- the store passes PRAGMA integrity_check and `dpmem ledger verify` (the keyed chain,
+  the high-water mark), and a new session continues the interaction.
 Default run: 60 trials; `-m slow`: 240 trials.
 """
 
@@ -29,6 +30,7 @@ import pytest
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SessionSnapshot, SlotRelease, SQLiteLedgerStore
+from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.randomness import SeededRandomSource
 
 FIGURE2 = Path(__file__).resolve().parents[1] / "examples" / "figure2.toml"
@@ -98,6 +100,13 @@ def check_every_release_charged(snapshot: SessionSnapshot, caps: Mapping[str, Fr
 # --- SQLite -------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chain on, keyed (issue 21.5): forked workers inherit the key."""
+    monkeypatch.setenv("DPMEM_LEDGER_KEY", "crash-and-race-key-0123456789abcdef")
+    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
+
+
 def _worker(path: str, interaction: str, point: str | None, nth: int, seed: int, fd: int) -> None:
     loaded = load_interface_file(FIGURE2)
     maybe_die, report = kill_at(point, nth), release_reporter(fd)
@@ -149,6 +158,8 @@ def _verify(path: Path, interaction: str, released: list[list[str]]) -> None:
     snapshot = store.open_session("user", interaction, loaded.interface.caps).load()
     check_every_release_charged(snapshot, loaded.interface.caps, released)
     store.close()
+    report = verify_sqlite(path)  # the chain verifies after every kill (and reaches its mark)
+    assert report.ok, report.line()
 
 
 def _run(tmp_path: Path, trials: int, seed: int) -> Counter[str]:
@@ -182,3 +193,38 @@ def test_sigkill_240_trials(tmp_path: Path) -> None:
     print(f"\ncrash safety: 240 trials in {time.perf_counter() - started:.1f} s, outcomes {dict(sorted(outcomes.items()))}")
     assert sum(outcomes.values()) == 240
     assert set(POINTS) <= set(outcomes)
+
+
+# Issue 27: a kill at the SECOND slot of a multi-slot turn (affordable-dinner: food, then
+# finance), at every slot-level point; the rows committed by then are exactly the slots
+# whose charge transaction had committed, each charged, and a new session continues.
+SECOND_SLOT_ROWS = {
+    "slot:before-charge": 1,
+    "charge:inside": 1,  # the second charge rolls back with the kill
+    "charge:committed": 2,
+    "slot:before-release": 2,
+    "slot:released": 2,
+}
+
+
+@pytest.mark.parametrize("point", sorted(SECOND_SLOT_ROWS))
+def test_sigkill_at_the_second_slot_of_a_turn(point: str, tmp_path: Path) -> None:
+    path = tmp_path / "crash.db"
+    context = multiprocessing.get_context("fork")
+    read_fd, write_fd = os.pipe()
+    worker = context.Process(target=_worker, args=(str(path), "second-slot", point, 2, 7, write_fd))
+    worker.start()
+    os.close(write_fd)
+    worker.join(timeout=120)
+    released = read_released(read_fd)
+    assert worker.exitcode == -signal.SIGKILL  # killed at the point's 2nd hit: the 2nd slot
+    _verify(path, "second-slot", released)
+    loaded = load_interface_file(FIGURE2)
+    store = SQLiteLedgerStore(path)
+    snapshot = store.open_session("user", "second-slot", loaded.interface.caps).load()
+    assert [r.slot for r in snapshot.releases] == ["food", "finance"][: SECOND_SLOT_ROWS[point]]
+    assert [r.index for r in snapshot.releases] == [0, 1][: SECOND_SLOT_ROWS[point]]
+    assert snapshot.history == ()  # the turn was never recorded
+    session = DurableSession.open(loaded.interface, store, "user", "second-slot", loaded.store("M"), SeededRandomSource(0))
+    assert session.run_turn("affordable-dinner").record.query == "affordable-dinner"
+    store.close()

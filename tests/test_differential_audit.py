@@ -1,0 +1,185 @@
+"""Issue 27 (class 3): the fast audit vs the general search vs the replayed witness, as a
+property over generated interfaces, not on one hand-written example.
+
+The ledger programme (`dpmem_ref.analysis.ledger`, the `auto` search wherever it applies)
+and the general memoized search (`dpmem_ref.analysis.general`) must give the same exact
+loss interval in both directions; each direction's witness, replayed under both stores
+(`replay_transcript`), must reach that loss. The generated interfaces are multi-slot,
+with over- and under-charged declared charge sets, uncharged reads, preallocated plans,
+and, with strict off, the contract-breaking parts the auditor meets in deployments:
+NoCap (C5), the argmax selector (C3) and controls that read private data (C6).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import attrs
+import mpmath
+from hypothesis import event, example, given, target
+from hypothesis import strategies as st
+
+from dpmem_ref import (
+    Attribute,
+    FallbackControl,
+    Layout,
+    LinearTagScorer,
+    LinearWeights,
+    MemoryItem,
+    NoControl,
+    Policy,
+    PreallocatedBudget,
+    Query,
+    Store,
+    View,
+    Vocabulary,
+)
+from dpmem_ref.analysis import ledger as ledger_programme
+from dpmem_ref.analysis import replay_transcript, worst_case_loss
+from dpmem_ref.interface import ArgmaxSelector, Interface, NoCap, RawEvidenceControl, SlotRead, TopScoreControl
+from proofs_as_tests.strategies import BudgetStatusControl, Case, Channel, QueryStrategy, cases
+
+CONTROLS = {
+    "fallback": FallbackControl(),
+    "none": NoControl(),
+    "budget": BudgetStatusControl(),
+    "raw-evidence": RawEvidenceControl(),  # reads private data (C6): strict off only
+    "top-score": TopScoreControl(),  # reads internal scores (C3/C6): strict off only
+}
+
+
+def _under_charged(interface: Interface, read: SlotRead, draw: st.DrawFn) -> SlotRead:
+    """A declared charge set that misses one attribute of Gamma*(R) (breaks C2)."""
+    required = sorted(interface.policy.gamma_star(read.positions))
+    if not required:
+        return read
+    dropped = draw(st.sampled_from(required))
+    return attrs.evolve(read, charge=frozenset(required) - {dropped})
+
+
+@st.composite
+def audited(draw: st.DrawFn) -> tuple[Interface, Case, bool, int]:
+    """A generated deployment, possibly broken, that the ledger programme applies to."""
+    case = draw(cases(adaptive=False, max_horizon=3))
+    interface = case.interface
+    control = draw(st.sampled_from(sorted(CONTROLS)))
+    changes: dict[str, object] = {"control": CONTROLS[control]}
+    broken = set()
+    if control in ("raw-evidence", "top-score"):
+        broken.add("C6")
+    if draw(st.integers(0, 3)) == 0:
+        changes["cap_rule"] = NoCap()
+        broken.add("C5")
+    if draw(st.integers(0, 4)) == 0:
+        changes["selector"] = ArgmaxSelector()
+        broken.add("C3")
+    if draw(st.integers(0, 3)) == 0:
+        queries = tuple(
+            attrs.evolve(q, reads=tuple(_under_charged(interface, r, draw) if draw(st.booleans()) else r for r in q.reads))
+            for q in interface.queries
+        )
+        if queries != interface.queries:
+            changes["queries"] = queries
+            broken.add("C2")
+    interface = attrs.evolve(interface, **changes)  # type: ignore[arg-type]
+    strict = not broken
+    for code in sorted(broken):
+        event(f"broken {code} (strict off)")
+    horizon = draw(st.integers(1, 5))
+    return interface, case, strict, horizon
+
+
+def _pruning_trap() -> tuple[Interface, Case, bool, int]:
+    """A known hard shape for the ledger programme (its dominance pruning is sound for
+    one-slot turns only): "both" reads x (charged {a, b}) then y (charged {b}, the only
+    position the stores differ at); "spend" charges a alone and releases the same law
+    under both stores; "pass" is uncharged. At T = 3 the worst strategy first spends a
+    (a zero-loss move that only raises a ledger), so that "both" keeps refusing x and
+    admits y twice: 2 differing releases instead of 1."""
+    layout = Layout(position_slots=("x", "y", "z", "w"))
+    policy = Policy(
+        layout=layout,
+        attributes=(Attribute("a", frozenset({1, 3}), Fraction(1)), Attribute("b", frozenset({1, 2}), Fraction(2))),
+    )
+    vocabularies = tuple(
+        Vocabulary(slot=s, views=(View(f"{s}-generic"), View(f"{s}-t", compatible=frozenset({"t"}))), generic=f"{s}-generic")
+        for s in ("x", "y", "z", "w")
+    )
+    queries = (
+        Query(name="both", text="both", reads=(SlotRead("x", frozenset({1})), SlotRead("y", frozenset({2})))),
+        Query(name="spend", text="spend", reads=(SlotRead("z", frozenset({3})),)),
+        Query(name="pass", text="pass", reads=(SlotRead("w", frozenset({4})),)),
+    )
+    interface = Interface(
+        policy=policy,
+        vocabularies=vocabularies,
+        queries=queries,
+        scorer=LinearTagScorer(weights=LinearWeights(Fraction(0), Fraction(1), Fraction(0)), declared_sensitivity=Fraction(1)),
+        budget=PreallocatedBudget.from_mapping({"a": 1, "b": 2}),  # eps = 1 for every charged read
+        control=FallbackControl(),
+        name="pruning-trap",
+    )
+    store_a = Store.from_mapping(layout, {2: MemoryItem(tags=frozenset({"t"}))}, name="M")
+    store_b = Store.from_mapping(layout, {}, name="M'")
+    case = Case(interface, store_a, store_b, "b", QueryStrategy(kind="fixed", sequence=("both",)), Channel(kind="constant"), 3)
+    return interface, case, True, 3
+
+
+def _report_shape(interface: Interface) -> None:
+    policy = interface.policy
+    reads = [r for q in interface.queries for r in q.reads]
+    if any(len(q.reads) > 1 for q in interface.queries):
+        event("multi-slot turn")
+    if any(not policy.gamma_star(r.positions) and r.charge is None for r in reads):
+        event("uncharged read")
+    if any(r.charge is not None and r.charge > policy.gamma_star(r.positions) for r in reads):
+        event("over-charged declaration")
+    if any(r.charge is not None and not policy.gamma_star(r.positions) <= r.charge for r in reads):
+        event("under-charged declaration")
+    if isinstance(interface.budget, PreallocatedBudget):
+        event("preallocated plan")
+
+
+def _check_witness(interface: Interface, case: Case, strict: bool, direction: object, forward: bool) -> None:
+    witness = direction.witness  # type: ignore[attr-defined]
+    value = direction.value  # type: ignore[attr-defined]
+    first, second = (case.store_a, case.store_b) if forward else (case.store_b, case.store_a)
+    # The witness is a transcript of its own side, controls included: replayed under the
+    # other store with the same controls (they are equal wherever the loss is finite).
+    side = "a" if forward else "b"
+    on_first = replay_transcript(interface, first, witness, control_side=side, strict=strict)
+    on_second = replay_transcript(interface, second, witness, control_side=side, strict=strict)
+    if value.is_impossible:
+        return
+    assert on_first.log_probability > mpmath.mpf("-inf")  # the witness is a transcript of its own side
+    if value.is_infinite:
+        assert on_second.log_probability == mpmath.mpf("-inf")
+        return
+    ratio = on_first.log_probability - on_second.log_probability
+    slack = mpmath.mpf(10) ** -30
+    assert direction.lower - slack <= ratio <= direction.upper + slack  # type: ignore[attr-defined]
+
+
+@example(_pruning_trap())
+@given(audited())
+def test_fast_audit_equals_general_search_and_the_witness_replays(drawn: tuple[Interface, Case, bool, int]) -> None:
+    interface, case, strict, horizon = drawn
+    assert ledger_programme.applies(interface, strict)  # else "auto" would be the general search
+    _report_shape(interface)
+    fast = worst_case_loss(interface, case.store_a, case.store_b, horizon, strict=strict)
+    slow = worst_case_loss(interface, case.store_a, case.store_b, horizon, strict=strict, search="general")
+    assert slow.fixed_point is None
+    for mine, theirs in ((fast.a_over_b, slow.a_over_b), (fast.b_over_a, slow.b_over_a)):
+        assert mine.value.is_infinite == theirs.value.is_infinite
+        assert mine.value.is_impossible == theirs.value.is_impossible
+        if mine.value.is_finite:
+            assert (mine.lower, mine.upper) == (theirs.lower, theirs.upper)
+    if fast.worst.value.is_infinite:
+        event("infinite loss")
+    elif fast.worst.upper > 0:
+        event("positive finite loss")
+        cap = min(a.cap for a in interface.policy.attributes)
+        target(float(fast.worst.upper) / float(cap), label="loss / min cap")
+    for engine in (fast, slow):
+        _check_witness(interface, case, strict, engine.a_over_b, forward=True)
+        _check_witness(interface, case, strict, engine.b_over_a, forward=False)
