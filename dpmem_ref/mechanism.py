@@ -273,8 +273,10 @@ def bernoulli_exp_minus(gamma: Fraction, source: RandomSource) -> bool:
     Pr[K odd] = exp(-gamma). For gamma > 1, exp(-gamma) = exp(-1)^floor(gamma) *
     exp(-(gamma - floor(gamma))).
     """
-    if isinstance(gamma, bool) or not isinstance(gamma, Fraction | int) or gamma < 0:
-        raise InputError("gamma", "a non-negative exact rational (Fraction or int)", gamma)
+    if isinstance(gamma, bool) or not isinstance(gamma, Fraction | int):
+        raise InputError("gamma", "a non-negative exact rational (Fraction or int)", type(gamma).__name__)
+    if gamma < 0:
+        raise InputError("gamma", "a non-negative rational", gamma)
     return _bernoulli_exp_minus_split(*_split_gamma(gamma), source)
 
 
