@@ -298,6 +298,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("dpmem: interrupted")
         return 130
+    except OSError as error:  # e.g. a path too long for the file system: bad input, one line
+        # strerror only: the path itself may be huge or hold a secret (a store URL), so it is not echoed.
+        _say(f"dpmem: error: a path given on the command line cannot be used: {error.strerror or type(error).__name__}")
+        return EXIT_BAD_INPUT
     except (Exception, RecursionError) as error:  # noqa: BLE001  # never a traceback (issue 13.4)
         # The type and where it was raised, never its message: a message may quote a value.
         _say(f"dpmem: error: internal error {type(error).__name__} at {_origin(error)}; please report it")

@@ -79,3 +79,15 @@ def test_dpmem_eval_version_and_bare_help():
     assert _eval(["--version"]) == (0, f"dpmem-eval {dpmem_eval.__version__}\n")
     code, out = _eval([])
     assert code == 0 and out.startswith("usage: dpmem-eval") and "run" in out
+
+
+def test_an_unusable_path_is_one_line_of_bad_input_not_an_internal_error(tmp_path, capsys):
+    """A 5,000-character file name (ENAMETOOLONG) is the user's input, named as such, exit 2;
+    the path itself is not echoed."""
+    from dpmem_ref.cli import main
+
+    long_name = str(tmp_path / ("a" * 5000))
+    for argv in (["ledger", "verify", long_name], ["ledger", "backup", long_name, str(tmp_path / "b.sqlite")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "internal error" not in err and "a" * 100 not in err
