@@ -12,9 +12,13 @@ Classes:
 - bounds: special files (FIFO, /dev/zero, directory, /dev/stdin), oversized files, query
   files at and past the line limit, z3-heavy sensitivity proofs, deep nesting;
 - tracebacks: coprime caps (ledger digits), huge keys and integers, non-UTF-8 names and
-  contents, newlines and NULs in arguments, bad seeds, name-too-long and symlink loops.
+  contents, newlines and NULs in arguments, bad seeds, name-too-long and symlink loops;
+- toml: the TOML pre-scan (issue 21): a 200 KB table header of 100,000 dotted parts (over
+  60 s to parse before the pre-scan), dotted keys and inline-table keys, nesting past the
+  depth limit, more keys than the limit; each run through `dpmem check` and `dpmem-eval run
+  --config`, and the in-process pre-scan and parse time of each printed beside it.
 
-Usage: python benchmarks/adversarial_inputs.py [--quick]
+Usage: python benchmarks/adversarial_inputs.py [--quick] [--only CLASS ...]
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from tests.test_hygiene_bounds import coprime_caps  # noqa: E402  # the same cop
 
 FIGURE2 = (ROOT / "examples" / "figure2.toml").read_text()
 MARK = "SECRETMARK-7f3a"
+CLASSES = ("hygiene", "bounds", "tracebacks", "toml")
 
 
 @attrs.frozen
@@ -50,7 +55,12 @@ class Outcome:
 
 def run(argv: list[str | bytes], timeout: float = 180) -> tuple[int, bytes, bytes, float, int]:
     """Exit code, stdout, stderr, wall seconds and peak memory (KiB, via /usr/bin/time)."""
-    module = ["-m", "counterexamples", *argv[1:]] if argv[:1] == ["-cx"] else ["-m", "dpmem_ref.cli", *argv]
+    if argv[:1] == ["-cx"]:
+        module = ["-m", "counterexamples", *argv[1:]]
+    elif argv[:1] == ["-eval"]:
+        module = ["-m", "dpmem_eval", *argv[1:]]
+    else:
+        module = ["-m", "dpmem_ref.cli", *argv]
     with tempfile.NamedTemporaryFile("r") as rss:
         command = ["/usr/bin/time", "-q", "-o", rss.name, "-f", "%M", sys.executable, *module]
         started = time.perf_counter()
@@ -63,12 +73,14 @@ def run(argv: list[str | bytes], timeout: float = 180) -> tuple[int, bytes, byte
     return done.returncode, done.stdout, done.stderr, wall, int(lines[-1]) if lines and lines[-1].isdigit() else 0
 
 
-def judge(kind: str, label: str, argv: list[str | bytes], allowed: set[int]) -> Outcome:
+def judge(kind: str, label: str, argv: list[str | bytes], allowed: set[int], expect: str = "") -> Outcome:
     code, out, err, wall, rss = run(argv)
     problem = ""
     text = err.decode("utf-8", "replace")
     if code not in allowed:
         problem = f"exit {code} not in {sorted(allowed)}"
+    elif expect and expect not in text:
+        problem = f"message without {expect!r}"
     elif b"Traceback" in err:
         problem = "traceback"
     elif code == 2 and len(text.strip().splitlines()) != 1:
@@ -144,195 +156,260 @@ def heavy_sensitivity(slots: int, views: int, tags: int, sensitivity: str) -> st
     return "\n".join(out) + "\n"
 
 
+def toml_cases() -> list[tuple[str, str]]:
+    """Pathological TOML for the pre-scan (dpmem_ref.toml_bounds), by the limit it passes."""
+    return [
+        ("header of 100,000 dotted parts (200 KB)", "[" + ".".join(["a"] * 100_000) + "]\n"),
+        ("array-of-tables header of 50,000 parts", "[[" + ".".join(["a"] * 50_000) + "]]\n"),
+        ("dotted key of 100,000 parts", ".".join(["a"] * 100_000) + " = 1\n"),
+        ("inline-table key of 100,000 parts", "x = { " + ".".join(["a"] * 100_000) + " = 1 }\n"),
+        ("quoted parts with spaces, 60,000", " . ".join(['"a"'] * 60_000) + " = 1\n"),
+        ("arrays nested 200,000 deep", "x = " + "[" * 200_000 + "]" * 200_000 + "\n"),
+        ("inline tables nested 5,000 deep", "x = " + "{a = " * 5_000 + "1" + "}" * 5_000 + "\n"),
+        ("200,001 keys (800 KB)", "a=1\n" * 200_001),
+        ("header of 500,000 characters", "[" + "h" * 500_000 + "]\n"),
+    ]
+
+
+def toml_timings(cases: list[tuple[str, str]]) -> list[str]:
+    """In-process pre-scan time of each case, and the parser's time on the same text where it
+    finishes in reasonable time (timed on a prefix for the quadratic cases: the figure shows
+    the growth the pre-scan prevents)."""
+    import tomllib
+
+    from dpmem_ref.errors import InputError
+    from dpmem_ref.toml_bounds import prescan
+
+    lines = []
+    for label, text in cases:
+        started = time.perf_counter()
+        try:
+            prescan(text, "file")
+            verdict = "passed"
+        except InputError as error:
+            verdict = "refused (" + str(error).split("found ")[-1].strip("'") + ")"
+        scan = time.perf_counter() - started
+        lines.append(f"   pre-scan {scan * 1e3:8.2f} ms  {label}: {verdict}")
+    for parts in (2_000, 4_000, 8_000):
+        text = "[" + ".".join(["a"] * parts) + "]\n"
+        started = time.perf_counter()
+        tomllib.loads(text)
+        lines.append(f"   tomllib alone on a header of {parts:>6,} dotted parts: {time.perf_counter() - started:7.3f} s")
+    lines.append("   (quadratic: x4 per doubling; 100,000 parts is about 150x the 8,000-part time, over a minute)")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="skip the slowest inputs")
+    parser.add_argument("--only", choices=CLASSES, action="append", help="run only this class (repeatable)")
     args = parser.parse_args(argv)
+    classes = set(args.only or CLASSES)
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory() as folder_name:
         folder = Path(folder_name)
         queries = folder / "q.txt"
         queries.write_text("affordable-dinner\ncheckup-reminder\n")
 
-        def add(kind: str, label: str, argv: list[str | bytes], allowed: set[int]) -> None:
-            outcomes.append(judge(kind, label, argv, allowed))
+        def add(kind: str, label: str, argv: list[str | bytes], allowed: set[int], expect: str = "") -> None:
+            outcomes.append(judge(kind, label, argv, allowed, expect))
 
         # ---- hygiene: every malformed store through every command
-        for index, (label, block) in enumerate(hygiene_cases()):
-            path = folder / f"h{index}.toml"
-            path.write_text(figure2_with(block), encoding="utf-8")
-            p = str(path)
-            for command in (
-                ["check", p],
-                ["check", p, "--json"],
-                ["audit", p, "--store-a", "M", "--store-b", "M", "--horizon", "1", "--json"],
-                ["run", p, "--store", "M", "--queries", str(queries), "--no-release-deadline"],
-                ["run", p, "--store", "M", "--queries", str(queries), "--json", "--no-release-deadline"],
-            ):
-                # Some shapes are valid (multi-line or 200 KB texts): any exit, but no marker.
-                add("hygiene", f"{label} / {command[0]}", list(command), {0, 1, 2})
-        add("hygiene", "counterexamples --json", ["-cx", "--json"], {0})
+        if "hygiene" in classes:
+            for index, (label, block) in enumerate(hygiene_cases()):
+                path = folder / f"h{index}.toml"
+                path.write_text(figure2_with(block), encoding="utf-8")
+                p = str(path)
+                for command in (
+                    ["check", p],
+                    ["check", p, "--json"],
+                    ["audit", p, "--store-a", "M", "--store-b", "M", "--horizon", "1", "--json"],
+                    ["run", p, "--store", "M", "--queries", str(queries), "--no-release-deadline"],
+                    ["run", p, "--store", "M", "--queries", str(queries), "--json", "--no-release-deadline"],
+                ):
+                    # Some shapes are valid (multi-line or 200 KB texts): any exit, but no marker.
+                    add("hygiene", f"{label} / {command[0]}", list(command), {0, 1, 2})
+            add("hygiene", "counterexamples --json", ["-cx", "--json"], {0})
 
         # ---- bounds
-        fifo = folder / "fifo"
-        os.mkfifo(fifo)
-        fig = folder / "figure2.toml"
-        fig.write_text(FIGURE2)
-        big = folder / "big.toml"
-        with big.open("wb") as handle:
-            handle.truncate(1_048_577)
-        for label, path in (
-            ("/dev/zero", "/dev/zero"),
-            ("FIFO", str(fifo)),
-            ("directory", str(folder)),
-            ("/dev/stdin", "/dev/stdin"),
-            ("1 MiB + 1 sparse file", str(big)),
-        ):
-            add("bounds", f"check {label}", ["check", path], {2})
-            add("bounds", f"audit {label}", ["audit", path, "--store-a", "M", "--store-b", "M", "--horizon", "1"], {2})
-            add("bounds", f"run config {label}", ["run", path, "--store", "M", "--queries", str(queries)], {2})
-            add("bounds", f"run --queries {label}", ["run", str(fig), "--store", "M", "--queries", path], {2})
-        big_queries = folder / "big-queries.txt"
-        with big_queries.open("wb") as handle:
-            handle.truncate(8_388_609)
-        add("bounds", "queries 8 MiB + 1", ["run", str(fig), "--store", "M", "--queries", str(big_queries)], {2})
-        over = folder / "over.txt"
-        over.write_text("affordable-dinner\n" * 100_001)
-        add("bounds", "queries 100,001 lines", ["run", str(fig), "--store", "M", "--queries", str(over)], {2})
-        unknown = folder / "unknown.txt"
-        unknown.write_text("affordable-dinner\n" * 99_999 + "no-such-query\n")
-        add(
-            "bounds",
-            "99,999 lines then an unknown query",
-            ["run", str(fig), "--store", "M", "--queries", str(unknown)],
-            {2},
-        )
-        if not args.quick:
-            at_limit = folder / "limit.txt"
-            at_limit.write_text("affordable-dinner\n" * 100_000)
+        if "bounds" in classes:
+            fifo = folder / "fifo"
+            os.mkfifo(fifo)
+            fig = folder / "figure2.toml"
+            fig.write_text(FIGURE2)
+            big = folder / "big.toml"
+            with big.open("wb") as handle:
+                handle.truncate(1_048_577)
+            for label, path in (
+                ("/dev/zero", "/dev/zero"),
+                ("FIFO", str(fifo)),
+                ("directory", str(folder)),
+                ("/dev/stdin", "/dev/stdin"),
+                ("1 MiB + 1 sparse file", str(big)),
+            ):
+                add("bounds", f"check {label}", ["check", path], {2})
+                add("bounds", f"audit {label}", ["audit", path, "--store-a", "M", "--store-b", "M", "--horizon", "1"], {2})
+                add("bounds", f"run config {label}", ["run", path, "--store", "M", "--queries", str(queries)], {2})
+                add("bounds", f"run --queries {label}", ["run", str(fig), "--store", "M", "--queries", path], {2})
+            big_queries = folder / "big-queries.txt"
+            with big_queries.open("wb") as handle:
+                handle.truncate(8_388_609)
+            add("bounds", "queries 8 MiB + 1", ["run", str(fig), "--store", "M", "--queries", str(big_queries)], {2})
+            over = folder / "over.txt"
+            over.write_text("affordable-dinner\n" * 100_001)
+            add("bounds", "queries 100,001 lines", ["run", str(fig), "--store", "M", "--queries", str(over)], {2})
+            unknown = folder / "unknown.txt"
+            unknown.write_text("affordable-dinner\n" * 99_999 + "no-such-query\n")
             add(
                 "bounds",
-                "queries 100,000 lines (accepted)",
-                ["run", str(fig), "--store", "M", "--queries", str(at_limit), "--no-release-deadline", "--seed", "0"],
-                {0},
+                "99,999 lines then an unknown query",
+                ["run", str(fig), "--store", "M", "--queries", str(unknown)],
+                {2},
             )
-        nested = folder / "nested.toml"
-        nested.write_text("a = " + "[" * 200_000 + "]" * 200_000 + "\n")
-        add("bounds", "nesting 200,000 deep", ["check", str(nested)], {2})
-        long_line = folder / "long.toml"
-        long_line.write_text('name = "' + "x" * 1_000_000 + '"\n')
-        add("bounds", "1 MB string", ["check", str(long_line)], {2})
-        for shape in (
-            (1, 1, 120, "3/5"),
-            (1, 1, 120, "1/2"),
-            (1, 2, 500, "1/2"),
-            (3, 2, 1000, "1/2"),
-            (20, 10, 200, "1/2"),
-            (100, 2, 200, "3/5"),
-            (1, 255, 16, "1/2"),
-            (40, 20, 40, "1/2"),
-        ):
-            path = folder / f"z3-{'-'.join(map(str, shape)).replace('/', '_')}.toml"
-            path.write_text(heavy_sensitivity(*shape))  # type: ignore[arg-type]
-            add("bounds", f"z3 {shape} ({path.stat().st_size} bytes)", ["check", str(path)], {0, 1, 2})
-        many_queries = folder / "many-queries.toml"
-        many_queries.write_text(
-            FIGURE2
-            + "".join(
-                f'[[queries]]\nname = "extra{i}"\n[[queries.reads]]\nslot = "food"\npositions = [2]\n'
-                for i in range(10_001)
+            if not args.quick:
+                at_limit = folder / "limit.txt"
+                at_limit.write_text("affordable-dinner\n" * 100_000)
+                add(
+                    "bounds",
+                    "queries 100,000 lines (accepted)",
+                    ["run", str(fig), "--store", "M", "--queries", str(at_limit), "--no-release-deadline", "--seed", "0"],
+                    {0},
+                )
+            nested = folder / "nested.toml"
+            nested.write_text("a = " + "[" * 200_000 + "]" * 200_000 + "\n")
+            add("bounds", "nesting 200,000 deep", ["check", str(nested)], {2})
+            long_line = folder / "long.toml"
+            long_line.write_text('name = "' + "x" * 1_000_000 + '"\n')
+            add("bounds", "1 MB string", ["check", str(long_line)], {2})
+            for shape in (
+                (1, 1, 120, "3/5"),
+                (1, 1, 120, "1/2"),
+                (1, 2, 500, "1/2"),
+                (3, 2, 1000, "1/2"),
+                (20, 10, 200, "1/2"),
+                (100, 2, 200, "3/5"),
+                (1, 255, 16, "1/2"),
+                (40, 20, 40, "1/2"),
+            ):
+                path = folder / f"z3-{'-'.join(map(str, shape)).replace('/', '_')}.toml"
+                path.write_text(heavy_sensitivity(*shape))  # type: ignore[arg-type]
+                add("bounds", f"z3 {shape} ({path.stat().st_size} bytes)", ["check", str(path)], {0, 1, 2})
+            many_queries = folder / "many-queries.toml"
+            many_queries.write_text(
+                FIGURE2
+                + "".join(
+                    f'[[queries]]\nname = "extra{i}"\n[[queries.reads]]\nslot = "food"\npositions = [2]\n'
+                    for i in range(10_001)
+                )
             )
-        )
-        add("bounds", "10,001 declared queries", ["check", str(many_queries)], {2})
+            add("bounds", "10,001 declared queries", ["check", str(many_queries)], {2})
 
         # ---- tracebacks
-        for attributes in (5, 6, 25):
-            path = folder / f"caps{attributes}.toml"
-            path.write_text(coprime_caps(attributes))
-            allowed = {0} if attributes == 5 else {2}
-            one_q = folder / "one-q.txt"
-            one_q.write_text("q\n" * 50)
-            add("tracebacks", f"coprime caps x{attributes} check", ["check", str(path)], allowed)
+        if "tracebacks" in classes:
+            for attributes in (5, 6, 25):
+                path = folder / f"caps{attributes}.toml"
+                path.write_text(coprime_caps(attributes))
+                allowed = {0} if attributes == 5 else {2}
+                one_q = folder / "one-q.txt"
+                one_q.write_text("q\n" * 50)
+                add("tracebacks", f"coprime caps x{attributes} check", ["check", str(path)], allowed)
+                add(
+                    "tracebacks",
+                    f"coprime caps x{attributes} run",
+                    ["run", str(path), "--store", "M", "--queries", str(one_q), "--no-release-deadline"],
+                    allowed,
+                )
+            for label, text in (
+                ("4000-digit integer cap", FIGURE2.replace("cap = 2\n", f"cap = {'9' * 4000}\n", 1)),
+                ("5000-digit integer cap", FIGURE2.replace("cap = 2\n", f"cap = {'9' * 5000}\n", 1)),
+                ("5000-digit K", FIGURE2.replace("K = 3", f"K = {'9' * 5000}")),
+                ("4000-digit K", FIGURE2.replace("K = 3", f"K = {'9' * 4000}")),
+                ("5000-digit group position", FIGURE2.replace("group = [1, 2, 3]", f"group = [{'9' * 5000}]")),
+                ("huge float cap", FIGURE2.replace("cap = 2\n", "cap = 1e308\n", 1)),
+                ("nan cap", FIGURE2.replace("cap = 2\n", "cap = nan\n", 1)),
+                ("5000-char attribute name", FIGURE2.replace("[attributes.diabetes]", f"[attributes.{'d' * 5000}]")),
+                ("UTF-8 BOM", "\ufeff" + FIGURE2),
+                ("non-UTF-8 content", None),
+            ):
+                path = folder / f"t-{label.replace(' ', '-')}.toml"
+                if text is None:
+                    path.write_bytes(FIGURE2.encode() + b"\n# \xff\xfe\n")
+                else:
+                    path.write_text(text)
+                add("tracebacks", f"{label} check", ["check", str(path)], {0, 1, 2})
+                add("tracebacks", f"{label} run", ["run", str(path), "--store", "M", "--queries", str(queries)], {0, 1, 2})
+            odd = os.fsencode(str(folder)) + b"/bad\xff\xfe.toml"
+            with open(odd, "wb") as handle:
+                handle.write(FIGURE2.encode())
+            add("tracebacks", "non-UTF-8 file name (exists)", ["check", odd], {0})
             add(
                 "tracebacks",
-                f"coprime caps x{attributes} run",
-                ["run", str(path), "--store", "M", "--queries", str(one_q), "--no-release-deadline"],
-                allowed,
+                "non-UTF-8 file name (run)",
+                ["run", odd, "--store", "M", "--queries", str(queries), "--no-release-deadline"],
+                {0},
             )
-        for label, text in (
-            ("4000-digit integer cap", FIGURE2.replace("cap = 2\n", f"cap = {'9' * 4000}\n", 1)),
-            ("5000-digit integer cap", FIGURE2.replace("cap = 2\n", f"cap = {'9' * 5000}\n", 1)),
-            ("5000-digit K", FIGURE2.replace("K = 3", f"K = {'9' * 5000}")),
-            ("4000-digit K", FIGURE2.replace("K = 3", f"K = {'9' * 4000}")),
-            ("5000-digit group position", FIGURE2.replace("group = [1, 2, 3]", f"group = [{'9' * 5000}]")),
-            ("huge float cap", FIGURE2.replace("cap = 2\n", "cap = 1e308\n", 1)),
-            ("nan cap", FIGURE2.replace("cap = 2\n", "cap = nan\n", 1)),
-            ("5000-char attribute name", FIGURE2.replace("[attributes.diabetes]", f"[attributes.{'d' * 5000}]")),
-            ("UTF-8 BOM", "\ufeff" + FIGURE2),
-            ("non-UTF-8 content", None),
-        ):
-            path = folder / f"t-{label.replace(' ', '-')}.toml"
-            if text is None:
-                path.write_bytes(FIGURE2.encode() + b"\n# \xff\xfe\n")
-            else:
+            add("tracebacks", "non-UTF-8 file name (absent)", ["check", odd + b"x"], {2})
+            add(
+                "tracebacks", "non-UTF-8 store name", ["run", str(fig), "--store", b"M\xff", "--queries", str(queries)], {2}
+            )
+            add("tracebacks", "newline in unknown argument", ["run", str(fig), f"--bogus=a\nb{MARK}"], {2})
+            add("tracebacks", "newline in command", ["x\ny"], {2})
+            add("tracebacks", "newline in store name", ["run", str(fig), "--store", "M\nX", "--queries", str(queries)], {2})
+            add("tracebacks", "no arguments", [], {2})
+            add(
+                "tracebacks",
+                "seed 10^5000",
+                ["run", str(fig), "--store", "M", "--queries", str(queries), "--seed", "9" * 5000],
+                {0, 2},
+            )
+            add(
+                "tracebacks",
+                "seed -1",
+                ["run", str(fig), "--store", "M", "--queries", str(queries), "--seed", "-1"],
+                {0, 2},
+            )
+            add("tracebacks", "seed x", ["run", str(fig), "--store", "M", "--queries", str(queries), "--seed", "x"], {2})
+            add(
+                "tracebacks",
+                "deadline nan",
+                ["run", str(fig), "--store", "M", "--queries", str(queries), "--release-deadline-ms", "nan"],
+                {2},
+            )
+            add(
+                "tracebacks",
+                "horizon 10^30",
+                ["audit", str(fig), "--store-a", "M", "--store-b", "M", "--horizon", "1" + "0" * 30],
+                {2},
+            )
+            add("tracebacks", "name too long", ["check", "x" * 5000], {2})
+            loop = folder / "loop"
+            os.symlink(loop, loop)
+            add("tracebacks", "symlink loop", ["check", str(loop)], {2})
+            add("tracebacks", "queries symlink loop", ["run", str(fig), "--store", "M", "--queries", str(loop)], {2})
+            bad_q = folder / "bad-q.txt"
+            bad_q.write_bytes(b"affordable-dinner\n\xff\n")
+            add("tracebacks", "non-UTF-8 queries", ["run", str(fig), "--store", "M", "--queries", str(bad_q)], {2})
+
+        # ---- toml: the pre-scan refuses before parsing (issue 21, class 8)
+        if "toml" in classes:
+            toml_inputs = toml_cases()
+            for index, (label, text) in enumerate(toml_inputs):
+                path = folder / f"toml{index}.toml"
                 path.write_text(text)
-            add("tracebacks", f"{label} check", ["check", str(path)], {0, 1, 2})
-            add("tracebacks", f"{label} run", ["run", str(path), "--store", "M", "--queries", str(queries)], {0, 1, 2})
-        odd = os.fsencode(str(folder)) + b"/bad\xff\xfe.toml"
-        with open(odd, "wb") as handle:
-            handle.write(FIGURE2.encode())
-        add("tracebacks", "non-UTF-8 file name (exists)", ["check", odd], {0})
-        add(
-            "tracebacks",
-            "non-UTF-8 file name (run)",
-            ["run", odd, "--store", "M", "--queries", str(queries), "--no-release-deadline"],
-            {0},
-        )
-        add("tracebacks", "non-UTF-8 file name (absent)", ["check", odd + b"x"], {2})
-        add(
-            "tracebacks", "non-UTF-8 store name", ["run", str(fig), "--store", b"M\xff", "--queries", str(queries)], {2}
-        )
-        add("tracebacks", "newline in unknown argument", ["run", str(fig), f"--bogus=a\nb{MARK}"], {2})
-        add("tracebacks", "newline in command", ["x\ny"], {2})
-        add("tracebacks", "newline in store name", ["run", str(fig), "--store", "M\nX", "--queries", str(queries)], {2})
-        add("tracebacks", "no arguments", [], {2})
-        add(
-            "tracebacks",
-            "seed 10^5000",
-            ["run", str(fig), "--store", "M", "--queries", str(queries), "--seed", "9" * 5000],
-            {0, 2},
-        )
-        add(
-            "tracebacks",
-            "seed -1",
-            ["run", str(fig), "--store", "M", "--queries", str(queries), "--seed", "-1"],
-            {0, 2},
-        )
-        add("tracebacks", "seed x", ["run", str(fig), "--store", "M", "--queries", str(queries), "--seed", "x"], {2})
-        add(
-            "tracebacks",
-            "deadline nan",
-            ["run", str(fig), "--store", "M", "--queries", str(queries), "--release-deadline-ms", "nan"],
-            {2},
-        )
-        add(
-            "tracebacks",
-            "horizon 10^30",
-            ["audit", str(fig), "--store-a", "M", "--store-b", "M", "--horizon", "1" + "0" * 30],
-            {2},
-        )
-        add("tracebacks", "name too long", ["check", "x" * 5000], {2})
-        loop = folder / "loop"
-        os.symlink(loop, loop)
-        add("tracebacks", "symlink loop", ["check", str(loop)], {2})
-        add("tracebacks", "queries symlink loop", ["run", str(fig), "--store", "M", "--queries", str(loop)], {2})
-        bad_q = folder / "bad-q.txt"
-        bad_q.write_bytes(b"affordable-dinner\n\xff\n")
-        add("tracebacks", "non-UTF-8 queries", ["run", str(fig), "--store", "M", "--queries", str(bad_q)], {2})
+                add("toml", f"check: {label}", ["check", str(path)], {2}, "expected TOML within the documented limits")
+                add(
+                    "toml",
+                    f"dpmem-eval --config: {label}",
+                    ["-eval", "run", "--config", str(path), "--out", str(folder / "eval-out")],
+                    {2},
+                    "expected TOML within the documented limits",
+                )
 
     failures = [o for o in outcomes if o.problem]
     print(f"python {sys.version.split()[0]}; {len(outcomes)} inputs")
-    for kind in ("hygiene", "bounds", "tracebacks"):
+    for kind in CLASSES:
+        if kind not in classes:
+            continue
         chosen = [o for o in outcomes if o.kind == kind]
         refused = [o for o in chosen if o.code == 2]
         codes = Counter(o.code for o in chosen)
@@ -344,6 +421,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   largest peak memory of a refused input: {biggest.maxrss_kb / 1024:.0f} MiB ({biggest.label})")
         slowest_all = max(chosen, key=lambda o: o.wall_s)
         print(f"   slowest of all: {slowest_all.wall_s:.2f} s ({slowest_all.label}, exit {slowest_all.code})")
+    if "toml" in classes:
+        print("\n== toml pre-scan, in process")
+        for line in toml_timings(toml_cases()):
+            print(line)
     for failure in failures:
         print(f"FAIL [{failure.kind}] {failure.label}: {failure.problem}")
     print(f"\n{len(failures)} failures")

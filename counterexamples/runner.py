@@ -19,9 +19,11 @@ from counterexamples.base import DIGITS, Construction
 from counterexamples.engine import EngineResult, exact_worst_case, lenient_replay
 from dpmem_ref import analysis
 from dpmem_ref.analysis import Loss
+from dpmem_ref.audit.record import WitnessRow, witness_rows
 from dpmem_ref.core.fmt import fraction_text
 from dpmem_ref.errors import CONDITIONS, ContractViolation
 from dpmem_ref.interface import Violation
+from dpmem_ref.mechanism import iv_precision
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.turn import InterfaceState, run_turn
 
@@ -50,6 +52,7 @@ class Finding:
     refusal: Refusal | None
     probability_a: mpmath.mpf | None
     probability_b: mpmath.mpf | None
+    rows: tuple[WitnessRow, ...] = ()  # the witness as records (`dpmem_ref.audit.record`, as `dpmem audit`)
 
     @property
     def worst(self) -> analysis.Direction:
@@ -147,6 +150,15 @@ def _evaluate(construction: Construction) -> Finding:
         probability_a, probability_b = construction.event_probabilities()
     else:
         probability_a, probability_b = _witness_probabilities(construction, engine)
+    worst_case = engine.worst_case
+    with iv_precision(worst_case.dps):
+        rows = witness_rows(
+            construction.interface,
+            construction.store_a,
+            construction.store_b,
+            worst_case.worst.witness,
+            numerator="a" if worst_case.direction == "a_over_b" else "b",
+        )
     return Finding(
         construction=construction,
         engine=engine,
@@ -154,6 +166,7 @@ def _evaluate(construction: Construction) -> Finding:
         refusal=strict_refusal(construction),
         probability_a=probability_a,
         probability_b=probability_b,
+        rows=rows,
     )
 
 

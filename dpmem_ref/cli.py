@@ -1,7 +1,8 @@
 """`dpmem`: run, check and audit DP-MemView interfaces described in TOML files.
 
 Exit codes: 0 ok, 1 contract violations / bound broken, 2 bad input (one-line message,
-no traceback: any unexpected exception reaching `main` is also reported on one line, exit 2).
+no traceback: any unexpected exception reaching `main` is also reported on one line, exit 2),
+3 `dpmem audit` of a pair no guarantee applies to (dpmem_ref.audit).
 Every input is bounded before it is read (dpmem_ref.limits, docs/config-format.md "Limits").
 
 `dpmem run` releases turn k at a fixed time, start + k x deadline (timing side channel,
@@ -28,6 +29,7 @@ from dpmem_ref.interface import Interface, PrivateHooks
 from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments, durable_turns
 from dpmem_ref.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
 from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
+from dpmem_ref.schemas import envelope, json_value
 from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
 from dpmem_ref.turn import InterfaceState, TemplateChannel, run_turn
 
@@ -121,7 +123,8 @@ def command_run(args: argparse.Namespace) -> int:
         else:
             print("\n".join(lines), flush=True)
     if args.json:
-        print(json.dumps({"interface": interface.name, "store": args.store, "caps": caps, "turns": turns}, indent=2))
+        document = {**envelope("run"), "interface": interface.name, "store": args.store, "caps": caps, "turns": turns}
+        print(json.dumps(document, indent=2))
     if overruns:
         print(
             f"dpmem: warning: {overruns} turn(s) overran the release deadline (raise --release-deadline-ms)",
@@ -145,7 +148,8 @@ def _turn_json(turn: int, name: str, result: Any, ledgers: dict[str, Fraction]) 
         "turn": turn,
         "query": name,
         "slots": slots,
-        "control": repr(result.record.control),
+        "control": json_value(result.record.control),  # plain JSON (schema "run", dpmem_ref/schemas)
+        "control_repr": repr(result.record.control),
         "response": result.record.response,
         "ledgers": {a: fraction_text(v) for a, v in ledgers.items()},
     }

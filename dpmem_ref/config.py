@@ -7,7 +7,6 @@ found; numbers are integers or exact rational strings ("2/3").
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
@@ -40,6 +39,7 @@ from dpmem_ref.interface import (
 from dpmem_ref.limits import MAX_CONFIG_BYTES, check_ledger_size, read_bounded
 from dpmem_ref.policy import Attribute, Layout, Policy, Store
 from dpmem_ref.scoring import LinearTagScorer, LinearWeights
+from dpmem_ref.toml_bounds import load_toml
 from dpmem_ref.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
 
 TOP_LEVEL_KEYS = {
@@ -249,13 +249,13 @@ def _deployment(data: dict[str, Any]) -> tuple[Selector, CapRule, ControlRule]:
     spec = read_table(data.get("deployment", {}), "deployment")
     unknown_keys(spec, {"selector", "enforce_cap", "control"}, "deployment")
     selector_name = spec.get("selector", "em")
-    if selector_name not in SELECTORS:
+    if not isinstance(selector_name, str) or selector_name not in SELECTORS:
         raise InputError("deployment.selector", f"one of {sorted(SELECTORS)}", selector_name)
     enforce = spec.get("enforce_cap", True)
     if not isinstance(enforce, bool):
         raise InputError("deployment.enforce_cap", "true or false", enforce)
     control_name = spec.get("control", "fallback")
-    if control_name not in CONTROLS:
+    if not isinstance(control_name, str) or control_name not in CONTROLS:
         raise InputError("deployment.control", f"one of {sorted(CONTROLS)}", control_name)
     cap_rule: CapRule = ProspectiveCap() if enforce else NoCap()
     return SELECTORS[selector_name], cap_rule, CONTROLS[control_name]
@@ -299,17 +299,8 @@ def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFil
 
 def load_interface_file(path: str | Path) -> InterfaceFile:
     """Read and validate a TOML interface description (a regular file of at most
-    MAX_CONFIG_BYTES; see docs/config-format.md, "Limits")."""
+    MAX_CONFIG_BYTES, pre-scanned before parsing; see docs/config-format.md, "Limits")."""
     raw = read_bounded(path, MAX_CONFIG_BYTES, "file", "TOML file")
     shown = Path(path)
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InputError(f"file {shown}", "UTF-8 text", "undecodable bytes") from None
-    except tomllib.TOMLDecodeError as error:
-        raise InputError(f"file {shown}", "valid TOML", str(error)) from None
-    except (ValueError, RecursionError):  # integers past 4300 digits, nesting past the parser's depth
-        raise InputError(
-            "file", "TOML within the parser's limits", f"{shown}: an oversized number or nesting"
-        ) from None
+    data = load_toml(raw, f"file {shown}")  # pre-scanned: bounded work before parsing
     return interface_from_dict(data, path=str(shown))

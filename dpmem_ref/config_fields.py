@@ -46,6 +46,8 @@ def table(value: object, field: str) -> dict[str, Any]:
 
 
 def key_name(key: str, field: str) -> str:
+    if not isinstance(key, str):  # a dict built in code (interface_from_dict), not parsed TOML
+        raise InputError(field, "string keys", f"a key of type {type(key).__name__}")
     if len(key) > MAX_KEY_CHARS:
         raise InputError(field, f"keys of at most {MAX_KEY_CHARS} characters", f"a key of {len(key)} characters")
     return key
@@ -114,7 +116,7 @@ def stores(data: Mapping[str, Any], layout: Layout) -> dict[str, Store]:
             raise _private(field, "a table of position -> memory item", spec)
         contents: dict[int, MemoryItem] = {}
         for index, (key, item) in enumerate(spec.items()):
-            if not (len(key) <= 6 and key.isascii() and key.isdigit()):
+            if not (isinstance(key, str) and len(key) <= 6 and key.isascii() and key.isdigit()):
                 raise InputError(field, "position numbers as keys", f"key #{index + 1} (withheld: memory is private)")
             position = layout.check_position(int(key), f"{field}.{key}")
             if position in contents:

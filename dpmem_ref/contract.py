@@ -23,11 +23,24 @@ class Violation:
     condition: str
     message: str
     kind: str = ""
+    # Where it was found, when it concerns one read (structured, so no caller parses the message).
+    query: str | None = None
+    slot: str | None = None
+    attribute: str | None = None
+    positions: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, code: str, message: str) -> Violation:
+    def of(
+        cls,
+        code: str,
+        message: str,
+        query: str | None = None,
+        slot: str | None = None,
+        attribute: str | None = None,
+        positions: tuple[int, ...] = (),
+    ) -> Violation:
         condition, kind = split_code(code)
-        return cls(condition, message, kind)
+        return cls(condition, message, kind, query, slot, attribute, positions)
 
     @property
     def code(self) -> str:
@@ -56,7 +69,7 @@ def find_violations(interface: Interface) -> list[Violation]:
             )
     for query in interface.queries:
         for read in query.reads:
-            found.extend(_read_violations(interface, f"query {query.name}, slot {read.slot}", read))
+            found.extend(_read_violations(interface, query.name, read))
     return found
 
 
@@ -74,39 +87,46 @@ def _part_violations(interface: Interface) -> list[Violation]:
     return found
 
 
-def _read_violations(interface: Interface, where: str, read: object) -> list[Violation]:
+def _read_violations(interface: Interface, query: str, read: object) -> list[Violation]:
     from dpmem_ref.core.transcript import SlotRead
 
     assert isinstance(read, SlotRead)
+    where = f"query {query}, slot {read.slot}"
     policy = interface.policy
+    positions = tuple(sorted(read.positions))
+
+    def at(code: str, message: str, attribute: str | None = None, at_positions: tuple[int, ...] = positions) -> Violation:
+        return Violation.of(code, message, query, read.slot, attribute, at_positions)
+
     vocabulary = interface.vocabulary_or_none(read.slot)
     if vocabulary is None:
-        return [Violation.of("C1.no_vocabulary", f"{where}: no fixed public vocabulary")]
+        return [at("C1.no_vocabulary", f"{where}: no fixed public vocabulary")]
     found = []
     unknown_views = sorted(set(read.relevance_map) - set(vocabulary.names))
     if unknown_views:
         message = f"{where}: relevance names views outside the vocabulary: {unknown_views}"
-        found.append(Violation.of("C1.unknown_relevance_view", message))
+        found.append(at("C1.unknown_relevance_view", message))
     outside = sorted(p for p in read.positions if policy.layout.slot_of(p) != read.slot)
     if outside:
         message = f"{where}: read set includes positions of other slots {outside}"
-        found.append(Violation.of("C4.read_outside_slot", message))
+        found.append(at("C4.read_outside_slot", message, at_positions=tuple(outside)))
     if read.charge is not None:
         unknown = sorted(read.charge - set(policy.attribute_names))
         if unknown:
             message = f"{where}: charge names unknown attributes {unknown}"
-            found.append(Violation.of("C2.unknown_charge_attribute", message))
+            found.append(at("C2.unknown_charge_attribute", message))
         for attribute in sorted(policy.gamma_star(read.positions) - read.charge):
             message = f"{where}, attribute {attribute}: read touches I_{attribute} but the declared charge set omits it"
-            found.append(Violation.of("C2.charge_omits_attribute", message))
+            touched = tuple(p for p in positions if p in policy.attribute(attribute).group)
+            found.append(at("C2.charge_omits_attribute", message, attribute, touched))
     if policy.gamma_star(read.positions):
         declared = interface.scorer.sensitivity(vocabulary)
         if declared <= 0:
-            found.append(Violation.of("C3.nonpositive_sensitivity", f"{where}: sensitivity bound must be positive"))
+            found.append(at("C3.nonpositive_sensitivity", f"{where}: sensitivity bound must be positive"))
         # Eq. (6): where the scorer's form gives the exact sup, a smaller declared bound is
         # refused rather than trusted.
         exact = interface.scorer.exact_sensitivity(vocabulary)
         if exact is not None and declared < exact:
             message = f"{where}: declared sensitivity {declared} is below the scorer's bound {exact} (Eq. 6)"
-            found.append(Violation.of("C3.sensitivity_below_bound", message))
+            found.append(at("C3.sensitivity_below_bound", message))
     return found

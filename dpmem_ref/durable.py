@@ -36,6 +36,7 @@ import attrs
 from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.interface import Interface, Query, TurnRecord
 from dpmem_ref.ledger import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease, interface_fingerprint
+from dpmem_ref.ledger.contract import check_key_part
 from dpmem_ref.limits import check_ledger_size
 from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
@@ -113,13 +114,27 @@ class DurableSession:
         on_release: ReleaseListener | None = None,
         turn_deadline_s: float | None = DEFAULT_TURN_DEADLINE_S,
     ) -> DurableSession:
-        """Open (or resume) the session; refuses a contract-breaking interface (strict)."""
+        """Open (or resume) the session; refuses a contract-breaking interface (strict).
+
+        The validated boundary (issue 21.7): every argument is checked, with an `InputError`
+        naming it, before the store is touched, so a refused call writes nothing."""
         if not isinstance(interface, Interface):
             raise InputError("interface", "a dpmem_ref Interface", type(interface).__name__)
+        if not callable(getattr(store, "open_session", None)) or isinstance(store, type):
+            raise InputError("store", "a LedgerStore (dpmem_ref.ledger.open_ledger_store)", type(store).__name__)
+        check_key_part(user, "user")
+        check_key_part(interaction, "interaction")
         if not isinstance(memory, Store) or memory.layout != interface.policy.layout:
             raise InputError("memory", "a store over the interface's layout", type(memory).__name__)
         if not isinstance(source, RandomSource):
             raise InputError("source", "a RandomSource (randbelow)", type(source).__name__)
+        if channel is not None and not callable(getattr(channel, "respond", None)):
+            raise InputError("channel", "None or an LLMChannel (respond)", type(channel).__name__)
+        for name, hook in (("checkpoint", checkpoint), ("on_release", on_release)):
+            if hook is not None and not callable(hook):
+                raise InputError(name, "None or a callable", type(hook).__name__)
+        if turn_deadline_s is not None:
+            check_deadline(turn_deadline_s, "turn_deadline_s")
         interface.require_contract()
         # Exact ledgers stay exact over MAX_TURNS_PER_INTERACTION turns (issue 13.4): an
         # interface built in code gets the same static size check as a loaded file.

@@ -76,7 +76,12 @@ class InputError(ValueError):
 
 
 def _short(value: object) -> str:
-    text = repr(value)
+    if isinstance(value, int) and value.bit_length() > 200:  # repr() refuses past 4300 digits
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    try:
+        text = repr(value)
+    except Exception:  # a caller's object whose repr fails: name its type only
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -19,6 +19,7 @@ _DECIMAL = re.compile(r"[ \t]*[+-]?[0-9]*\.[0-9]+[ \t]*")
 
 Rational = int | Fraction | str
 MAX_RATIONAL_TEXT = 200
+_TOO_MANY_DIGITS = 10**MAX_RATIONAL_TEXT
 
 
 def to_fraction(value: object, field: str) -> Fraction:
@@ -30,10 +31,14 @@ def to_fraction(value: object, field: str) -> Fraction:
     expected = 'an integer or an exact rational string like "2/3"'
     if isinstance(value, bool):
         raise InputError(field, expected, value)
-    if isinstance(value, Fraction):
-        return value
-    if isinstance(value, int):
-        return Fraction(value)
+    if isinstance(value, Fraction | int):
+        # As for text: at most MAX_RATIONAL_TEXT digits in the numerator and the denominator
+        # (a 5000-digit integer from TOML or code would outgrow every exact bound, and
+        # cannot even be printed in an error message).
+        number = Fraction(value)
+        if abs(number.numerator) >= _TOO_MANY_DIGITS or number.denominator >= _TOO_MANY_DIGITS:
+            raise InputError(field, f"a rational of at most {MAX_RATIONAL_TEXT} digits", "a longer one")
+        return number
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             raise InputError(field, expected + " (a finite number, not NaN or infinity)", value)

@@ -4,6 +4,9 @@ Every command either finishes within these bounds or refuses with exit 2 (InputE
 - input files are opened without blocking, must be regular files, and are read only up to
   their limit (plus one byte, to tell "at the limit" from "over it"): a FIFO, a device
   (`/dev/zero`), a directory or an oversized file is refused before anything is parsed;
+- TOML files are pre-scanned in linear time before parsing (dpmem_ref.toml_bounds):
+  nesting depth, key count, dotted parts per key and header length (the parser's work is
+  quadratic in the dotted parts of one header);
 - exact ledgers stay exact: an interface whose ledger arithmetic could need more than
   `MAX_LEDGER_DIGITS` decimal digits (C5 sums of exact epsilons) is refused statically,
   at load, before any turn (`ledger_digit_bound`);
@@ -35,6 +38,14 @@ MAX_QUERY_LINES = 100_000
 """Most query names in one `--queries` file (turns of one `dpmem run`)."""
 MAX_KEY_CHARS = 200
 """Longest table key (store key, view, slot, attribute or query name) accepted."""
+MAX_TOML_DEPTH = 32
+"""Deepest nesting of arrays and inline tables in a TOML file (pre-scan, dpmem_ref.toml_bounds)."""
+MAX_TOML_KEYS = 200_000
+"""Most keys (key/value pairs and table headers) in one TOML file (pre-scan)."""
+MAX_KEY_PARTS = 16
+"""Most dotted parts of one TOML key or table header (pre-scan; tomllib's work is quadratic in it)."""
+MAX_HEADER_CHARS = 16_384
+"""Longest TOML table header, or key up to its `=`, in characters of the file (pre-scan)."""
 MAX_LEDGER_DIGITS = 1_000
 """Most decimal digits any exact ledger value (numerator or denominator) may need."""
 Z3_BUDGET_S = 5.0

@@ -272,6 +272,8 @@ def bernoulli_exp_minus(gamma: Fraction, source: RandomSource) -> bool:
     Pr[K odd] = exp(-gamma). For gamma > 1, exp(-gamma) = exp(-1)^floor(gamma) *
     exp(-(gamma - floor(gamma))).
     """
+    if isinstance(gamma, bool) or not isinstance(gamma, Fraction | int):
+        raise InputError("gamma", "a non-negative exact rational (Fraction or int)", type(gamma).__name__)
     if gamma < 0:
         raise InputError("gamma", "a non-negative rational", gamma)
     return _bernoulli_exp_minus_split(*_split_gamma(gamma), source)
@@ -335,7 +337,21 @@ def _exponential_mechanism(
 def exponential_mechanism(
     views: tuple[str, ...], scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction
 ) -> ExponentialWeights:
-    """Eq. (7) over a common vocabulary (a pure function; memoized on its inputs)."""
+    """Eq. (7) over a common vocabulary (a pure function; memoized on its inputs). eps and
+    Delta are positive exact rationals and every score an exact rational in [0, 1]
+    (InputError otherwise: the public boundary; the planner checks them as C3 first)."""
+    for field, value in (("epsilon", epsilon), ("sensitivity", sensitivity)):
+        if not isinstance(value, Fraction) or value <= 0:
+            shown = str(value) if isinstance(value, Fraction) else type(value).__name__
+            raise InputError(field, "a positive exact rational (Fraction)", shown)
+    if isinstance(views, str) or isinstance(scores, str):
+        raise InputError("views", "a sequence of view names and one score per view", "a string")
+    for index, score in enumerate(scores):  # the planner memoizes its selections: O(views) per distinct call
+        if not isinstance(score, Fraction) or not 0 <= score <= 1:
+            raise InputError(f"scores[{index}]", "an exact rational (Fraction) in [0, 1]", type(score).__name__)
+    for view in views:
+        if not isinstance(view, str):
+            raise InputError("views", "view names (str)", type(view).__name__)
     return _exponential_mechanism(tuple(views), tuple(scores), epsilon, sensitivity)
 
 

@@ -46,10 +46,33 @@ _SPIN_NS = 1_000_000  # busy-wait the last 1 ms: sleep() wake-ups jitter by tens
 Clock = Callable[[], int]
 
 
+MAX_PUBLIC_GAP = Fraction(700)
+"""Largest eps / (2 Delta) the timing bounds accept: past it exp(-gap) underflows a float
+(exp(-745) is 0), the round bound has no finite floating-point value (it grows like
+exp(gap)), and no deadline could cover the worst case anyway."""
+
+
+def _public_gap(epsilon: object, sensitivity: object) -> Fraction:
+    """g = eps / (2 Delta) from exact positive eps and Delta, at most MAX_PUBLIC_GAP."""
+    gap = require_positive_rational(epsilon, "epsilon") / (2 * require_positive_rational(sensitivity, "sensitivity"))
+    if gap > MAX_PUBLIC_GAP:
+        raise InputError(
+            "epsilon",
+            f"eps / (2 sensitivity) of at most {MAX_PUBLIC_GAP} (no finite round bound past it)",
+            "a larger ratio",
+        )
+    return gap
+
+
 def _probability(value: object, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | Fraction) or not 0 < float(value) < 1:
-        raise InputError(field, "a probability in (0, 1)", value)
-    return float(value)
+    """A probability strictly inside (0, 1), compared exactly before it becomes a float (a
+    huge int or Fraction overflows float(); one within 1e-308 of 0 or 1 rounds onto them)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Fraction) or not 0 < value < 1:
+        raise InputError(field, "a probability in (0, 1)", value if isinstance(value, float) else type(value).__name__)
+    number = float(value)
+    if not 0 < number < 1:
+        raise InputError(field, "a probability in (0, 1) that a float can hold", "one that rounds to 0 or 1")
+    return number
 
 
 def public_round_bound(epsilon: Fraction, sensitivity: Fraction, failure_probability: float) -> int:
@@ -58,10 +81,9 @@ def public_round_bound(epsilon: Fraction, sensitivity: Fraction, failure_probabi
     Each proposal is accepted with probability p >= exp(-eps / (2 Delta)), so
     Pr[> R proposals] = (1 - p)^R <= (1 - exp(-eps / (2 Delta)))^R.
     """
-    epsilon = require_positive_rational(epsilon, "epsilon")
-    sensitivity = require_positive_rational(sensitivity, "sensitivity")
+    gap = _public_gap(epsilon, sensitivity)  # exp(-gap) >= exp(-700) > 0: the division below is finite
     delta = _probability(failure_probability, "failure_probability")
-    worst_acceptance = math.exp(-float(epsilon / (2 * sensitivity)))
+    worst_acceptance = math.exp(-float(gap))
     if worst_acceptance >= 1.0:
         return 1
     return max(1, math.ceil(math.log(delta) / math.log1p(-worst_acceptance)))
@@ -71,7 +93,7 @@ def worst_case_distribution(views: int, epsilon: Fraction, sensitivity: Fraction
     """The public slowest case: one view at score 1, all others at score 0 (gap eps/(2 Delta))."""
     if isinstance(views, bool) or not isinstance(views, int) or not 1 <= views <= 4096:
         raise InputError("views", "a vocabulary size in 1..4096", views)
-    top = require_positive_rational(epsilon, "epsilon") / (2 * require_positive_rational(sensitivity, "sensitivity"))
+    top = _public_gap(epsilon, sensitivity)
     names = tuple(f"v{i}" for i in range(views))
     return ExponentialWeights(views=names, exponents=(top,) + (Fraction(0),) * (views - 1))
 
@@ -181,8 +203,14 @@ def plain_release(
 
 def ks_statistic(sample_a: list[int] | list[float], sample_b: list[int] | list[float]) -> float:
     """Two-sample Kolmogorov-Smirnov statistic sup_x |F_a(x) - F_b(x)|, exact (ties handled)."""
-    if not sample_a or not sample_b:
-        raise InputError("samples", "two non-empty samples", (len(sample_a), len(sample_b)))
+    for field, sample in (("sample_a", sample_a), ("sample_b", sample_b)):
+        if not isinstance(sample, list | tuple) or not sample:
+            raise InputError(field, "a non-empty list of latencies", type(sample).__name__)
+        for value in sample:  # a NaN never equals itself: the tie loop below would never end
+            if isinstance(value, bool) or not isinstance(value, int | float) or (
+                isinstance(value, float) and not math.isfinite(value)
+            ):
+                raise InputError(field, "finite numbers (int or float)", value if isinstance(value, float) else type(value).__name__)
     a, b = sorted(sample_a), sorted(sample_b)
     i = j = 0
     best = Fraction(0)

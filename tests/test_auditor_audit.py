@@ -103,11 +103,18 @@ def test_adjacency_decision(
 
 
 def test_not_coverable_pair_is_stated(capsys: pytest.CaptureFixture[str]) -> None:
+    """kappa = inf (issue 26.4): no `holds`, the positions outside every group named, no
+    guarantee claimed, the loss still printed, exit 3 (docs/config-format.md)."""
     code, report = audit_json(capsys, EVALUATION, "neutral", "neutral_non_runner", 2)
     assert report["adjacency"] == "not coverable" and report["bound"] == "inf"
-    assert code == 0 and report["holds"] is True
-    main(["audit", str(EVALUATION), "--store-a", "neutral", "--store-b", "neutral_non_runner", "--horizon", "2"])
-    assert "not coverable, kappa = inf (Eq. 8)" in capsys.readouterr().out
+    assert code == 3 and report["exit_code"] == 3
+    assert report["holds"] is None and report["certified"] is None and report["verdict"] == "no guarantee"
+    assert report["uncovered_positions"] == [5] and "no DP guarantee applies" in report["guarantee"]
+    assert mpmath.mpf(report["worst_case_loss"]) > 0
+    assert main(["audit", str(EVALUATION), "--store-a", "neutral", "--store-b", "neutral_non_runner", "--horizon", "2"]) == 3
+    out = capsys.readouterr().out
+    assert "not coverable, kappa = inf (Eq. 8)" in out and "(position 5)" in out
+    assert "no guarantee applies" in out and "holds                yes" not in out
 
 
 def test_evaluation_configuration_t32_holds() -> None:

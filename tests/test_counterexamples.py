@@ -180,6 +180,13 @@ def test_table4_dp_bound_column() -> None:
         assert trace.dp_bound == bound
     assert rows["IncompleteCharge"].trace.omitted_charges == 3
     assert f"{float(rows['NoCap'].trace.dp_bound or 0):.2f}" == "5.33"
+    # Issue 22.4: the `table4 --json` rows carry the envelope and validate against the shipped schema.
+    import jsonschema
+
+    from counterexamples.__main__ import _row_json
+    from dpmem_ref.schemas import schema
+
+    jsonschema.Draft202012Validator(schema("table4")).validate([_row_json(row) for row in rows.values()])
     reference = rows["DP-MemView (on)"].trajectory.worst_case
     assert reference.holds(table4.CAP)
     assert close(reference.worst.midpoint, 3 * table4.release_log_ratio())

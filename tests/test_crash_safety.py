@@ -8,7 +8,8 @@ around the turn record) or by the harness after a random delay. Afterwards:
 - every view the worker released has a committed release row (same view) and, if it
   was a charged selection, its committed charge;
 - the committed ledgers equal the sum of the committed charges, and L_a <= B_a;
-- the store passes PRAGMA integrity_check and a new session continues the interaction.
+- the store passes PRAGMA integrity_check and `dpmem ledger verify` (the keyed chain,
+  the high-water mark), and a new session continues the interaction.
 Default run: 60 trials; `-m slow`: 240 trials.
 """
 
@@ -29,6 +30,7 @@ import pytest
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SessionSnapshot, SlotRelease, SQLiteLedgerStore
+from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.randomness import SeededRandomSource
 
 FIGURE2 = Path(__file__).resolve().parents[1] / "examples" / "figure2.toml"
@@ -98,6 +100,13 @@ def check_every_release_charged(snapshot: SessionSnapshot, caps: Mapping[str, Fr
 # --- SQLite -------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chain on, keyed (issue 21.5): forked workers inherit the key."""
+    monkeypatch.setenv("DPMEM_LEDGER_KEY", "crash-and-race-key-0123456789abcdef")
+    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
+
+
 def _worker(path: str, interaction: str, point: str | None, nth: int, seed: int, fd: int) -> None:
     loaded = load_interface_file(FIGURE2)
     maybe_die, report = kill_at(point, nth), release_reporter(fd)
@@ -149,6 +158,8 @@ def _verify(path: Path, interaction: str, released: list[list[str]]) -> None:
     snapshot = store.open_session("user", interaction, loaded.interface.caps).load()
     check_every_release_charged(snapshot, loaded.interface.caps, released)
     store.close()
+    report = verify_sqlite(path)  # the chain verifies after every kill (and reaches its mark)
+    assert report.ok, report.line()
 
 
 def _run(tmp_path: Path, trials: int, seed: int) -> Counter[str]:

@@ -124,11 +124,12 @@ def tamper(path: Path, statement: str) -> None:
 @pytest.mark.parametrize(
     ("statement", "words"),
     [
-        ("UPDATE ledgers SET spent = '3/1' WHERE attribute = 'diabetes'", "exceeds its cap"),
-        ("UPDATE ledgers SET spent = '1/1' WHERE attribute = 'diabetes'", "differs from the sum"),
-        ("UPDATE ledgers SET spent = '0/1' WHERE attribute = 'debt'", "differs from the sum"),
-        ("UPDATE releases SET admitted = 0 WHERE seq = 1", "a fallback with a charge"),
-        ("UPDATE releases SET epsilon = '9/1' WHERE seq = 1", "exceeds the cap"),
+        # Issue 21.5: the chain is replayed first and names the first row that differs from it.
+        ("UPDATE ledgers SET spent = '3/1' WHERE attribute = 'diabetes'", "ledgers row (u, i, diabetes): differs"),
+        ("UPDATE ledgers SET spent = '1/1' WHERE attribute = 'diabetes'", "ledgers row (u, i, diabetes): differs"),
+        ("UPDATE ledgers SET spent = '0/1' WHERE attribute = 'debt'", "ledgers row (u, i, debt): differs"),
+        ("UPDATE releases SET admitted = 0 WHERE seq = 1", "releases seq 1: differs from its chain event"),
+        ("UPDATE releases SET epsilon = '9/1' WHERE seq = 1", "releases seq 1: differs from its chain event"),
         ("UPDATE releases SET charge_set = 'nonsense' WHERE seq = 1", "unreadable"),
         ("UPDATE ledgers SET spent = '0.5' WHERE attribute = 'debt'", "p/q"),
         ("DELETE FROM meta WHERE key = 'schema'", "meta.schema"),

@@ -20,6 +20,7 @@ import pytest
 from dpmem_ref.config import interface_from_dict
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SQLiteLedgerStore
+from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.randomness import SeededRandomSource
 
 PROCESSES = 8
@@ -63,6 +64,13 @@ def _worker(path: str, seed: int, barrier: Barrier, results: Any) -> None:
     store.close()
 
 
+@pytest.fixture(autouse=True)
+def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chain on, keyed (issue 21.5): forked workers inherit the key."""
+    monkeypatch.setenv("DPMEM_LEDGER_KEY", "crash-and-race-key-0123456789abcdef")
+    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
+
+
 def run_once(path: Path, seed: int) -> tuple[int, list[int], Fraction]:
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(PROCESSES)
@@ -83,6 +91,8 @@ def run_once(path: Path, seed: int) -> tuple[int, list[int], Fraction]:
     snapshot = store.open_session("user", "interaction", {"diabetes": Fraction(CAP)}).load()
     assert store.integrity_check() == "ok"
     store.close()
+    report = verify_sqlite(path)  # the keyed chain of every process's commits verifies
+    assert report.ok and report.chain is not None, report.line()
     # The committed record agrees with what the processes observed.
     committed = [r for r in snapshot.releases if r.admitted]
     assert len(snapshot.releases) == PROCESSES * SELECTIONS

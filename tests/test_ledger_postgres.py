@@ -40,9 +40,17 @@ from dpmem_ref.config import interface_from_dict, load_interface_file
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import interface_fingerprint, open_ledger_store
 from dpmem_ref.ledger.postgres import PostgresLedgerStore
+from dpmem_ref.ledger.postgres_verify import verify_postgres
 from dpmem_ref.randomness import SeededRandomSource
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chain on, keyed (issue 21.5): forked workers inherit the key."""
+    monkeypatch.setenv("DPMEM_LEDGER_KEY", "crash-and-race-key-0123456789abcdef")
+    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
 
 
 def _racer(url: str, seed: int, selections: int, barrier: Any, results: Any) -> None:
@@ -77,6 +85,8 @@ def race(processes: int, selections: int) -> int:
         assert running <= CAP
     assert running == snapshot.ledger_map()["diabetes"] == CAP
     assert sum(r.admitted for r in snapshot.releases) == sum(admitted)
+    report = verify_postgres(url)  # the keyed chain of every replica's commits verifies
+    assert report.ok and report.chain is not None and report.chain.releases == len(snapshot.releases), report.line()
     return sum(admitted)
 
 
@@ -116,6 +126,8 @@ def verify(url: str, interaction: str, released: list[list[str]]) -> None:
     snapshot = store.open_session("user", interaction, loaded.interface.caps).load()
     store.close()
     check_every_release_charged(snapshot, loaded.interface.caps, released)
+    report = verify_postgres(url)  # the chain verifies after every kill
+    assert report.ok, report.line()
 
 
 @pytest.mark.parametrize("nth", [1, 2])

@@ -10,7 +10,10 @@ wherever a store-dependent part (route, control) makes the two sides disagree.
 Modules, one job each:
 - `loss`: the one loss type (impossible / exact finite interval / infinite);
 - `steps`: the loss of one release from two plans (exactly 0 for identical releases);
-- `ledger`: the ledger programme (sliced, one plan per admission pattern, fixed point);
+- `ledger`: the ledger programme (sliced, one plan per admission pattern, early stop);
+- `components`: the ledger programme split into independent components (a knapsack over
+  turns), where queries charge disjoint classes of attributes;
+- `bounds`: the state estimate an audit is refused on before any work;
 - `general`: the general memoized search (any router, control or hook);
 - `witness`: results and witness transcripts;
 - `replay`: one transcript's exact likelihood, and the naive enumeration;
@@ -23,6 +26,8 @@ import time
 from collections.abc import Sequence
 
 from dpmem_ref.analysis import ledger
+from dpmem_ref.analysis.bounds import check_estimate, ledger_levels, turn_reads
+from dpmem_ref.analysis.components import ComponentSearch
 from dpmem_ref.analysis.general import GeneralSearch
 from dpmem_ref.analysis.ledger import LedgerSearch
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, IV_DPS, ZERO, Loss
@@ -38,12 +43,14 @@ MAX_HORIZON = 256
 # (`dpmem audit --max-states`): every shipped example at T = 256 and the benchmarks need
 # under 20,000; a million is under a minute and a few hundred MB here.
 DEFAULT_MAX_STATES = 1_000_000
+MAX_DPS = 2000  # the most digits an enclosure is ever computed at (a loss near 1e-300 needs about 400)
 
 __all__ = [
     "DEFAULT_MAX_STATES",
     "IMPOSSIBLE",
     "INFINITE",
     "IV_DPS",
+    "MAX_DPS",
     "MAX_HORIZON",
     "ZERO",
     "Direction",
@@ -66,6 +73,8 @@ def worst_case_loss(
     strict: bool = True,
     max_states: int = DEFAULT_MAX_STATES,
     search: str = "auto",
+    dps: int = IV_DPS,
+    components: bool = True,
 ) -> WorstCase:
     """max over adaptive strategies and transcripts of |log Pr[w | A] / Pr[w | B]|, both ways.
 
@@ -74,7 +83,14 @@ def worst_case_loss(
     strict=False audits it as deployed, so the loss shows how far a broken part breaks
     the bound (the auditor's mode). More than `max_states` memoized states raise
     InputError naming `--max-states`. `search`: "auto" (the ledger programme where it
-    applies), or "general" to force the general search (cross-checks).
+    applies), or "general" to force the general search (cross-checks). `dps`: decimal
+    digits of every log-probability enclosure (at least IV_DPS; the auditor raises it when
+    a tiny loss needs more, `dpmem_ref.audit.verdict`). `components`: split the ledger
+    programme into independent components where it can (`analysis.components`); False
+    runs it undivided (cross-checks).
+
+    The work is bounded before it starts (`analysis.bounds`): an estimate of the states
+    above `max_states` is refused at once.
     """
     if isinstance(horizon, bool) or not isinstance(horizon, int) or not 1 <= horizon <= MAX_HORIZON:
         raise InputError("horizon", f"an integer in 1..{MAX_HORIZON}", horizon)
@@ -82,15 +98,26 @@ def worst_case_loss(
         raise InputError("--max-states", "a positive integer", max_states)
     if search not in ("auto", "general"):
         raise InputError("search", '"auto" or "general"', search)
+    if isinstance(dps, bool) or not isinstance(dps, int) or not IV_DPS <= dps <= MAX_DPS:
+        raise InputError("dps", f"an integer in {IV_DPS}..{MAX_DPS}", dps)
     start = time.perf_counter()
     catalogue = tuple(queries if queries is not None else interface.queries)
     fixed_point = None
-    with iv_precision(IV_DPS):
+    with iv_precision(dps):
         if search == "auto" and ledger.applies(interface, strict):
-            programme = LedgerSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
+            split = ComponentSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
+            programme: ComponentSearch | LedgerSearch = split if split.splits and components else split.whole
+            ledger_states, estimate = programme.estimate()
+            check_estimate(estimate, ledger_states, horizon, max_states)
             ab, ab_node, ba, ba_node = programme.run()
-            states, fixed_point = programme.states_explored, programme.fixed_point
+            states = programme.states_explored
+            fixed_point = programme.fixed_point if isinstance(programme, LedgerSearch) else None
         else:
+            reads = turn_reads(interface, catalogue, store_a, store_b, strict)
+            ledger_states = ledger_levels(
+                interface, reads, interface.policy.attribute_names, horizon, interface.cap_rule.prospective
+            )
+            check_estimate(ledger_states * horizon, ledger_states, horizon, max_states)
             general = GeneralSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
             best = general.run()
             ab, ab_node, ba, ba_node = best.ab, best.ab_node, best.ba, best.ba_node
@@ -102,4 +129,5 @@ def worst_case_loss(
         states_explored=states,
         seconds=time.perf_counter() - start,
         fixed_point=fixed_point,
+        dps=dps,
     )

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from dpmem_ref.analysis.bounds import state_limit
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
 from dpmem_ref.analysis.steps import SearchProblem, StepTable
 from dpmem_ref.analysis.witness import Node, TurnEnd, ViewNode
-from dpmem_ref.errors import InputError
 from dpmem_ref.interface import Query
 from dpmem_ref.turn import InterfaceState, TurnCursor, begin_turn
 
@@ -36,15 +36,6 @@ class Best:
 
 
 NOTHING = Best(IMPOSSIBLE, None, IMPOSSIBLE, None)
-
-
-def state_limit(max_states: int) -> InputError:
-    """The one-line refusal of an audit past `--max-states` (exit 2 in the CLI)."""
-    error = InputError("--max-states", f"at most {max_states} memoized states", "more")
-    error.args = (
-        f"--max-states: this audit needs more than {max_states} memoized states; raise --max-states or lower --horizon",
-    )
-    return error
 
 
 class GeneralSearch(SearchProblem):

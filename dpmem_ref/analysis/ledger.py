@@ -26,9 +26,16 @@ and three facts bring the cost down from (queries + T) x (K+1)^A:
   ones, with the same release law; a refusal is mimicked by the pass). A move whose step
   is exactly 0 both ways and that only raises ledgers is then never better than the
   pass, so it is not followed: the states are those reached by releases that differ.
-- Fixed point. V_r is computed bottom-up for r = 1, 2, ... and stops at the first r with
-  V_r = V_{r-1} at every state still needed (exact comparison of the loss values): the
-  computation of V_{r+1} then repeats that of V_r, so V_T = V_r.
+- One pass. When the state graph is closed within the horizon, every self-loop has step 0
+  and the longest chain of ledger increases fits in T, V_T is a longest path in a DAG,
+  computed once (`analysis.longest`, derivation there); else:
+- Early stop. V_r is computed bottom-up for r = 1, 2, ... over the states within depth
+  T - r of the start, and stops at the first r with V_r = V_{r-1} at every one of them
+  (exact comparison of the loss values): V_{r+1} at depth <= T - r - 1 reads V_r only at
+  depth <= T - r, where it equals V_{r-1}, so V_{r+1} = V_r there, and by induction
+  V_T = V_r at the start. This is a statement about this horizon T only: the state graph
+  is built to depth T - 1, so states first reached later are never valued, and a longer
+  horizon may have a larger loss (`WorstCase.stopped_after`; it claims nothing beyond T).
 
 The witness is replayed forward with real cursors (full ledgers, both stores) along the
 chosen queries, choosing each slot's view by the exact step, so it is a real transcript.
@@ -39,7 +46,8 @@ from __future__ import annotations
 from fractions import Fraction
 from math import lcm
 
-from dpmem_ref.analysis.general import state_limit
+from dpmem_ref.analysis.bounds import ledger_levels, state_limit, turn_reads
+from dpmem_ref.analysis.longest import longest_paths
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
 from dpmem_ref.analysis.replay import witness_chain
 from dpmem_ref.analysis.steps import SearchProblem, StepTable
@@ -96,6 +104,8 @@ class LedgerSearch(SearchProblem):
         self.capped = interface.cap_rule.prospective
         self.summaries: dict[tuple[int, tuple[bool | None, ...]], _Summary] = {}
         self.iterations = 0
+        self.all_horizons = False  # True: V_r at the start for every r (components need it), no one-pass shortcut
+        self.longest = False  # the one-pass longest path replaced the value iteration
         self._layout()
 
     # ---- slicing and integer units
@@ -103,17 +113,7 @@ class LedgerSearch(SearchProblem):
     def _layout(self) -> None:
         interface = self.interface
         names = interface.policy.attribute_names
-        initial = InterfaceState.initial(interface)
-        reads: list[list[tuple[frozenset[str], Fraction, bool]]] = []
-        for query in self.queries:
-            cursor = begin_turn(interface, initial, query, self.store_a, strict=self.strict)
-            turn = []
-            while not cursor.done:
-                plan = cursor.plan()
-                differs = self.store_a.read(plan.read.positions) != self.store_b.read(plan.read.positions)
-                turn.append((plan.charge_set, plan.epsilon, differs))
-                cursor = cursor.release(plan.distribution.support()[0])
-            reads.append(turn)
+        reads = self.reads = turn_reads(interface, self.queries, self.store_a, self.store_b, self.strict)
         relevant: set[str] = set()
         for turn in reads:
             for charge, _, differs in turn:
@@ -155,6 +155,11 @@ class LedgerSearch(SearchProblem):
             ]
             for turn in reads
         ]
+
+    def estimate(self) -> tuple[int, int]:
+        """(ledger states, states_explored) bounds before any state is built (`analysis.bounds`)."""
+        ledger_states = ledger_levels(self.interface, self.reads, self.relevant, self.horizon)
+        return ledger_states, ledger_states * self.horizon + len(self.queries)
 
     def ledgers_of(self, counts: tuple[int, ...]) -> tuple[Fraction, ...]:
         """A full ledger vector showing `counts` on R (0 elsewhere): a representative."""
@@ -257,7 +262,16 @@ class LedgerSearch(SearchProblem):
         values_ab = [ZERO] * len(states)
         values_ba = [ZERO] * len(states)
         choices: list[tuple[list[int], list[int]]] = []
-        for r in range(1, self.horizon + 1):
+        # V_r at the start for r = 0, 1, ...: the worst case at every shorter horizon too
+        # (the start has depth 0 <= T - r), which `components` combines across components.
+        self.start_values: list[tuple[Loss, Loss]] = [(ZERO, ZERO)]
+        found = None if self.all_horizons else longest_paths(moves, states, self.horizon)
+        if found is not None:  # one pass: a longest path (`analysis.longest`)
+            values_ab, values_ba, pick_ab, pick_ba = found
+            choices.append((pick_ab, pick_ba))
+            self.iterations, self.longest = 1, True
+            self.start_values.append((values_ab[0], values_ba[0]))
+        for r in range(1, self.horizon + 1 if found is None else 1):
             if len(states) * r + len(self.summaries) > self.max_states:
                 raise state_limit(self.max_states)
             new_ab = list(values_ab)
@@ -287,9 +301,11 @@ class LedgerSearch(SearchProblem):
             still = [s for s in range(len(states)) if depth[s] <= self.horizon - r]
             stable = all(new_ab[s] == values_ab[s] and new_ba[s] == values_ba[s] for s in still)
             values_ab, values_ba = new_ab, new_ba
+            self.start_values.append((values_ab[0], values_ba[0]))
             if stable:
                 break
-        self.fixed_point = self.iterations if self.iterations < self.horizon else None
+        self.fixed_point = self.iterations if self.iterations < self.horizon and not self.longest else None
+        self.choices, self.states, self.index = choices, states, index
         return (
             values_ab[0],
             self.witness(choices, 0, states, index),
@@ -302,6 +318,10 @@ class LedgerSearch(SearchProblem):
         """Ledger states times value iterations, plus (query, admission pattern) summaries."""
         return self.state_count * self.iterations + len(self.summaries)
 
+    def value_at(self, turns: int) -> tuple[Loss, Loss]:
+        """V_turns at the start, both directions (turns <= T; constant after the early stop)."""
+        return self.start_values[min(turns, len(self.start_values) - 1)]
+
     def witness(
         self,
         choices: list[tuple[list[int], list[int]]],
@@ -310,10 +330,24 @@ class LedgerSearch(SearchProblem):
         index: dict[tuple[int, ...], int],
     ) -> Node:
         """The chosen queries from the start (on ledger counts), replayed with real cursors."""
+        chosen = self.chosen_queries(choices, side, states, index, self.horizon)
+        return witness_chain(
+            self.interface, self.store_a, self.store_b, chosen, "ab" if side == 0 else "ba", self.steps, self.strict
+        )
+
+    def chosen_queries(
+        self,
+        choices: list[tuple[list[int], list[int]]],
+        side: int,
+        states: list[tuple[int, ...]],
+        index: dict[tuple[int, ...], int],
+        turns: int,
+    ) -> list[Query]:
+        """The queries of the worst strategy over `turns` <= T turns from the start."""
         chosen: list[Query] = []
         s = 0
-        for t in range(self.horizon):
-            q = choices[min(self.horizon - t, len(choices)) - 1][side][s]
+        for t in range(turns):
+            q = choices[min(turns - t, len(choices)) - 1][side][s]
             if q < 0:
                 break
             chosen.append(self.queries[q])
@@ -321,6 +355,4 @@ class LedgerSearch(SearchProblem):
             s = index.get(after, -1)  # a terminal move ends the replay (its controls differ)
             if s < 0:
                 break
-        return witness_chain(
-            self.interface, self.store_a, self.store_b, chosen, "ab" if side == 0 else "ba", self.steps, self.strict
-        )
+        return chosen

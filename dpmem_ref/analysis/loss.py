@@ -42,12 +42,21 @@ def _fraction(raw: Raw) -> Fraction:
 class Loss:
     """An exact privacy-loss value: impossible, a finite interval, or +infinity."""
 
-    __slots__ = ("hi", "kind", "lo")
+    __slots__ = ("_flo", "_fhi", "hi", "kind", "lo")
 
     def __init__(self, kind: int, lo: Raw = _ZERO, hi: Raw = _ZERO) -> None:
         self.kind = kind
         self.lo = lo
         self.hi = hi
+        self._flo: float | None = None  # the ends as floats, for fast comparisons (`_ends_f`)
+        self._fhi: float | None = None
+
+    def _ends_f(self) -> tuple[float, float]:
+        """Both ends rounded to the nearest float. Rounding is monotone, so a strict float
+        inequality proves the exact one; equal floats fall back to exact comparison."""
+        if self._flo is None or self._fhi is None:
+            self._flo, self._fhi = libmp.to_float(self.lo), libmp.to_float(self.hi)
+        return self._flo, self._fhi
 
     # ---- constructors
 
@@ -115,8 +124,9 @@ class Loss:
             return self
         if other.kind == _INFINITE:
             return other
-        lo = self.lo if libmp.mpf_ge(self.lo, other.lo) else other.lo
-        hi = self.hi if libmp.mpf_ge(self.hi, other.hi) else other.hi
+        (flo, fhi), (olo, ohi) = self._ends_f(), other._ends_f()
+        lo = self.lo if (flo > olo or (flo == olo and libmp.mpf_ge(self.lo, other.lo))) else other.lo
+        hi = self.hi if (fhi > ohi or (fhi == ohi and libmp.mpf_ge(self.hi, other.hi))) else other.hi
         if lo is self.lo and hi is self.hi:
             return self
         if lo is other.lo and hi is other.hi:
@@ -133,6 +143,9 @@ class Loss:
         """The witness order: impossible < finite (by upper end) < infinite."""
         if self.kind != other.kind or self.kind != _FINITE:
             return self.kind > other.kind
+        mine, theirs = self._ends_f()[1], other._ends_f()[1]
+        if mine != theirs:
+            return mine > theirs
         return bool(libmp.mpf_gt(self.hi, other.hi))
 
     # ---- reading it

@@ -13,7 +13,7 @@ from fractions import Fraction
 import attrs
 import mpmath
 
-from dpmem_ref.analysis.loss import Loss
+from dpmem_ref.analysis.loss import IV_DPS, Loss
 
 
 @attrs.frozen
@@ -93,8 +93,11 @@ class WorstCase:
     """Exact worst-case privacy loss over all adaptive strategies of length `horizon`.
 
     `states_explored` counts the search's memoized values (see the search modules);
-    `fixed_point` is the number of remaining turns after which no value changed (the
-    ledger programme stops there), or None when the search ran every turn."""
+    `fixed_point` is the r at which the ledger programme's value iteration stopped early
+    (V_r = V_{r-1} at every state within depth T - r): the loss at this horizon T equals
+    the loss at horizon r. It claims nothing about horizons beyond T (the state graph is
+    built to depth T - 1 only). None when the search ran every turn. `dps`: the decimal
+    digits of the log-probability enclosures."""
 
     a_over_b: Direction
     b_over_a: Direction
@@ -102,6 +105,7 @@ class WorstCase:
     states_explored: int
     seconds: float
     fixed_point: int | None = None
+    dps: int = IV_DPS
 
     @property
     def worst(self) -> Direction:

@@ -5,7 +5,11 @@
   exact worst case, certificate and witness);
 - `render`: text and JSON output.
 
-Exit codes: 0 ok / holds, 1 violations / bound broken, 2 malformed input.
+Exit codes (`dpmem audit`): 0 the bound holds and the contract C1-C6 holds; 1 the bound is
+broken or not certified, or a contract violation (`dpmem check` would report it) leaves the
+bound unguaranteed beyond the audited horizon; 2 malformed input; 3 no guarantee applies
+(the stores differ outside every protected group, kappa = inf). `dpmem check`: 0 ok, 1
+violations, 2 malformed input.
 """
 
 from __future__ import annotations
@@ -18,12 +22,23 @@ from dpmem_ref.analysis import DEFAULT_MAX_STATES
 from dpmem_ref.audit.adjacency import Adjacency, decide_adjacency
 from dpmem_ref.audit.check import CheckReport, charged_reads, check_interface, sensitivity_violations
 from dpmem_ref.audit.render import audit_json, audit_text, check_text
-from dpmem_ref.audit.verdict import AuditReport, CoverVerdict, audit, certify
+from dpmem_ref.audit.verdict import (
+    EXIT_BAD_INPUT,
+    EXIT_NO_GUARANTEE,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    AuditReport,
+    CoverVerdict,
+    audit,
+    certify,
+)
 from dpmem_ref.config import load_interface_file
 
-EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
-
 __all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_NO_GUARANTEE",
+    "EXIT_OK",
+    "EXIT_VIOLATION",
     "Adjacency",
     "AuditReport",
     "CheckReport",
@@ -51,7 +66,7 @@ def command_audit(args: argparse.Namespace) -> int:
     loaded = load_interface_file(args.file)
     report = audit(loaded, args.store_a, args.store_b, args.horizon, max_states=args.max_states)
     print(json.dumps(audit_json(report), indent=2) if args.json else audit_text(report))
-    return EXIT_OK if report.holds else EXIT_VIOLATION
+    return report.exit_code
 
 
 def add_auditor_parsers(sub: Any) -> None:
@@ -67,7 +82,9 @@ def add_auditor_parsers(sub: Any) -> None:
     audit_parser = sub.add_parser(
         "audit",
         help="exact worst-case privacy loss over all adaptive strategies for two stores",
-        description="Exit 0 if the loss is certified within the bound, 1 if not, 2 for malformed input.",
+        description="Exit 0 if the loss is certified within the bound and the contract holds; 1 if the bound is "
+        "broken or not certified, or a contract violation leaves it unguaranteed beyond T; 2 for malformed input; "
+        "3 when no guarantee applies (the stores differ outside every protected group).",
     )
     audit_parser.add_argument("file", help="interface description (TOML)")
     audit_parser.add_argument("--store-a", required=True, help="name of the first store (M)")

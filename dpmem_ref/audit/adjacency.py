@@ -31,6 +31,8 @@ class Adjacency:
     also_adjacent: tuple[str, ...] = ()
     # Every single-attribute cover (D within I_a) and the cheapest cover: (attributes, cost).
     covers: tuple[tuple[tuple[str, ...], Fraction], ...] = ()
+    # kind "not coverable": the differing positions outside every protected group.
+    uncovered: tuple[int, ...] = ()
 
     def describe(self, name_a: str, name_b: str) -> str:
         if self.kind == "identical":
@@ -49,9 +51,10 @@ class Adjacency:
                 f"{name_a} and {name_b}: cheapest cover {{{', '.join(self.cover)}}}, "
                 f"bound kappa = {' + '.join('B_' + a for a in self.cover)} (Eq. 8, Corollary 1){within}"
             )
+        where = ", ".join(map(str, self.uncovered))
         return (
-            f"{name_a} and {name_b} differ outside every protected group: not coverable, "
-            "kappa = inf (Eq. 8), no DP guarantee is claimed for this pair"
+            f"{name_a} and {name_b} differ outside every protected group (position{'s' if len(self.uncovered) > 1 else ''} "
+            f"{where}): not coverable, kappa = inf (Eq. 8), no DP guarantee applies to this pair"
         )
 
 
@@ -69,7 +72,9 @@ def decide_adjacency(loaded: InterfaceFile, name_a: str, name_b: str) -> Adjacen
     singles = adjacent_attributes(policy, store_a, store_b)
     cheapest = minimum_cover(policy, differing)
     if cheapest is None:
-        return Adjacency("not coverable", positions, None, None, None)
+        grouped: frozenset[int] = frozenset().union(*(a.group for a in policy.attributes))
+        uncovered = tuple(p for p in positions if p not in grouped)
+        return Adjacency("not coverable", positions, None, None, None, uncovered=uncovered)
     covers: list[tuple[tuple[str, ...], Fraction]] = [((a,), caps[a]) for a in singles]
     if len(cheapest.attributes) > 1:
         covers.append((cheapest.attributes, cheapest.cost))

@@ -28,10 +28,48 @@ class CheckReport:
         return not self.violations
 
     def to_json(self) -> dict[str, Any]:
+        from dpmem_ref.schemas import envelope
+
         return {
+            **envelope("check"),
             "ok": self.ok,
-            "violations": [{"condition": v.condition, "code": v.code, "message": v.message} for v in self.violations],
+            "violations": [violation_json(v) for v in self.violations],
+            "sensitivity": [proof_json(p) for p in self.sensitivity],
         }
+
+
+def violation_json(violation: Violation) -> dict[str, Any]:
+    """A finding as structured JSON: condition, code, where (query, slot, attribute,
+    positions; null / [] when it concerns a whole part) and the human message."""
+    return {
+        "condition": violation.condition,
+        "code": violation.code,
+        "query": violation.query,
+        "slot": violation.slot,
+        "attribute": violation.attribute,
+        "positions": list(violation.positions),
+        "message": violation.message,
+    }
+
+
+def proof_json(proof: SensitivityProof) -> dict[str, Any]:
+    """One slot's Eq. (6) verdict, as the text prints it, with its counterexample pair."""
+    example = proof.counterexample
+    return {
+        "slot": proof.slot,
+        "declared": fraction_text(proof.declared),
+        "exact": fraction_text(proof.exact),
+        "holds": proof.holds,
+        "z3": proof.z3,
+        "counterexample": None
+        if example is None
+        else {
+            "view": example.view,
+            "tags_in_m": list(example.tags_in_m),
+            "tags_in_m_prime": list(example.tags_in_m_prime),
+            "gap": fraction_text(example.gap),
+        },
+    }
 
 
 def charged_reads(interface: Interface) -> dict[str, list[tuple[str, frozenset[str]]]]:
@@ -67,6 +105,7 @@ def sensitivity_violations(interface: Interface, use_z3: bool = True) -> tuple[l
         proofs.append(proof)
         if proof.counterexample is not None:
             example = proof.counterexample
+            touched = sorted(frozenset().union(*(attributes for _, attributes in reads)))
             violations.append(
                 Violation.of(
                     "C3.sensitivity_below_bound",
@@ -74,6 +113,9 @@ def sensitivity_violations(interface: Interface, use_z3: bool = True) -> tuple[l
                     f"the true bound {fraction_text(proof.exact)} (Eq. 6); counterexample for view {example.view}: a "
                     f"read position in I_a holding tags [{', '.join(example.tags_in_m)}] under M and "
                     f"[{', '.join(example.tags_in_m_prime)}] under M' moves its score by {fraction_text(example.gap)}",
+                    query=reads[0][0],
+                    slot=slot,
+                    attribute=touched[0] if len(touched) == 1 else None,
                 )
             )
     return violations, proofs
@@ -102,9 +144,7 @@ def check_interface(interface: Interface, use_z3: bool = True) -> CheckReport:
         kind = _violation_kind(violation)
         if proofs and kind == "sensitivity":
             continue  # the kernel's Eq. 6 finding; reported below with its counterexample pair
-        violations.append(
-            Violation(violation.condition, violation.message + (scope if kind == "global part" else ""), kind=violation.kind)
-        )
+        violations.append(attrs.evolve(violation, message=violation.message + (scope if kind == "global part" else "")))
     violations.extend(found)
     order = {c: i for i, c in enumerate(CONDITION_ORDER)}
     violations.sort(key=lambda v: order.get(v.condition, 99))

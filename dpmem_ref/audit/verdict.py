@@ -14,13 +14,18 @@ from fractions import Fraction
 
 import attrs
 import mpmath
+from mpmath import libmp
 
-from dpmem_ref.analysis import DEFAULT_MAX_STATES, IV_DPS, WorstCase, replay_transcript, worst_case_loss
+from dpmem_ref.analysis import DEFAULT_MAX_STATES, IV_DPS, MAX_DPS, WorstCase, replay_transcript, worst_case_loss
 from dpmem_ref.analysis.loss import Loss
 from dpmem_ref.audit.adjacency import Adjacency, decide_adjacency
 from dpmem_ref.audit.check import check_interface
+from dpmem_ref.audit.digits import certain, decimal_exponent
+from dpmem_ref.audit.numbers import LOSS_DIGITS
+from dpmem_ref.audit.record import WitnessRow, witness_rows
 from dpmem_ref.config import InterfaceFile
 from dpmem_ref.interface import Violation
+from dpmem_ref.mechanism import iv_precision
 
 
 @attrs.frozen
@@ -33,6 +38,10 @@ class CoverVerdict:
     certified: bool
 
 
+EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_NO_GUARANTEE = 0, 1, 2, 3
+VERDICTS = ("holds", "contract violated", "not certified", "broken", "no guarantee")
+
+
 @attrs.frozen
 class AuditReport:
     file: str
@@ -41,23 +50,56 @@ class AuditReport:
     horizon: int
     adjacency: Adjacency
     result: WorstCase
-    holds: bool
-    certified: bool
+    holds: bool | None  # None: no finite bound (kappa = inf), so nothing to hold
+    certified: bool | None
     covers: tuple[CoverVerdict, ...]
     witness_ledgers: tuple[tuple[tuple[str, Fraction], ...], ...]
-    replayed_loss: mpmath.mpf | None  # None: the witness is impossible under the other store
+    replayed_loss: Fraction | None  # None: the witness is impossible under the other store
     controls_private: bool
     contract: tuple[Violation, ...]
     attribute_names: tuple[str, ...]
     uncharged_epsilon: Fraction
+    dps: int = IV_DPS  # digits of the enclosures the final search ran at
+    rows: tuple[WitnessRow, ...] = ()  # the witness as records (`record.witness_rows`)
+
+    @property
+    def contract_ok(self) -> bool:
+        return not self.contract
+
+    @property
+    def verdict(self) -> str:
+        """One of VERDICTS (docs/config-format.md, "Verdicts and exit codes")."""
+        if self.holds is None:
+            return "no guarantee"
+        if not self.holds:
+            return "broken" if self.certified else "not certified"
+        return "holds" if self.contract_ok else "contract violated"
+
+    @property
+    def exit_code(self) -> int:
+        """0 holds; 1 broken, not certified or a contract violation; 3 no guarantee (kappa = inf)."""
+        verdict = self.verdict
+        return EXIT_OK if verdict == "holds" else EXIT_NO_GUARANTEE if verdict == "no guarantee" else EXIT_VIOLATION
+
+    @property
+    def guarantee(self) -> str:
+        """What the verdict lets a reader conclude beyond the audited horizon, in words."""
+        verdict = self.verdict
+        if verdict == "no guarantee":
+            return "no DP guarantee applies: the stores differ outside every protected group (kappa = inf)"
+        if not self.contract_ok:
+            return f"the bound is not guaranteed beyond the audited horizon T = {self.horizon} (contract violated)"
+        if verdict == "holds":
+            return "Theorem 1 / Corollary 1: the bound holds at every horizon (contract C1-C6 holds)"
+        return f"the bound fails at T = {self.horizon}"
 
 
-def certify(result: WorstCase, bound: Fraction | None) -> tuple[bool, bool]:
+def certify(result: WorstCase, bound: Fraction | None) -> tuple[bool | None, bool | None]:
     """(holds, certified). holds: the interval's upper end is <= the bound (a proof);
     certified: the interval decides the comparison either way (lower end > bound proves
-    it broken). With no finite bound (kappa = inf) every loss is within it."""
+    it broken). With no finite bound (kappa = inf) there is no verdict: (None, None)."""
     if bound is None:
-        return True, True
+        return None, None
     return certify_loss(result.worst.value, bound)
 
 
@@ -67,6 +109,42 @@ def certify_loss(value: Loss, bound: Fraction) -> tuple[bool, bool]:
     return False, value.exceeds(bound)
 
 
+def proved_digits(value: Loss) -> int:
+    """Significant digits the enclosure proves (LOSS_DIGITS for exact or infinite values)."""
+    if not value.is_finite or value.is_zero:
+        return LOSS_DIGITS
+    lo, hi = value.ends()
+    if lo == hi:
+        return LOSS_DIGITS
+    return certain(lo, hi, LOSS_DIGITS).digits
+
+
+def _next_dps(dps: int, value: Loss) -> int:
+    """More digits for the enclosures: what is missing, plus the decades below 1 the loss
+    sits at (each log probability is O(1), so its absolute error is about 10^-dps)."""
+    lo, hi = value.ends()
+    top = max(abs(lo), abs(hi))
+    missing = LOSS_DIGITS - proved_digits(value) + 10
+    return min(MAX_DPS, dps + missing + max(0, -decimal_exponent(top)))
+
+
+def exact_worst_case(
+    loaded: InterfaceFile, name_a: str, name_b: str, horizon: int, max_states: int = DEFAULT_MAX_STATES
+) -> WorstCase:
+    """The worst case with every reported digit proved: rerun at more digits while a
+    direction's enclosure proves fewer than LOSS_DIGITS (losses near 1e-60 ... 1e-300)."""
+    interface = loaded.interface
+    store_a, store_b = loaded.store(name_a), loaded.store(name_b)
+    dps, spent = IV_DPS, 0.0
+    while True:
+        result = worst_case_loss(interface, store_a, store_b, horizon, strict=False, max_states=max_states, dps=dps)
+        spent += result.seconds
+        short = [d.value for d in (result.a_over_b, result.b_over_a) if proved_digits(d.value) < LOSS_DIGITS]
+        if not short or dps >= MAX_DPS:
+            return attrs.evolve(result, seconds=spent, dps=dps)
+        dps = max(_next_dps(dps, value) for value in short)
+
+
 def audit(
     loaded: InterfaceFile, name_a: str, name_b: str, horizon: int, max_states: int = DEFAULT_MAX_STATES
 ) -> AuditReport:
@@ -74,25 +152,29 @@ def audit(
     interface = loaded.interface
     adjacency = decide_adjacency(loaded, name_a, name_b)
     store_a, store_b = loaded.store(name_a), loaded.store(name_b)
-    result = worst_case_loss(interface, store_a, store_b, horizon, strict=False, max_states=max_states)
+    result = exact_worst_case(loaded, name_a, name_b, horizon, max_states=max_states)
     holds, certified = certify(result, adjacency.bound)
     covers = tuple(
         CoverVerdict(attributes, cost, *certify_loss(result.worst.value, cost)) for attributes, cost in adjacency.covers
     )
     worst = result.worst
     # The witness replayed under its own numerator store: pathwise ledgers L_a(omega) and
-    # an independent evaluation of its log ratio from the same plans.
+    # an independent evaluation of its log ratio from the same plans, at 20 more digits
+    # than the search's enclosures (so it can be compared digit for digit).
     numerator, denominator = (store_a, store_b) if result.direction == "a_over_b" else (store_b, store_a)
     side = "a" if result.direction == "a_over_b" else "b"
     other = "b" if side == "a" else "a"
-    replay_num = replay_transcript(interface, numerator, worst.witness, control_side=side, strict=False)
-    replay_den = replay_transcript(interface, denominator, worst.witness, control_side=other, strict=False)
-    replayed = None
-    if replay_den.log_probability != mpmath.mpf("-inf"):
-        with mpmath.workdps(IV_DPS):
-            replayed = replay_num.log_probability - replay_den.log_probability
+    with mpmath.workdps(result.dps + 20):
+        replay_num = replay_transcript(interface, numerator, worst.witness, control_side=side, strict=False)
+        replay_den = replay_transcript(interface, denominator, worst.witness, control_side=other, strict=False)
+        replayed = None
+        if replay_den.log_probability != mpmath.mpf("-inf") and replay_num.log_probability != mpmath.mpf("-inf"):
+            p, q = libmp.to_rational((replay_num.log_probability - replay_den.log_probability)._mpf_)
+            replayed = Fraction(int(p), int(q))
     names = interface.policy.attribute_names
     ledgers = tuple(tuple(zip(names, turn, strict=True)) for turn in replay_num.turn_ledgers)
+    with iv_precision(result.dps):
+        rows = witness_rows(interface, store_a, store_b, worst.witness, numerator=side)
     return AuditReport(
         file=loaded.path or interface.name,
         store_a=name_a,
@@ -109,4 +191,6 @@ def audit(
         contract=check_interface(interface, use_z3=False).violations,
         attribute_names=names,
         uncharged_epsilon=interface.uncharged_epsilon,
+        dps=result.dps,
+        rows=rows,
     )

@@ -18,6 +18,7 @@ from dpmem_ref.core.ledgers import FractionTable, common_scale
 from dpmem_ref.core.memo import KernelMemo
 from dpmem_ref.core.transcript import Query, SlotRead
 from dpmem_ref.errors import ContractViolation, InputError
+from dpmem_ref.exact import require_positive_rational
 from dpmem_ref.mechanism import PointMass
 from dpmem_ref.parts.broken import PrivateHooks
 from dpmem_ref.parts.caps import ProspectiveCap
@@ -99,14 +100,17 @@ class Interface:
     _memo: KernelMemo = attrs.field(init=False, repr=False, eq=False, hash=False, factory=KernelMemo)
 
     def __attrs_post_init__(self) -> None:
+        _require_parts(self)
         slots = [v.slot for v in self.vocabularies]
         if len(set(slots)) != len(slots):
             raise InputError("slots", "one vocabulary per slot", slots)
         names = [q.name for q in self.queries]
         if len(set(names)) != len(names):
             raise InputError("queries", "unique query names", names)
-        if self.uncharged_epsilon <= 0:
-            raise InputError("uncharged_epsilon", "a positive exact rational", self.uncharged_epsilon)
+        # eps of every uncharged selection (Lemma 1): exact and positive, like every eps (C3).
+        object.__setattr__(
+            self, "uncharged_epsilon", require_positive_rational(self.uncharged_epsilon, "uncharged_epsilon")
+        )
         object.__setattr__(self, "_vocabulary_by_slot", {v.slot: v for v in self.vocabularies})
         object.__setattr__(self, "_query_by_name", {q.name: q for q in self.queries})
 
@@ -198,6 +202,43 @@ class Interface:
         if violations:
             first = violations[0]
             raise ContractViolation(first.code, first.message)
+
+
+# What each part must provide (dpmem_ref.parts.protocols): the methods, and the declared
+# capabilities the planner reads on every turn. Checked once, at construction, so a wrong
+# object is refused here by name and never fails deep inside a turn.
+_PART_MEMBERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("scorer", ("scores", "sensitivity", "exact_sensitivity")),
+    ("budget", ("epsilon",)),
+    ("router", ("reads_history", "reads_released_views", "active_slots", "read")),
+    ("selector", ("distribution",)),
+    ("cap_rule", ("prospective", "admits")),
+    ("control", ("reads_private", "observe")),
+)
+
+
+def _require_parts(interface: Interface) -> None:
+    """Types of the interface's fields (the public constructor's boundary)."""
+    if not isinstance(interface.policy, Policy):
+        raise InputError("policy", "a dpmem_ref.Policy", type(interface.policy).__name__)
+    for field, kind, members in (("vocabularies", Vocabulary, "Vocabulary"), ("queries", Query, "Query")):
+        value = getattr(interface, field)
+        if not isinstance(value, tuple):
+            raise InputError(field, f"a tuple of {members} objects", type(value).__name__)
+        for index, item in enumerate(value):
+            if not isinstance(item, kind):
+                raise InputError(f"{field}[{index}]", f"a {members}", type(item).__name__)
+    for field, names in _PART_MEMBERS:
+        part = getattr(interface, field)
+        missing = [name for name in names if not hasattr(part, name)]
+        if missing:
+            raise InputError(
+                field, f"a {field} part with {', '.join(names)}", f"{type(part).__name__} without {missing[0]}"
+            )
+    if not isinstance(interface.hooks, PrivateHooks):
+        raise InputError("hooks", "a PrivateHooks", type(interface.hooks).__name__)
+    if not isinstance(interface.name, str):
+        raise InputError("name", "a string", type(interface.name).__name__)
 
 
 def fallback_distribution(vocabulary: Vocabulary) -> PointMass:

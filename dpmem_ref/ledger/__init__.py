@@ -5,7 +5,10 @@
 - `memory`, `sqlite`, `postgres`: the backends (one contract suite for all,
   tests/test_ledger_contract.py); `open_ledger_store(url)` picks one by URL;
 - `fingerprint`: the canonical interface fingerprint a ledger database is bound to;
-- `backup`: online backup and verification of SQLite ledger files.
+- `chain`, `replay`: the tamper-evident ledger (an HMAC hash chain over every committed
+  row, keyed outside the database; `replay` re-derives every table from it);
+- `backup`, `restore`, `postgres_verify`: online backup, verification, restore with an
+  explicit recorded rollback, and migration of legacy files.
 
 See docs/durability.md.
 """

@@ -1,33 +1,48 @@
-"""Online backup and verification of SQLite ledger files (issue 13.7).
+"""Online backup and verification of SQLite ledger files (issues 13.7 and 21.3, 21.5).
 
 A committed charge can live only in the `-wal` file: after a crash, before the next
 checkpoint, copying the `.db` file alone loses it, and with it the guarantee (a restored
 ledger that forgot a charge admits selections past B_a). `backup_sqlite` copies through
 SQLite's online backup API (`Connection.backup`), which reads the database as a connection
 sees it, WAL frames included, page by page under a consistent snapshot, while other
-processes keep charging. The copy is written beside the destination, made
-self-contained (rollback journal), verified, and only then renamed into place.
+processes keep charging. The copy is written to a fresh temporary file of a unique name
+beside the destination (created exclusively, so it never names an existing file), made
+self-contained (rollback journal), verified, and only then linked into place (never
+overwriting). The destination may not be the source, its `-wal` / `-shm` / `-journal`
+files or its high-water mark; the command deletes only the temporary file it created.
 
 `verify_sqlite` checks what a restored ledger must satisfy: the file is an SQLite database
-that passes `PRAGMA integrity_check`, has the dpmem schema, is bound to an interface
-fingerprint (or is reported unbound), keeps L_a <= B_a on every ledger, and its charge log
-agrees with its ledgers: for every session and attribute, the sum of the eps of the
-admitted releases charged to it equals the stored L_a, and no prefix of the log exceeds B_a.
+that passes `PRAGMA integrity_check` and has the dpmem schema, then
+`dpmem_ref.ledger.replay`: the HMAC chain verifies with the key, every ledger L_a is the
+sum of the committed charges and <= B_a at every prefix, every table equals what the
+chain committed (first bad row named), and the chain reaches the high-water mark (`DB.hwm`).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from fractions import Fraction
+import tempfile
 from pathlib import Path
 
 import attrs
 
 from dpmem_ref.errors import InputError
-from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError, fraction_from_text
-from dpmem_ref.ledger.records import decode_release, decode_turn
+from dpmem_ref.ledger.chain import (
+    HIGH_WATER_SUFFIX,
+    ChainKey,
+    HighWater,
+    high_water_path,
+    key_from_environment,
+    read_high_water,
+    write_high_water,
+)
+from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError
+from dpmem_ref.ledger.replay import LedgerRows, Replay, replay
 from dpmem_ref.ledger.sqlite_schema import COLUMNS, describe_sqlite_error
+from dpmem_ref.ledger.urls import redact_url
+
+SIDE_FILES = ("-wal", "-shm", "-journal", HIGH_WATER_SUFFIX)
 
 
 @attrs.frozen
@@ -40,6 +55,8 @@ class LedgerReport:
     releases: int
     turns: int
     problem: str | None = None
+    chain: Replay | None = None
+    high_water: HighWater | None = None
 
     @property
     def ok(self) -> bool:
@@ -49,107 +66,126 @@ class LedgerReport:
         if self.problem is not None:
             return f"ledger {self.path}: FAILED: {self.problem}"
         bound = f"fingerprint {self.fingerprint[:12]}" if self.fingerprint else "no interface bound yet"
+        chain = ""
+        if self.chain is not None:
+            chain = f", chain of {self.chain.events} events verified (key id {self.chain.key_id})"
+            if self.high_water is not None:
+                chain += f", high-water mark seq {self.high_water.seq} reached"
+            if self.chain.rollbacks:
+                chain += f"; ROLLBACK recorded ({len(self.chain.rollbacks)}): " + "; ".join(self.chain.rollbacks)
         return (
             f"ledger {self.path}: ok (schema {SCHEMA_VERSION}, {bound}, {self.sessions} sessions, "
-            f"{self.releases} releases, {self.turns} turns, L <= B on every ledger, charge log matches the ledgers)"
+            f"{self.releases} releases, {self.turns} turns, L <= B on every ledger, charge log matches the ledgers"
+            f"{chain})"
         )
 
 
 def _existing_file(path: Path, field: str) -> Path:
+    shown = redact_url(str(path))  # a mistyped DSN given as a path is never echoed
     if not path.exists():
-        raise InputError(field, "an existing SQLite ledger file", str(path))
+        raise InputError(field, "an existing SQLite ledger file", shown)
     if not path.is_file():
-        raise InputError(field, "a regular file (not a directory or device)", str(path))
+        raise InputError(field, "a regular file (not a directory or device)", shown)
     return path
 
 
-def _open(path: Path) -> sqlite3.Connection:
+def _open(path: Path, read_only: bool = False) -> sqlite3.Connection:
     uri = path.resolve().as_uri().replace("file://", "file:", 1)
-    return sqlite3.connect(f"{uri}?mode=rw", uri=True, isolation_level=None, timeout=60)
+    connection = sqlite3.connect(
+        f"{uri}?mode={'ro' if read_only else 'rw'}", uri=True, isolation_level=None, timeout=60
+    )
+    # Corrupted bytes decode to text that no check accepts (never a driver exception).
+    connection.text_factory = lambda raw: raw.decode("utf-8", "surrogateescape")
+    return connection
 
 
-def _problems(connection: sqlite3.Connection) -> tuple[str | None, int, int, int, str | None]:
-    """(fingerprint, sessions, releases, turns, first problem found or None)."""
+def sqlite_rows(connection: sqlite3.Connection) -> LedgerRows:
+    """Every row, as `replay` reads them."""
+
+    def rows(sql: str) -> tuple[tuple[object, ...], ...]:
+        return tuple(tuple(row) for row in connection.execute(sql))
+
+    return LedgerRows(
+        meta=rows("SELECT key, value FROM meta"),
+        chain=rows("SELECT seq, kind, body, mac FROM chain ORDER BY seq"),
+        ledgers=rows("SELECT user, interaction, attribute, spent, cap FROM ledgers"),
+        releases=rows(
+            "SELECT user, interaction, seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
+            "FROM releases ORDER BY seq"
+        ),
+        turns=rows("SELECT user, interaction, seq, turn_id, record FROM turns ORDER BY seq"),
+    )
+
+
+def _schema_problem(connection: sqlite3.Connection) -> str | None:
+    """The file is an intact SQLite database with the dpmem schema of this version."""
     integrity = connection.execute("PRAGMA integrity_check").fetchone()
     if integrity is None or integrity[0] != "ok":
-        return None, 0, 0, 0, "PRAGMA integrity_check does not report ok (corrupted file)"
+        return "PRAGMA integrity_check does not report ok (corrupted file)"
     tables = {str(name) for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for table, columns in COLUMNS.items():
         found = tuple(str(row[1]) for row in connection.execute(f"PRAGMA table_info({table})"))
         if table not in tables or found != columns:
-            return None, 0, 0, 0, f"foreign schema (table {table} missing or with other columns)"
+            return f"foreign schema (table {table} missing or with other columns)"
     meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
     if meta.get("schema") != SCHEMA_VERSION:
-        return None, 0, 0, 0, f"meta.schema is not version {SCHEMA_VERSION}"
-    fingerprint = meta.get("fingerprint")
-    spent: dict[tuple[str, str, str], Fraction] = {}
-    caps: dict[tuple[str, str, str], Fraction] = {}
-    for user, interaction, attribute, spent_text, cap_text in connection.execute(
-        "SELECT user, interaction, attribute, spent, cap FROM ledgers"
-    ):
-        key = (str(user), str(interaction), str(attribute))
-        spent[key] = fraction_from_text(spent_text, "ledgers.spent")
-        caps[key] = fraction_from_text(cap_text, "ledgers.cap")
-        if spent[key] > caps[key]:
-            return fingerprint, 0, 0, 0, f"C5: a ledger of attribute {attribute} exceeds its cap"
-    sessions = {(u, i) for u, i, _ in spent}
-    running = dict.fromkeys(spent, Fraction(0))
-    releases = 0
-    for row in connection.execute(
-        "SELECT user, interaction, seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
-        "FROM releases ORDER BY seq"
-    ):
-        releases += 1
-        release = decode_release(row[2:])
-        if not release.admitted and (release.charge_set or release.epsilon):
-            return fingerprint, 0, 0, 0, f"releases seq {release.seq}: a fallback with a charge"
-        for attribute in release.charge_set:
-            key = (str(row[0]), str(row[1]), attribute)
-            if key not in running:
-                return fingerprint, 0, 0, 0, f"releases seq {release.seq}: charged to an attribute without a ledger"
-            running[key] += release.epsilon
-            if running[key] > caps[key]:
-                return fingerprint, 0, 0, 0, f"C5: the charge log exceeds the cap of {attribute} at seq {release.seq}"
-    for key, value in running.items():
-        if value != spent[key]:
-            return fingerprint, 0, 0, 0, f"ledger of attribute {key[2]} differs from the sum of its logged charges"
-    turns = 0
-    for (record,) in connection.execute("SELECT record FROM turns ORDER BY seq"):
-        decode_turn(str(record))
-        turns += 1
-    return fingerprint, len(sessions), releases, turns, None
+        return f"meta.schema is not version {SCHEMA_VERSION}"
+    return None
 
 
-def verify_sqlite(path: str | Path) -> LedgerReport:
+def verify_sqlite(path: str | Path, key: ChainKey | None = None, high_water: bool = True) -> LedgerReport:
     """Check a ledger file (see the module docstring); raises InputError for a missing file
-    and LedgerStoreError for one SQLite cannot read at all."""
+    and LedgerStoreError for one SQLite cannot read at all. `high_water=False` checks the
+    chain alone (a copy without its `.hwm`: a truncated tail then goes unnoticed)."""
     target = _existing_file(Path(path), "ledger file")
+    chain_key = key_from_environment() if key is None else key
+    mark = read_high_water(high_water_path(target), chain_key) if high_water else None
     try:
         connection = _open(target)
         try:
-            fingerprint, sessions, releases, turns, problem = _problems(connection)
+            problem = _schema_problem(connection)
+            if problem is not None:
+                return LedgerReport(str(target), None, 0, 0, 0, problem=problem)
+            result = replay(sqlite_rows(connection), chain_key, mark)  # names the first bad row
         finally:
             connection.close()
     except sqlite3.Error as error:
         raise LedgerStoreError(f"ledger database {target}: {describe_sqlite_error(error)}") from None
-    except LedgerStoreError as error:
-        return LedgerReport(str(target), None, 0, 0, 0, problem=str(error))
-    return LedgerReport(str(target), fingerprint, sessions, releases, turns, problem)
+    problem = result.problem
+    if problem is None and high_water and mark is None:
+        problem = (
+            f"high-water mark {high_water_path(target)} missing (a truncated tail would go unnoticed; "
+            "--no-high-water checks the chain alone)"
+        )
+    return LedgerReport(
+        str(target), result.fingerprint, result.sessions, result.releases, result.turns, problem, result, mark
+    )
 
 
-def backup_sqlite(source: str | Path, destination: str | Path) -> LedgerReport:
-    """Copy a live ledger file, WAL frames included, to `destination` (not overwritten).
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
 
-    Returns the verification of the copy; raises (and leaves nothing at `destination`) if
-    the source is unreadable or the copy does not verify."""
-    origin = _existing_file(Path(source), "ledger file")
-    target = Path(destination)
+
+def check_destination(origin: Path, target: Path, field: str, side_file: bool = False) -> None:
+    """Never the live database, one of its side files, or a name SQLite would take for one
+    (`side_file`: `target` is the new file's own .hwm)."""
     if target.exists() or target.is_symlink():
-        raise InputError("backup destination", "a path that does not exist yet (never overwritten)", str(target))
+        raise InputError(field, "a path that does not exist yet (never overwritten)", str(target))
     if not target.parent.is_dir():
-        raise InputError("backup destination", "a path in an existing folder", str(target))
-    partial = target.with_name(target.name + ".partial")
-    partial.unlink(missing_ok=True)
+        raise InputError(field, "a path in an existing folder", str(target))
+    side = [origin] + [origin.with_name(origin.name + suffix) for suffix in SIDE_FILES]
+    if any(_same_file(target, p) for p in side) or (not side_file and target.name.endswith(SIDE_FILES)):
+        raise InputError(field, "a new file apart from the live database and its -wal/-shm/-journal/.hwm", str(target))
+
+
+def _snapshot(origin: Path, directory: Path, name: str) -> Path:
+    """The online backup of `origin` into a fresh file of a unique name (ours to delete)."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
+    os.close(fd)
+    partial = Path(temporary)
     try:
         source_connection = _open(origin)
         try:
@@ -161,14 +197,54 @@ def backup_sqlite(source: str | Path, destination: str | Path) -> LedgerReport:
                 copy.close()
         finally:
             source_connection.close()
-        report = verify_sqlite(partial)
-        if not report.ok:
-            raise LedgerStoreError(f"backup of {origin} does not verify: {report.problem}")
-        os.replace(partial, target)
-    except sqlite3.Error as error:
-        partial.unlink(missing_ok=True)
-        raise LedgerStoreError(f"ledger database {origin}: {describe_sqlite_error(error)}") from None
     except BaseException:
-        partial.unlink(missing_ok=True)
+        _remove_ours(partial)
         raise
-    return attrs.evolve(report, path=str(target))
+    return partial
+
+
+def _remove_ours(partial: Path) -> None:
+    for path in (partial, partial.with_name(partial.name + "-journal")):
+        path.unlink(missing_ok=True)
+
+
+def backup_sqlite(source: str | Path, destination: str | Path, key: ChainKey | None = None) -> LedgerReport:
+    """Copy a live ledger file, WAL frames included, to `destination` (not overwritten),
+    with `destination.hwm` at the copy's chain head.
+
+    Returns the verification of the copy; raises (and leaves nothing at `destination`) if
+    the source is unreadable or the copy does not verify."""
+    origin = _existing_file(Path(source), "ledger file")
+    target = Path(destination)
+    check_destination(origin, target, "backup destination")
+    check_destination(origin, high_water_path(target), "backup destination", side_file=True)
+    chain_key = key_from_environment() if key is None else key
+    try:
+        partial = _snapshot(origin, target.parent, target.name)
+    except sqlite3.Error as error:
+        raise LedgerStoreError(f"ledger database {origin}: {describe_sqlite_error(error)}") from None
+    try:
+        report = verify_sqlite(partial, chain_key, high_water=False)
+        if not report.ok or report.chain is None:
+            raise LedgerStoreError(f"backup of {origin} does not verify: {report.problem}")
+        head = _head(partial)
+        os.link(partial, target)  # fails rather than overwrite a file created meanwhile
+    except FileExistsError:
+        raise InputError(
+            "backup destination", "a path that does not exist yet (never overwritten)", str(target)
+        ) from None
+    except sqlite3.Error as error:
+        raise LedgerStoreError(f"ledger database {origin}: {describe_sqlite_error(error)}") from None
+    finally:
+        _remove_ours(partial)
+    write_high_water(high_water_path(target), chain_key, head)
+    return attrs.evolve(report, path=str(target), high_water=head)
+
+
+def _head(path: Path) -> HighWater:
+    connection = _open(path)
+    try:
+        seq, mac = connection.execute("SELECT seq, mac FROM chain ORDER BY seq DESC LIMIT 1").fetchone()
+    finally:
+        connection.close()
+    return HighWater(int(seq), str(mac))

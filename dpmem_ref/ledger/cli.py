@@ -1,4 +1,4 @@
-"""`dpmem ledger backup DB DEST` and `dpmem ledger verify DB` (issue 13.7), and the
+"""`dpmem ledger backup | verify | restore | migrate` (issues 13.7, 21), and the
 `--store-url` option of `dpmem run`. `dpmem_ref.cli` calls `add_ledger_commands`.
 
 Exit codes as everywhere in `dpmem`: 0 ok, 1 a verified file breaks a ledger invariant,
@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 from dpmem_ref.durable import DurableSession, DurableTurn
 from dpmem_ref.errors import InputError
 from dpmem_ref.interface import Interface
-from dpmem_ref.ledger.backup import backup_sqlite, verify_sqlite
+from dpmem_ref.ledger.backup import LedgerReport, backup_sqlite, verify_sqlite
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.policy import Store
@@ -40,31 +40,89 @@ def command_backup(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _verify(target: str, high_water: bool) -> LedgerReport:
+    if target.startswith(("postgresql://", "postgres://")):
+        from dpmem_ref.ledger.postgres_verify import verify_postgres  # needs the postgres extra
+
+        return verify_postgres(target)
+    return verify_sqlite(target, high_water=high_water)
+
+
 def command_verify(args: argparse.Namespace) -> int:
     try:
-        report = verify_sqlite(args.database)
+        report = _verify(args.database, not args.no_high_water)
     except (InputError, LedgerStoreError) as error:
         return _fail(error)
     print(report.line())
     return EXIT_OK if report.ok else EXIT_VIOLATION
 
 
+def command_restore(args: argparse.Namespace) -> int:
+    from dpmem_ref.ledger.restore import restore_sqlite
+
+    try:
+        report = restore_sqlite(args.backup, args.database, allow_rollback=args.allow_rollback)
+    except (InputError, LedgerStoreError) as error:
+        return _fail(error)
+    print(f"restored: {report.line()}")
+    return EXIT_OK if report.ok else EXIT_VIOLATION
+
+
+def command_migrate(args: argparse.Namespace) -> int:
+    from dpmem_ref.config import load_interface_file
+    from dpmem_ref.ledger.fingerprint import interface_fingerprint
+    from dpmem_ref.ledger.restore import migrate_sqlite
+
+    try:
+        fingerprint = interface_fingerprint(load_interface_file(args.interface).interface)
+        if args.database.startswith(("postgresql://", "postgres://")):
+            from dpmem_ref.ledger.postgres_verify import migrate_postgres  # needs the postgres extra
+
+            report = migrate_postgres(args.database, fingerprint)
+        else:
+            report = migrate_sqlite(args.database, fingerprint)
+    except (InputError, LedgerStoreError) as error:
+        return _fail(error)
+    print(f"migrated: {report.line()}")
+    return EXIT_OK if report.ok else EXIT_VIOLATION
+
+
 def add_ledger_commands(sub: Any) -> None:
-    """Register `ledger backup` and `ledger verify` on the `dpmem` subparsers."""
-    ledger = sub.add_parser("ledger", help="back up and verify durable SQLite ledger files")
+    """Register `ledger backup | verify | restore | migrate` on the `dpmem` subparsers."""
+    ledger = sub.add_parser("ledger", help="back up, verify, restore and migrate durable ledgers")
     commands = ledger.add_subparsers(dest="ledger_command", required=True)
     backup = commands.add_parser(
         "backup", help="copy a live ledger through SQLite's online backup API (WAL included), then verify the copy"
     )
     backup.add_argument("database", help="the SQLite ledger file")
-    backup.add_argument("destination", help="the backup file to create (never overwritten)")
+    backup.add_argument("destination", help="the backup file to create (never overwritten; DEST.hwm beside it)")
     backup.set_defaults(handler=command_backup)
     verify = commands.add_parser(
-        "verify", help="check schema, fingerprint, L <= B and the charge log of a ledger file (one line)"
+        "verify", help="check schema, the HMAC chain, every ledger (L = sum of charges <= B) and the high-water mark"
     )
-    verify.add_argument("database", help="the SQLite ledger file")
+    verify.add_argument("database", help="the SQLite ledger file, or a postgresql:// URL")
+    verify.add_argument(
+        "--no-high-water", action="store_true", help="check the chain alone (a copy without its .hwm file)"
+    )
     verify.set_defaults(handler=command_verify)
-    for parser in (ledger, backup, verify):  # usage errors: dpmem's one line, exit 2
+    restore = commands.add_parser(
+        "restore", help="put a verified backup in place; refused if older than the high-water mark"
+    )
+    restore.add_argument("backup", help="the backup file (from dpmem ledger backup)")
+    restore.add_argument("database", help="the SQLite ledger file to restore into")
+    restore.add_argument(
+        "--allow-rollback",
+        action="store_true",
+        help="restore an older backup: re-grants the charges made since; recorded as a rollback that verify reports",
+    )
+    restore.set_defaults(handler=command_restore)
+    migrate = commands.add_parser(
+        "migrate", help="bind a ledger written before the chain or the fingerprint to the interface that wrote it"
+    )
+    migrate.add_argument("database", help="the SQLite ledger file, or a postgresql:// URL")
+    migrate.add_argument("--interface", required=True, help="the interface file (TOML) whose charges it holds")
+    migrate.set_defaults(handler=command_migrate)
+    for parser in (ledger, backup, verify, restore, migrate):  # usage errors: dpmem's one line, exit 2
         parser.error = _delegate_error(sub)
 
 

@@ -32,7 +32,9 @@ from dpmem_ref.interface import TurnRecord
 
 MAX_KEY_LENGTH = 256
 MAX_NAME_LENGTH = 256
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+LEGACY_SCHEMA_VERSION = "1"  # written before the chain (and maybe before the fingerprint)
+MAX_FRACTION_TEXT = 401  # "p/q" of at most 200 digits each: bounded work on a corrupted row
 _KEY_TEXT = re.compile(r"^[\x20-\x7e]+$")  # printable ASCII: ids end up in logs and file names
 _RELEASE_ID = re.compile(r"^[0-9a-f]{1,64}$")
 _FRACTION_TEXT = re.compile(r"^(0|[1-9][0-9]*)/([1-9][0-9]*)$")
@@ -54,6 +56,8 @@ def fraction_to_text(value: Fraction) -> str:
 def fraction_from_text(text: object, where: str) -> Fraction:
     if not isinstance(text, str):
         raise LedgerStoreError(f"{where}: expected exact 'p/q' text, found {type(text).__name__}")
+    if len(text) > MAX_FRACTION_TEXT:
+        raise LedgerStoreError(f"{where}: a 'p/q' value of more than {MAX_FRACTION_TEXT} characters")
     match = _FRACTION_TEXT.fullmatch(text)
     if match is None:
         raise LedgerStoreError(f"{where}: expected exact non-negative 'p/q' text")
@@ -107,6 +111,15 @@ def interface_mismatch(database: str, stored: str, given: str) -> InputError:
         f"ledger database {database}",
         f"the interface it was created with (fingerprint {stored[:12]})",
         f"a different interface (fingerprint {given[:12]})",
+    )
+
+
+def needs_migration(database: str, why: str) -> LedgerStoreError:
+    """The one line that refuses a ledger written before the chain or the fingerprint
+    (issue 21.6): the operator binds it once, naming the interface it was written by."""
+    return LedgerStoreError(
+        f"ledger database {database}: {why}; bind it once to the interface that wrote it: "
+        f"dpmem ledger migrate {database} --interface FILE"
     )
 
 

@@ -17,6 +17,14 @@ everything that decides a charge or its amount:
 
 Fractions are written "p/q", sets sorted, keys sorted: equal interfaces give equal text.
 Memory contents never enter it (a store is not part of the interface).
+
+View order within a slot (issue 21.6). The exponential mechanism's release distribution
+gives each view a probability that depends on its own score only (Eq. 7), and the scorers
+score each view by name, so reordering a slot's views changes neither a distribution nor a
+charge; only the seeded sampler's map from random draws to views reads the order (which
+view a given seed yields: reproducibility, not privacy). With the EM selector the views
+are therefore listed sorted. A selector that is not the EM keeps the declared order: the
+argmax selector (the C3-breaking CappedArgmax ablation) breaks ties by first index.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import attrs
 
 from dpmem_ref.interface import Interface
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2  # 2: view order canonical under the EM (issue 21.6)
 
 
 def _canonical(value: object) -> Any:
@@ -55,6 +63,7 @@ def _canonical(value: object) -> Any:
 def interface_description(interface: Interface) -> dict[str, Any]:
     """The charge-deciding parts of `interface`, as canonical JSON data."""
     policy = interface.policy
+    order_free = bool(interface.selector.exponential_mechanism)  # see the module docstring
     return {
         "version": FINGERPRINT_VERSION,
         "positions": list(policy.layout.position_slots),
@@ -83,7 +92,7 @@ def interface_description(interface: Interface) -> dict[str, Any]:
         "slots": [
             {
                 "slot": vocabulary.slot,
-                "views": list(vocabulary.names),
+                "views": sorted(vocabulary.names) if order_free else list(vocabulary.names),
                 "generic": vocabulary.generic,
                 "sensitivity": _canonical(interface.scorer.sensitivity(vocabulary)),
             }

@@ -28,8 +28,15 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from dpmem_ref.interface import TurnRecord
+from dpmem_ref.ledger.chain import (
+    ChainKey,
+    bind_body,
+    charge_body,
+    key_from_environment,
+    open_body,
+    turn_body,
+)
 from dpmem_ref.ledger.contract import (
-    SCHEMA_VERSION,
     FaultHook,
     LedgerStoreError,
     ReleaseOutcome,
@@ -45,11 +52,18 @@ from dpmem_ref.ledger.contract import (
     fraction_to_text,
     id_used_before,
     interface_mismatch,
+    needs_migration,
     release_row,
 )
-from dpmem_ref.ledger.postgres_schema import COLUMNS, SCHEMA, SCHEMA_LOCK, describe_postgres_error, locked_ledgers
+from dpmem_ref.ledger.postgres_schema import (
+    append_event,
+    create_schema,
+    describe_postgres_error,
+    lock_chain,
+    locked_ledgers,
+)
 from dpmem_ref.ledger.records import LoadCache, decode_release, encode_turn, release_values
-from dpmem_ref.ledger.urls import redact_url
+from dpmem_ref.ledger.urls import SecretURL, check_postgres_url, redact_url
 
 _T = TypeVar("_T")
 _JITTER = random.SystemRandom()
@@ -71,8 +85,10 @@ class PostgresLedgerStore:
         reconnect_timeout_s: float = 30.0,
         connect_timeout_s: int = 10,
         fault_hook: FaultHook | None = None,
+        key: ChainKey | None = None,
     ) -> None:
-        self.url = url
+        self._url = SecretURL(check_postgres_url(url))  # prints as its redaction, like `name`
+        self.key = key_from_environment() if key is None else key
         self.name = redact_url(url)
         self._retries = retries
         self._reconnect_timeout_s = reconnect_timeout_s
@@ -91,31 +107,13 @@ class PostgresLedgerStore:
         return LedgerStoreError(f"ledger database {self.name}: {describe_postgres_error(error)}")
 
     def _create_schema(self, connection: psycopg.Connection[Any]) -> None:
-        connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        rows = connection.execute(
-            "SELECT table_name, column_name FROM information_schema.columns "
-            "WHERE table_schema = current_schema() AND table_name = ANY(%s) ORDER BY table_name, ordinal_position",
-            (list(COLUMNS),),
-        ).fetchall()
-        found: dict[str, list[str]] = {}
-        for table, column in rows:
-            found.setdefault(str(table), []).append(str(column))
-        for table, columns in found.items():
-            if tuple(columns) != COLUMNS[table]:
-                raise LedgerStoreError(f"ledger database {self.name}: foreign schema (table {table} has other columns)")
-        connection.execute(SCHEMA)
-        connection.execute(
-            "INSERT INTO dpmem_meta (key, value) VALUES ('schema', %s) ON CONFLICT DO NOTHING", (SCHEMA_VERSION,)
-        )
-        row = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'schema'").fetchone()
-        if row is None or row[0] != SCHEMA_VERSION:
-            raise LedgerStoreError(f"ledger database {self.name}: dpmem_meta.schema is not version {SCHEMA_VERSION}")
+        create_schema(connection, self.name, self.key)
 
     def connect(self) -> psycopg.Connection[Any]:
         """This process's connection (never shared across fork(): reopened in a child)."""
         if self._connection is None or self._pid != os.getpid() or self._connection.closed:
             self._connection = None
-            self._connection = psycopg.connect(self.url, autocommit=True, connect_timeout=self._connect_timeout_s)
+            self._connection = psycopg.connect(self._url.reveal(), autocommit=True, connect_timeout=self._connect_timeout_s)
             self._pid = os.getpid()
             self._ever_connected = True
         return self._connection
@@ -186,15 +184,18 @@ class PostgresLedgerStore:
             check_fingerprint(fingerprint)
 
         def work(connection: psycopg.Connection[Any]) -> None:
+            lock_chain(connection)
             if fingerprint is not None:
-                connection.execute(
-                    "INSERT INTO dpmem_meta (key, value) VALUES ('fingerprint', %s) ON CONFLICT DO NOTHING",
-                    (fingerprint,),
-                )
                 row = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'fingerprint'").fetchone()
-                if row is None or row[0] != fingerprint:
-                    raise interface_mismatch(self.name, str(row[0] if row else ""), fingerprint)
-            connection.execute(
+                if row is None:
+                    history = ("dpmem_releases", "dpmem_turns")  # ledgers at zero carry no charge to misattribute
+                    if any(connection.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in history):  # noqa: S608
+                        raise needs_migration(self.name, "charges without an interface fingerprint")  # issue 21.6
+                    connection.execute("INSERT INTO dpmem_meta (key, value) VALUES ('fingerprint', %s)", (fingerprint,))
+                    append_event(connection, self.key, "bind", bind_body(fingerprint))
+                elif row[0] != fingerprint:
+                    raise interface_mismatch(self.name, str(row[0]), fingerprint)
+            created = connection.execute(
                 "INSERT INTO dpmem_ledgers (user_name, interaction, attribute, spent, cap) "
                 "SELECT %s, %s, a, '0/1', c FROM unnest(%s::text[], %s::text[]) AS t(a, c) ON CONFLICT DO NOTHING",
                 (
@@ -212,6 +213,8 @@ class PostgresLedgerStore:
                 )
             }
             check_same_caps(stored, checked)
+            if created.rowcount:
+                append_event(connection, self.key, "open", open_body(key, checked))
 
         self.run(work)
         return PostgresLedgerSession(store=self, key=key)
@@ -252,6 +255,7 @@ class PostgresLedgerSession:
         key, store = self.key, self.store
 
         def work(connection: psycopg.Connection[Any]) -> ReleaseOutcome:
+            lock_chain(connection)
             spent, caps = locked_ledgers(connection, key, lock=True)  # the session's write lock
             after = committed_charge(spent, caps, request)
             if after is not None:
@@ -273,9 +277,11 @@ class PostgresLedgerSession:
                 ).fetchone()
             except pg_errors.UniqueViolation:
                 raise id_used_before("release_id", request.release_id) from None
+            row = attrs.evolve(row, seq=int(inserted[0]) if inserted else 0)
+            ledgers = after if after is not None else spent
+            append_event(connection, store.key, "charge", charge_body(key, row, ledgers))
             store.fault("charge:inside")
-            seq = int(inserted[0]) if inserted else 0
-            return ReleaseOutcome.of(attrs.evolve(row, seq=seq), after if after is not None else spent)
+            return ReleaseOutcome.of(row, ledgers)
 
         def resolve(connection: psycopg.Connection[Any]) -> ReleaseOutcome | None:
             """After a lost connection: did the COMMIT happen? Then that is the outcome."""
@@ -297,14 +303,18 @@ class PostgresLedgerSession:
         key = self.key
 
         def work(connection: psycopg.Connection[Any]) -> bool:
+            lock_chain(connection)
             locked_ledgers(connection, key, lock=True)  # turns of one session commit in order
             try:
-                connection.execute(
-                    "INSERT INTO dpmem_turns (user_name, interaction, turn_id, record) VALUES (%s, %s, %s, %s)",
+                inserted = connection.execute(
+                    "INSERT INTO dpmem_turns (user_name, interaction, turn_id, record) VALUES (%s, %s, %s, %s) "
+                    "RETURNING seq",
                     (key.user, key.interaction, turn_id, text),
-                )
+                ).fetchone()
             except pg_errors.UniqueViolation:
                 raise id_used_before("turn_id", turn_id) from None
+            seq = int(inserted[0]) if inserted else 0
+            append_event(connection, self.store.key, "turn", turn_body(key, seq, turn_id, text))
             return True
 
         def resolve(connection: psycopg.Connection[Any]) -> bool | None:

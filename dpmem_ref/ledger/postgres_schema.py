@@ -8,7 +8,15 @@ from typing import Any
 import psycopg
 
 from dpmem_ref.errors import ContractViolation
-from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, fraction_from_text
+from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, genesis_body
+from dpmem_ref.ledger.contract import (
+    LEGACY_SCHEMA_VERSION,
+    SCHEMA_VERSION,
+    LedgerStoreError,
+    SessionKey,
+    fraction_from_text,
+    needs_migration,
+)
 
 # "user" is reserved in PostgreSQL: the key column is user_name. Exact values as "p/q" text.
 SCHEMA = """
@@ -28,6 +36,8 @@ CREATE TABLE IF NOT EXISTS dpmem_turns (
     seq BIGSERIAL PRIMARY KEY,
     user_name TEXT NOT NULL, interaction TEXT NOT NULL, turn_id TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS dpmem_turns_by_session ON dpmem_turns (user_name, interaction, seq);
+CREATE TABLE IF NOT EXISTS dpmem_chain (
+    seq BIGINT PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL);
 """
 COLUMNS = {
     "dpmem_meta": ("key", "value"),
@@ -37,8 +47,10 @@ COLUMNS = {
         "slot", "view", "admitted", "charge_set", "epsilon",
     ),
     "dpmem_turns": ("seq", "user_name", "interaction", "turn_id", "record"),
+    "dpmem_chain": ("seq", "kind", "body", "mac"),
 }  # fmt: skip
 SCHEMA_LOCK = 0x64706D656D  # pg_advisory_xact_lock key: one schema creation at a time ("dpmem")
+CHAIN_LOCK = 0x64706D6368  # pg_advisory_xact_lock key: one chain append at a time ("dpmch")
 
 _BY_SQLSTATE = {
     "28P01": "authentication failed (wrong user or password)",
@@ -96,3 +108,56 @@ def locked_ledgers(
         if spent[attribute] > caps[attribute]:
             raise ContractViolation("C5", f"attribute {attribute}: stored ledger exceeds its cap")
     return spent, caps
+
+
+def lock_chain(connection: psycopg.Connection[Any]) -> None:
+    """Every write transaction takes the chain lock first (before any row lock, so
+    transactions never deadlock): appends are serialised, and under READ COMMITTED each
+    later statement sees the head the previous holder committed."""
+    connection.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK,))
+
+
+def append_event(connection: psycopg.Connection[Any], key: ChainKey, kind: str, body: str) -> HighWater:
+    """Append one chain event (the caller holds `lock_chain`)."""
+    row = connection.execute("SELECT seq, mac FROM dpmem_chain ORDER BY seq DESC LIMIT 1").fetchone()
+    head = HighWater(0, GENESIS_MAC) if row is None else HighWater(int(row[0]), str(row[1]))
+    seq = head.seq + 1
+    mac = key.mac(seq, kind, head.mac, body)
+    connection.execute("INSERT INTO dpmem_chain (seq, kind, body, mac) VALUES (%s, %s, %s, %s)", (seq, kind, body, mac))
+    return HighWater(seq, mac)
+
+
+def create_schema(connection: psycopg.Connection[Any], name: str, key: ChainKey) -> None:
+    """The tables (or the check that they are ours), the schema version, the chain's genesis."""
+    connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+    rows = connection.execute(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = ANY(%s) ORDER BY table_name, ordinal_position",
+        (list(COLUMNS),),
+    ).fetchall()
+    found: dict[str, list[str]] = {}
+    for table, column in rows:
+        found.setdefault(str(table), []).append(str(column))
+    for table, columns in found.items():
+        if tuple(columns) != COLUMNS[table]:
+            raise LedgerStoreError(f"ledger database {name}: foreign schema (table {table} has other columns)")
+    connection.execute(SCHEMA)
+    connection.execute(
+        "INSERT INTO dpmem_meta (key, value) VALUES ('schema', %s) ON CONFLICT DO NOTHING", (SCHEMA_VERSION,)
+    )
+    row = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'schema'").fetchone()
+    if row is not None and row[0] == LEGACY_SCHEMA_VERSION:
+        tables = ("dpmem_ledgers", "dpmem_releases", "dpmem_turns")
+        if any(connection.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in tables):  # noqa: S608
+            raise needs_migration(name, f"schema {LEGACY_SCHEMA_VERSION} (no tamper-evident chain)")
+        connection.execute("UPDATE dpmem_meta SET value = %s WHERE key = 'schema'", (SCHEMA_VERSION,))
+    elif row is None or row[0] != SCHEMA_VERSION:
+        raise LedgerStoreError(f"ledger database {name}: dpmem_meta.schema is not version {SCHEMA_VERSION}")
+    lock_chain(connection)
+    genesis = connection.execute("SELECT body FROM dpmem_chain WHERE seq = 1").fetchone()
+    if genesis is not None:
+        check_genesis(name, key, str(genesis[0]))
+    elif connection.execute("SELECT 1 FROM dpmem_chain LIMIT 1").fetchone():
+        raise LedgerStoreError(f"ledger database {name}: the chain lost its first event (tampered)")
+    else:
+        append_event(connection, key, "genesis", genesis_body(key, SCHEMA_VERSION))

@@ -25,8 +25,19 @@ import attrs
 
 from dpmem_ref.errors import InputError
 from dpmem_ref.interface import TurnRecord
+from dpmem_ref.ledger.chain import (
+    ChainKey,
+    HighWater,
+    bind_body,
+    charge_body,
+    high_water_path,
+    key_from_environment,
+    open_body,
+    read_high_water,
+    turn_body,
+    write_high_water,
+)
 from dpmem_ref.ledger.contract import (
-    SCHEMA_VERSION,
     FaultHook,
     LedgerStoreError,
     ReleaseOutcome,
@@ -42,10 +53,20 @@ from dpmem_ref.ledger.contract import (
     fraction_to_text,
     id_used_before,
     interface_mismatch,
+    needs_migration,
     release_row,
 )
 from dpmem_ref.ledger.records import LoadCache, encode_turn, release_values
-from dpmem_ref.ledger.sqlite_schema import COLUMNS, SCHEMA, describe_sqlite_error, ledger_rows
+from dpmem_ref.ledger.sqlite_schema import (
+    COLUMNS,
+    SCHEMA,
+    append_event,
+    check_high_water,
+    describe_sqlite_error,
+    has_history,
+    ledger_rows,
+    open_chain,
+)
 
 _T = TypeVar("_T")
 _JITTER = random.SystemRandom()  # backoff jitter only; fresh after fork
@@ -55,10 +76,17 @@ class SQLiteLedgerStore:
     """Ledgers in one SQLite file shared by every process of a deployment.
 
     `fault_hook` (tests only) is called with "charge:inside" after the charge is written
-    and before COMMIT, and with "charge:committed" right after COMMIT.
+    and before COMMIT, and with "charge:committed" right after COMMIT. `key`: the chain's
+    HMAC key (default: `key_from_environment()`); every write appends one chain event.
     """
 
-    def __init__(self, path: str | Path, busy_timeout_s: float = 60.0, fault_hook: FaultHook | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        busy_timeout_s: float = 60.0,
+        fault_hook: FaultHook | None = None,
+        key: ChainKey | None = None,
+    ) -> None:
         if (
             isinstance(busy_timeout_s, bool)
             or not isinstance(busy_timeout_s, int | float)
@@ -73,11 +101,18 @@ class SQLiteLedgerStore:
         self._pid = -1
         if self.path.is_dir():
             raise LedgerStoreError(f"ledger database {self.path}: a directory, not an SQLite file")
+        self.key = key_from_environment() if key is None else key
+        self.high_water_path = high_water_path(self.path)
         with self.transaction() as connection:
-            connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            row = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None or row[0] != SCHEMA_VERSION:
-                raise LedgerStoreError(f"ledger database {self.path}: meta.schema is not version {SCHEMA_VERSION}")
+            mark = open_chain(connection, str(self.path), self.key)
+        if mark is not None:
+            self.committed(mark)
+        with self.reading() as connection:
+            check_high_water(connection, str(self.path), read_high_water(self.high_water_path, self.key))
+
+    def committed(self, mark: HighWater) -> None:
+        """After a COMMIT: raise the high-water mark to the committed chain head."""
+        write_high_water(self.high_water_path, self.key, mark)
 
     def __repr__(self) -> str:
         return f"SQLiteLedgerStore(path={str(self.path)!r})"
@@ -191,12 +226,17 @@ class SQLiteLedgerStore:
         checked = check_caps(caps)
         if fingerprint is not None:
             check_fingerprint(fingerprint)
+        mark: HighWater | None = None
         with self.transaction() as connection:  # the binding and the session rows commit together
             if fingerprint is not None:
-                connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
-                (stored,) = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
-                if stored != fingerprint:
-                    raise interface_mismatch(str(self.path), str(stored), fingerprint)
+                row = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+                if row is None:
+                    if has_history(connection):  # issue 21.6: charges of an unknown interface
+                        raise needs_migration(str(self.path), "charges without an interface fingerprint")
+                    connection.execute("INSERT INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
+                    mark = append_event(connection, self.key, "bind", bind_body(fingerprint))
+                elif row[0] != fingerprint:
+                    raise interface_mismatch(str(self.path), str(row[0]), fingerprint)
             rows = connection.execute(
                 "SELECT attribute, cap FROM ledgers WHERE user = ? AND interaction = ?", (key.user, key.interaction)
             ).fetchall()
@@ -207,6 +247,9 @@ class SQLiteLedgerStore:
                     "INSERT INTO ledgers (user, interaction, attribute, spent, cap) VALUES (?, ?, ?, '0/1', ?)",
                     [(key.user, key.interaction, a, fraction_to_text(c)) for a, c in sorted(checked.items())],
                 )
+                mark = append_event(connection, self.key, "open", open_body(key, checked))
+        if mark is not None:
+            self.committed(mark)
         return SQLiteLedgerSession(store=self, key=key)
 
     def integrity_check(self) -> str:
@@ -276,19 +319,25 @@ class SQLiteLedgerSession:
                 )
             except sqlite3.IntegrityError:
                 raise id_used_before("release_id", request.release_id) from None
-            seq = int(cursor.lastrowid or 0)
+            row = attrs.evolve(row, seq=int(cursor.lastrowid or 0))
+            ledgers = after if after is not None else spent
+            mark = append_event(connection, store.key, "charge", charge_body(key, row, ledgers))
             store.fault("charge:inside")
+        store.committed(mark)
         store.fault("charge:committed")
-        return ReleaseOutcome.of(attrs.evolve(row, seq=seq), after if after is not None else spent)
+        return ReleaseOutcome.of(row, ledgers)
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
         check_turn_id(turn_id)
         text = encode_turn(record)
         with self.store.transaction() as connection:
             try:
-                connection.execute(
+                cursor = connection.execute(
                     "INSERT INTO turns (user, interaction, turn_id, record) VALUES (?, ?, ?, ?)",
                     (self.key.user, self.key.interaction, turn_id, text),
                 )
             except sqlite3.IntegrityError:
                 raise id_used_before("turn_id", turn_id) from None
+            body = turn_body(self.key, int(cursor.lastrowid or 0), turn_id, text)
+            mark = append_event(connection, self.store.key, "turn", body)
+        self.store.committed(mark)

@@ -6,7 +6,15 @@ import sqlite3
 from fractions import Fraction
 
 from dpmem_ref.errors import ContractViolation
-from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, fraction_from_text
+from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, genesis_body
+from dpmem_ref.ledger.contract import (
+    LEGACY_SCHEMA_VERSION,
+    SCHEMA_VERSION,
+    LedgerStoreError,
+    SessionKey,
+    fraction_from_text,
+    needs_migration,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -25,6 +33,8 @@ CREATE TABLE IF NOT EXISTS turns (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     user TEXT NOT NULL, interaction TEXT NOT NULL, turn_id TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS turns_by_session ON turns (user, interaction, seq);
+CREATE TABLE IF NOT EXISTS chain (
+    seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL);
 """
 COLUMNS = {
     "meta": ("key", "value"),
@@ -34,6 +44,7 @@ COLUMNS = {
         "slot", "view", "admitted", "charge_set", "epsilon",
     ),
     "turns": ("seq", "user", "interaction", "turn_id", "record"),
+    "chain": ("seq", "kind", "body", "mac"),
 }  # fmt: skip
 
 
@@ -72,3 +83,55 @@ def ledger_rows(connection: sqlite3.Connection, key: SessionKey) -> tuple[dict[s
         if spent[attribute] > caps[attribute]:
             raise ContractViolation("C5", f"attribute {attribute}: stored ledger exceeds its cap")
     return spent, caps
+
+
+def chain_head(connection: sqlite3.Connection) -> HighWater:
+    row = connection.execute("SELECT seq, mac FROM chain ORDER BY seq DESC LIMIT 1").fetchone()
+    return HighWater(0, GENESIS_MAC) if row is None else HighWater(int(row[0]), str(row[1]))
+
+
+def append_event(connection: sqlite3.Connection, key: ChainKey, kind: str, body: str) -> HighWater:
+    """Append one chain event inside the caller's write transaction (BEGIN IMMEDIATE holds
+    the write lock, so the head read here is the head the event commits after)."""
+    head = chain_head(connection)
+    seq = head.seq + 1
+    mac = key.mac(seq, kind, head.mac, body)
+    connection.execute("INSERT INTO chain (seq, kind, body, mac) VALUES (?, ?, ?, ?)", (seq, kind, body, mac))
+    return HighWater(seq, mac)
+
+
+def open_chain(connection: sqlite3.Connection, database: str, key: ChainKey) -> HighWater | None:
+    """Schema version, legacy refusal and the chain's genesis (one key per database)."""
+    connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
+    row = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    if row is not None and row[0] == LEGACY_SCHEMA_VERSION:
+        if any(connection.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in ("ledgers", "releases", "turns")):
+            raise needs_migration(database, f"schema {LEGACY_SCHEMA_VERSION} (no tamper-evident chain)")
+        connection.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))  # empty: upgrade
+    elif row is None or row[0] != SCHEMA_VERSION:
+        raise LedgerStoreError(f"ledger database {database}: meta.schema is not version {SCHEMA_VERSION}")
+    genesis = connection.execute("SELECT kind, body FROM chain WHERE seq = 1").fetchone()
+    if genesis is not None:
+        check_genesis(database, key, str(genesis[1]))
+        return None
+    if chain_head(connection).seq or connection.execute("SELECT 1 FROM ledgers LIMIT 1").fetchone():
+        raise LedgerStoreError(f"ledger database {database}: the chain lost its first event (tampered)")
+    return append_event(connection, key, "genesis", genesis_body(key, SCHEMA_VERSION))
+
+
+def check_high_water(connection: sqlite3.Connection, database: str, mark: HighWater | None) -> None:
+    """Refuse a database rewound below its high-water mark (a copied-back older file):
+    `dpmem ledger restore --allow-rollback` is the one way, and it is recorded."""
+    if mark is None:
+        return
+    row = connection.execute("SELECT mac FROM chain WHERE seq = ?", (mark.seq,)).fetchone()
+    if row is None or str(row[0]) != mark.mac:
+        raise LedgerStoreError(
+            f"ledger database {database}: its chain does not reach its high-water mark (seq {mark.seq}): "
+            "an older copy was put in place; restore it with dpmem ledger restore --allow-rollback"
+        )
+
+
+def has_history(connection: sqlite3.Connection) -> bool:
+    """Committed releases or turns (ledgers still at zero carry no charge to misattribute)."""
+    return any(connection.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in ("releases", "turns"))  # noqa: S608

@@ -17,10 +17,11 @@ from dpmem_ref.core.interface import ChargePlan, Interface, fallback_distributio
 from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, rescale, to_units
 from dpmem_ref.core.memo import KernelMemo
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
-from dpmem_ref.errors import ContractViolation, InputError
+from dpmem_ref.errors import ContractViolation
 from dpmem_ref.mechanism import ReleaseDistribution, validate_em_inputs
 from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
 from dpmem_ref.policy import MemoryItem, Store
+from dpmem_ref.turn import checks
 from dpmem_ref.views import Vocabulary
 
 _NO_CHARGE: frozenset[str] = frozenset()
@@ -30,14 +31,6 @@ _ZERO = Fraction(0)
 def zero_ledgers(interface: Interface) -> Ledgers:
     """L_a = 0 for every attribute at the start of an interaction (Appendix A)."""
     return tuple(Fraction(0) for _ in interface.policy.attributes)
-
-
-def require_one_ledger_per_attribute(interface: Interface, ledgers: Ledgers, field: str) -> None:
-    """Ledgers enter the planner only here (plan_slot, begin_turn, rebase): one per
-    attribute, in policy order, so the planner's integer counts line up with the caps."""
-    expected = len(interface.policy.attributes)
-    if len(ledgers) != expected:
-        raise InputError(field, f"{expected} values, one per attribute in policy order", len(ledgers))
 
 
 class _SlotPlanFields(NamedTuple):
@@ -276,11 +269,29 @@ def plan_slot(
     store: Store,
     strict: bool = True,
 ) -> SlotPlan:
-    """Algorithm 1, lines 5-16, for one slot, as an exact description (nothing sampled)."""
-    require_one_ledger_per_attribute(interface, ledgers, "ledgers")
+    """Algorithm 1, lines 5-16, for one slot, as an exact description (nothing sampled).
+
+    The public entry point: arguments are checked (one exact ledger per attribute with
+    0 <= L_a <= B_a; dpmem_ref.turn.checks) and refused with InputError."""
+    interface = checks.require_interface(interface)
+    ledgers = checks.require_exact_ledgers(interface, ledgers, "ledgers")
+    checks.require_prefix(prefix)
+    checks.require_store(interface, store)
     scale = common_scale(interface.ledger_scale, ledgers)
     units = to_units(ledgers, scale)
-    return plan_units(interface, units, scale, prefix.history, prefix.query, prefix.released, slot, store, strict)
+    strict = checks.require_strict(strict)
+    checks.require_ledger_ranges(interface, units, scale, "ledgers", strict)
+    return plan_units(
+        interface,
+        units,
+        scale,
+        prefix.history,
+        prefix.query,
+        prefix.released,
+        checks.require_slot(slot),
+        store,
+        strict,
+    )
 
 
 def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, ...], store: Store) -> tuple[str, ...]:

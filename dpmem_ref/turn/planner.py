@@ -41,14 +41,16 @@ from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, to_units
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
 from dpmem_ref.errors import InputError
 from dpmem_ref.policy import Store
-from dpmem_ref.turn.plan import (
-    SlotPlan,
-    active_slots,
-    observe_control,
-    plan_units,
-    require_one_ledger_per_attribute,
-    turn_record,
+from dpmem_ref.turn.checks import (
+    require_exact_ledgers,
+    require_interface,
+    require_ledger_ranges,
+    require_query,
+    require_state,
+    require_store,
+    require_strict,
 )
+from dpmem_ref.turn.plan import SlotPlan, active_slots, observe_control, plan_units, turn_record
 from dpmem_ref.turn.state import InterfaceState
 
 
@@ -172,17 +174,21 @@ class TurnCursor:
         if self.strict and view not in plan.vocabulary.names:
             raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
         units, scale = plan.units_after, plan.scale
-        if ledgers is not None:
+        if ledgers is not None:  # committed values from a durable store: checked at this boundary
+            ledgers = require_exact_ledgers(self.interface, ledgers, "ledgers")
             scale = common_scale(scale, ledgers)
             units = to_units(ledgers, scale)
+            require_ledger_ranges(self.interface, units, scale, "ledgers", self.strict)
         return TurnCursor(self.frame, units, scale, self.released + ((plan.slot, view),), self.plans + (plan,))
 
     def rebase(self, ledgers: Ledgers) -> TurnCursor:
         """The same position in the turn over other ledgers (a durable store's committed
         values): the next plan is made afresh from them."""
-        require_one_ledger_per_attribute(self.interface, ledgers, "ledgers")
+        ledgers = require_exact_ledgers(self.interface, ledgers, "ledgers")
         scale = common_scale(self.interface.ledger_scale, ledgers)
-        return attrs.evolve(self, units=to_units(ledgers, scale), scale=scale)
+        units = to_units(ledgers, scale)
+        require_ledger_ranges(self.interface, units, scale, "ledgers", self.strict)
+        return attrs.evolve(self, units=units, scale=scale)
 
     def control(self) -> Hashable:
         """c_t (Algorithm 1, line 19; C6), once every slot has released."""
@@ -211,14 +217,32 @@ def begin_turn(
     store: Store,
     strict: bool = True,
 ) -> TurnCursor:
-    """Algorithm 1, lines 1-2 at turn t = state.turn: G_t = Slot(q_t, history)."""
+    """Algorithm 1, lines 1-2 at turn t = state.turn: G_t = Slot(q_t, history).
+
+    The public entry point: every argument is checked (types; one exact ledger per
+    attribute with 0 <= L_a <= B_a) and refused with InputError (dpmem_ref.turn.checks)."""
+    interface = require_interface(interface)
+    require_store(interface, store)
+    require_state(interface, state)
+    return open_turn(interface, state, require_query(query), store, require_strict(strict))
+
+
+def open_turn(
+    interface: Interface,
+    state: InterfaceState,
+    query: Query | str,
+    store: Store,
+    strict: bool = True,
+) -> TurnCursor:
+    """`begin_turn` on arguments already checked (the runner's later turns, whose states
+    the planner built). The ledger ranges of a state the planner did not build are checked
+    on its integer counts; the planner's own states keep them by construction (C5)."""
     if isinstance(query, str):
         query = interface.query(query)
     if strict:
         interface.require_contract()
-    if store.layout is not interface.policy.layout and store.layout != interface.policy.layout:
-        raise InputError("store", "a store over the interface's layout", store.name or "another layout")
-    require_one_ledger_per_attribute(interface, state.ledgers, "state.ledgers")
     units, scale = state.units(interface.ledger_scale)
+    if not state.built_by_planner:
+        require_ledger_ranges(interface, units, scale, "state.ledgers", strict)
     slots = active_slots(interface, query, state.history, store)
     return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)

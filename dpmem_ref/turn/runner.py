@@ -11,8 +11,17 @@ from dpmem_ref.core.transcript import Query, TurnRecord
 from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
 from dpmem_ref.turn.channel import LLMChannel, respond
+from dpmem_ref.turn.checks import (
+    require_channel,
+    require_interface,
+    require_queries,
+    require_source,
+    require_state,
+    require_store,
+    require_strict,
+)
 from dpmem_ref.turn.plan import SlotPlan
-from dpmem_ref.turn.planner import begin_turn
+from dpmem_ref.turn.planner import TurnCursor, begin_turn, open_turn
 from dpmem_ref.turn.state import InterfaceState
 
 
@@ -37,8 +46,17 @@ def run_turn(
 
     strict=True (the default) refuses any part that breaks C1-C6 with ContractViolation.
     strict=False runs broken variants unchanged (for audits and counterexamples).
+    Arguments are checked at this boundary (InputError; dpmem_ref.turn.checks).
     """
-    cursor = begin_turn(interface, state, query, store, strict=strict)
+    require_source(source)
+    require_channel(channel)
+    require_state(require_interface(interface), state, records=True)  # the channel reads tau_<t
+    return _sample_turn(interface, begin_turn(interface, state, query, store, strict=strict), source, channel)
+
+
+def _sample_turn(
+    interface: Interface, cursor: TurnCursor, source: RandomSource, channel: LLMChannel | None
+) -> TurnResult:
     while not cursor.done:
         cursor = cursor.release(cursor.plan().distribution.sample(source))
     response = "" if channel is None else respond(channel, interface, cursor.query, cursor.released, cursor.history)
@@ -54,8 +72,14 @@ def run_interaction(
     channel: LLMChannel | None = None,
     strict: bool = True,
 ) -> InterfaceState:
-    """Run a fixed query sequence from the initial state."""
+    """Run a fixed query sequence from the initial state (arguments checked once, here;
+    every later state is the planner's own)."""
+    interface = require_interface(interface)
+    require_store(interface, store)
+    require_source(source)
+    require_channel(channel)
+    strict = require_strict(strict)
     state = InterfaceState.initial(interface)
-    for query in queries:
-        state = run_turn(interface, state, query, store, source, channel=channel, strict=strict).state
+    for query in require_queries(queries):
+        state = _sample_turn(interface, open_turn(interface, state, query, store, strict), source, channel).state
     return state

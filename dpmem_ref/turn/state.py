@@ -31,6 +31,12 @@ class InterfaceState:
         scale = common_scale(base_scale, self.ledgers)
         return to_units(self.ledgers, scale), scale
 
+    @property
+    def built_by_planner(self) -> bool:
+        """True for a state the turn planner built (`TurnCursor.finish`): its history holds
+        turn records the kernel wrote, so the public boundary need not re-check them."""
+        return self._units is not None
+
     def with_units(self, units: tuple[int, ...], scale: int) -> InterfaceState:
         """This state, remembering the integer view the planner already has of its ledgers."""
         object.__setattr__(self, "_units", (units, scale))

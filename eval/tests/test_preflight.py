@@ -30,7 +30,7 @@ def test_paper_preset_with_nothing_downloaded_lists_every_missing_artefact(tmp_p
     result = dpmem_eval(tmp_path, "preflight", "--preset", "paper", "--backend", "vllm", "--cache-dir", str(tmp_path / "c"))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert all(line.startswith("dpmem-eval: missing: ") for line in lines), result.stderr
+    assert all(line.startswith("dpmem-eval: error: missing ") for line in lines), result.stderr
     assert "Traceback" not in result.stderr
     text = "\n".join(lines)
     for model in ("Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "google/gemma-2-9b-it",
@@ -59,9 +59,9 @@ def test_vllm_backend_without_vllm_is_one_line_per_problem_and_exit_2(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
-    assert lines[0] == ("dpmem-eval: missing: backend vllm: vLLM is not installed; install the GPU extra "
+    assert lines[0] == ("dpmem-eval: error: missing backend vllm: vLLM is not installed; install the GPU extra "
                         "(docs/eval.md, 'GPU install')")
-    assert [line.split(": ")[2] for line in lines] == ["backend vllm", "CUDA"]
+    assert [line.split(": ")[2] for line in lines] == ["missing backend vllm", "missing CUDA"]
 
 
 def test_dry_run_of_a_complete_setup_exits_0_and_generates_nothing(tmp_path):

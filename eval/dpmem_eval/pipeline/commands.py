@@ -111,10 +111,11 @@ def handle_preflight(args: argparse.Namespace) -> int:
 def _preflight(config, dry_run: bool) -> int | None:
     """Exit status 2 with one line per missing artefact; 0 after a clean dry run; None: go on."""
     from dpmem_eval.pipeline.preflight import check
+    from dpmem_eval.readers import one_line
 
     problems = check(config)
-    for line in problems:
-        print(f"dpmem-eval: missing: {line}", file=sys.stderr)
+    for line in problems:  # the error form of every other bad input; a name may hold a newline
+        print(f"dpmem-eval: error: missing {one_line(line)}", file=sys.stderr)
     if problems:
         return 2
     if dry_run:
@@ -213,7 +214,15 @@ def make_judge(spec: str, encoder, config, cache) -> Any:
 
 def _encoder(encoder_class, config):
     """The auditor encoder, loaded now: a path that is not a sentence-transformers model is a
-    bad --encoder (one line), found before anything is written."""
+    bad --encoder (one line), found before anything is written. A missing encoder (an alias
+    whose package is not installed, a path without modules.json) is named as such before
+    sentence-transformers tries the hub (offline) and prints its own lines."""
+    from dpmem_eval.pipeline.models import default_cache_dir
+    from dpmem_eval.pipeline.preflight import encoder_missing
+
+    missing = encoder_missing(config.encoder, Path(config.cache_dir) if config.cache_dir else default_cache_dir())
+    if missing:
+        raise UserError(f"missing {missing}")
     encoder = encoder_class(config.encoder, cache_dir=config.cache_dir)
     try:
         encoder.encode(["probe"])

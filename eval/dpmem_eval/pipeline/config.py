@@ -18,7 +18,7 @@ Presets (docs/eval.md has the measured times):
 
 from __future__ import annotations
 
-import tomllib
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,9 @@ class ConfigError(ValueError):
     """A bad configuration value: names the field, what was expected and what was found."""
 
     def __init__(self, field_name: str, expected: str, found: object) -> None:
-        super().__init__(f"{field_name}: expected {expected}, found {found!r}")
+        shown = repr(found)  # bounded: a value can be as long as the file it came from
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        super().__init__(" ".join(f"{field_name}: expected {expected}, found {shown}".splitlines()))
 
 
 @dataclass(frozen=True)
@@ -132,59 +134,107 @@ PRESETS: dict[str, RunConfig] = {
 
 _FIELD_TYPES = {f.name: f.type for f in fields(RunConfig)}
 
+SEED_MAX = 2**32 - 1  # numpy's legacy seeding: --seed seeds python, numpy and torch
+EM_SEED_MAX = 2**63 - 1  # EM and data seeds (the same bounds as readers.check_config)
+# Every integer field's range: the value a run can use, refused past it with one line
+# (a huge count or seed would fail deep inside numpy, torch or a loop, not here).
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "horizon": (1, 32),
+    "max_new_tokens": (1, 1 << 20),
+    "batch_size": (1, 65_536),
+    "n_boot": (1, 1_000_000),
+    "data_seed": (0, EM_SEED_MAX),
+    "seed": (0, SEED_MAX),
+    "tensor_parallel_size": (1, 1_024),
+    "token_budget": (1, 1_000_000_000),
+    "train_pairs": (0, 1_000_000),
+    "validation_pairs": (0, 1_000_000),
+    "test_pairs": (0, 1_000_000),
+    "transfer_pairs": (0, 1_000_000),
+    "history_turns": (0, 1_000_000),
+}
+LIST_RANGES: dict[str, tuple[int, int]] = {"seeds": (0, EM_SEED_MAX), "caps": (1, 1_000), "ks": (1, 1_000)}
+MAX_LIST = 1_000  # entries of seeds, caps, ks, models or methods
+MAX_TEXT = 4_096  # characters of a string field (a model id, a path, a judge URL)
+
+
+def _integer(name: str, value: Any) -> int:
+    """An integer (or its decimal text, from the command line): never a bool, a float (1.5
+    is not a count; inf and nan are not numbers) or text past int()'s digit limit."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not (1 <= len(text) <= 20 and text.lstrip("+-").isdigit() and text.lstrip("+-").isascii()):
+            raise ConfigError(name, "an integer", value if len(value) <= 40 else f"{len(value)} characters")
+        value = int(text)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(name, "an integer", type(value).__name__ if not isinstance(value, float) else value)
+    return value
+
+
+def _in_range(name: str, value: int, bounds: tuple[int, int]) -> int:
+    low, high = bounds
+    if not low <= value <= high:
+        raise ConfigError(name, f"an integer in {low}..{high}", value if abs(value) < 10**30 else "a larger one")
+    return value
+
+
+def _names(name: str, value: Any, what: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [v for v in value.split(",") if v]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and 0 < len(v) <= MAX_TEXT for v in value):
+        raise ConfigError(name, f"a list of {what}", type(value).__name__)
+    if len(value) > MAX_LIST:
+        raise ConfigError(name, f"at most {MAX_LIST} entries", len(value))
+    return tuple(value)
+
 
 def _coerce(name: str, value: Any) -> Any:
     if name not in _FIELD_TYPES or name == "preset":
         raise ConfigError(f"run.{name}", f"one of {sorted(k for k in _FIELD_TYPES if k != 'preset')}", name)
-    if name in ("seeds", "caps", "ks"):
+    if name in LIST_RANGES:
         if isinstance(value, str):
             value = [v for v in value.replace(",", " ").split() if v]
-        try:
-            return tuple(int(v) for v in value)
-        except (TypeError, ValueError):
-            raise ConfigError(name, "a list of integers", value) from None
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(name, "a list of integers", type(value).__name__)
+        if len(value) > MAX_LIST:
+            raise ConfigError(name, f"at most {MAX_LIST} entries", len(value))
+        return tuple(_in_range(name, _integer(name, v), LIST_RANGES[name]) for v in value)
     if name == "methods":
         if value in (None, "all"):
             return None
-        if isinstance(value, str):
-            value = [v for v in value.split(",") if v]
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(name, "a list of method keys", type(value).__name__)
-        return tuple(value)
+        return _names(name, value, "method keys")
     if name == "models":
-        if isinstance(value, str):
-            value = [v for v in value.split(",") if v]
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(name, "a list of model names", type(value).__name__)
-        return tuple(value)
+        return _names(name, value, "model names")
     if name in ("train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "history_turns"):
         if value in (None, "all", "none", "full"):
             return None
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            raise ConfigError(name, "an integer or 'all'", value) from None
+        return _in_range(name, _integer(name, value), INT_RANGES[name])
     if name == "token_budget" and value in (None, "auto"):
         return None
-    if name in ("horizon", "max_new_tokens", "batch_size", "n_boot", "data_seed", "seed", "tensor_parallel_size",
-                "token_budget"):
-        if isinstance(value, bool):
-            raise ConfigError(name, "an integer", value)
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            raise ConfigError(name, "an integer", value) from None
+    if name in INT_RANGES:
+        return _in_range(name, _integer(name, value), INT_RANGES[name])
     if name == "temperature":
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(name, "a number", type(value).__name__)
         try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(name, "a number", value) from None
+            number = float(value)
+        except ValueError:
+            raise ConfigError(name, "a number", value if len(str(value)) <= 40 else "a long text") from None
+        if not (math.isfinite(number) and 0 <= number <= 100):
+            raise ConfigError(name, "a finite number in [0, 100]", value)
+        return number
     if name in ("pairwise", "progress"):
         if not isinstance(value, bool):
             raise ConfigError(name, "true or false", value)
         return value
     if value is not None and not isinstance(value, str):
         raise ConfigError(name, "a string", type(value).__name__)
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        raise ConfigError(name, f"a string of at most {MAX_TEXT} characters", f"{len(value)} characters")
+    if name in ("backend", "encoder", "judge") and not value:
+        raise ConfigError(name, "a non-empty string", value)
+    if isinstance(value, str) and not value:
+        raise ConfigError(name, "a non-empty string (or leave it out)", value)
     return value
 
 
@@ -194,15 +244,18 @@ def resolve(preset: str, file: str | None = None, overrides: dict[str, Any] | No
         raise ConfigError("--preset", f"one of {sorted(PRESETS)}", preset)
     config = PRESETS[preset]
     if file is not None:
-        from dpmem_eval.readers import InputFileError, display, read_text
+        from dpmem_eval.readers import InputFileError, display, read_bytes
+        from dpmem_ref.errors import InputError
+        from dpmem_ref.limits import MAX_CONFIG_BYTES
+        from dpmem_ref.toml_bounds import load_toml
 
         path = Path(file)
-        try:
-            data = tomllib.loads(read_text(path))  # bounded, regular files only, strict UTF-8
+        try:  # bounded: a regular file of at most 1 MiB, pre-scanned (depth, keys, dotted parts) before parsing
+            data = load_toml(read_bytes(path, limit=MAX_CONFIG_BYTES), f"--config {display(path)}")
         except InputFileError as exc:
-            raise ConfigError("--config", "a readable UTF-8 TOML file", str(exc)) from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError("--config", "valid TOML", f"{display(path)}: {exc}") from None
+            raise ConfigError("--config", "a readable TOML file of at most 1 MiB", str(exc)) from None
+        except InputError as exc:  # names the file and the line; quotes nothing from the file
+            raise ConfigError(exc.field, exc.expected, exc.found) from None
         table = data.get("run", data)
         if not isinstance(table, dict):
             raise ConfigError("--config [run]", "a table", type(table).__name__)

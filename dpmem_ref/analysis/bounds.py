@@ -1,0 +1,109 @@
+"""Work bounds decided before the work (`dpmem audit --max-states`).
+
+Both searches memoize on ledger vectors. Before either builds a state, the number of
+ledger vectors it can meet is bounded from the turn shapes alone: a slot's read set,
+charge set and eps do not depend on the ledgers (only admission does, Algorithm 1 line
+9), so ledger a only ever holds sums of the eps of slots charging a, i.e. multiples of
+g_a = gcd of those eps, at most B_a (C5) and at most (T - 1) x (slots charging a per
+turn) x max eps after T - 1 turns. Hence at most
+
+    levels_a = min(B_a / g_a, (T - 1) x n_a) + 1
+
+values per attribute (n_a: the most admissions to a in one turn, times max eps / g_a), and
+at most prod_a levels_a ledger vectors. `states_explored` of the ledger programme is
+(ledger states) x (value iterations <= T) + (turn summaries), that of the general search
+(turn, ledgers) nodes plus slot nodes; the estimate is the same product times T. An
+audit whose estimate exceeds `--max-states` is refused before any state is built, with
+one line giving the estimate and the flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fractions import Fraction
+from math import gcd, lcm, prod
+
+from dpmem_ref.errors import InputError
+from dpmem_ref.interface import Interface, Query
+from dpmem_ref.policy import Store
+from dpmem_ref.turn import InterfaceState, begin_turn
+
+# One read of a turn: (charge set, eps, whether its read set meets the differing positions).
+Read = tuple[frozenset[str], Fraction, bool]
+
+
+def turn_reads(
+    interface: Interface, queries: Iterable[Query], store_a: Store, store_b: Store, strict: bool
+) -> list[list[Read]]:
+    """Per query, per slot of its turn at the initial state: charge set, eps, differs."""
+    initial = InterfaceState.initial(interface)
+    reads: list[list[Read]] = []
+    for query in queries:
+        cursor = begin_turn(interface, initial, query, store_a, strict=strict)
+        turn = []
+        while not cursor.done:
+            plan = cursor.plan()
+            differs = store_a.read(plan.read.positions) != store_b.read(plan.read.positions)
+            turn.append((plan.charge_set, plan.epsilon, differs))
+            cursor = cursor.release(plan.distribution.support()[0])
+        reads.append(turn)
+    return reads
+
+
+def ledger_levels(
+    interface: Interface, reads: list[list[Read]], attributes: Iterable[str], horizon: int, capped: bool = True
+) -> int:
+    """An upper bound on the ledger vectors over `attributes` within T - 1 turns (module
+    docstring); capped=False (a cap rule that does not refuse, NoCap) drops the B_a bound."""
+    caps = interface.policy.caps
+    chosen = tuple(attributes)
+    # Per slot kind (charge set within `attributes`, eps): the most admissions of that kind
+    # in T - 1 turns. A ledger vector is sum_k n_k x (eps_k on charge_k), 0 <= n_k <= that.
+    kinds: dict[tuple[frozenset[str], Fraction], int] = {}
+    for turn in reads:
+        counts: dict[tuple[frozenset[str], Fraction], int] = {}
+        for charge, eps, _ in turn:
+            mine = charge.intersection(chosen)
+            if mine and eps > 0:
+                counts[(mine, eps)] = counts.get((mine, eps), 0) + 1
+        for kind, count in counts.items():
+            kinds[kind] = max(kinds.get(kind, 0), count)
+    most: dict[tuple[frozenset[str], Fraction], int] = {}
+    for (charge, eps), per_turn in kinds.items():
+        count = (horizon - 1) * per_turn
+        if capped:
+            count = min(count, min(int(caps[a] // eps) for a in charge))
+        most[(charge, eps)] = count
+    by_kind = prod(count + 1 for count in most.values())
+    # Per attribute: its ledger is a multiple of g_a up to min(B_a, T - 1 turns of charges).
+    by_attribute = 1
+    for attribute in chosen:
+        charging = {kind: count for kind, count in most.items() if attribute in kind[0]}
+        if not charging:
+            continue
+        epsilons = [eps for _, eps in charging]
+        unit = lcm(*(e.denominator for e in epsilons), caps[attribute].denominator)
+        step = gcd(*(int(e * unit) for e in epsilons))
+        top = sum(count * int(eps * unit) for (_, eps), count in charging.items())
+        if capped:
+            top = min(top, int(caps[attribute] * unit))
+        by_sums = prod(count + 1 for count in charging.values())
+        by_attribute *= min(top // step + 1, by_sums)
+    return min(by_kind, by_attribute)
+
+
+def check_estimate(estimate: int, ledger_states: int, horizon: int, max_states: int) -> None:
+    """Refuse an audit whose estimated states exceed `max_states`, before any work."""
+    if estimate > max_states:
+        raise state_limit(
+            max_states,
+            f"an estimated {estimate} memoized states ({ledger_states} ledger states x up to {horizon} turns)",
+        )
+
+
+def state_limit(max_states: int, need: str | None = None) -> InputError:
+    """The one-line refusal of an audit past `--max-states` (exit 2 in the CLI)."""
+    error = InputError("--max-states", f"at most {max_states} memoized states", "more")
+    what = need if need is not None else f"more than {max_states} memoized states"
+    error.args = (f"--max-states: this audit needs {what}, over --max-states {max_states}; raise it or lower --horizon",)
+    return error

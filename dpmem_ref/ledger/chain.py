@@ -1,0 +1,291 @@
+"""The tamper-evident ledger: an HMAC hash chain over every committed row (issue 21.5).
+
+Every write transaction of a durable store appends ONE event to a single append-only
+table (`chain` in SQLite, `dpmem_chain` in PostgreSQL), in the same transaction as the rows
+it describes. Event `seq` (1, 2, 3, ... without gaps) commits to its predecessor:
+
+    mac_seq = HMAC-SHA256(key, "dpmem-chain-v1" | seq | kind | mac_{seq-1} | body)
+
+with mac_0 = 64 zeros. `body` is canonical JSON of everything the transaction committed
+(kind `charge`: the release row and the ledgers after it, of every scope it debits;
+`turn`: the turn row with the sha256 of its record; `open`: a session's caps; `bind`: the
+interface fingerprint; `rebind`: an interface change carrying the ledgers over, with its
+meta rows; `genesis`: the key id; `rollback`: a restore past the high-water mark;
+`migrate`: the binding of a database written before the chain). A new kind of committed row is one more
+kind of event: `dpmem_ref.ledger.replay` re-derives every table from the chain alone and
+compares, so nobody without the key can edit, delete, insert or reorder a row.
+
+The key lives outside the database: `DPMEM_LEDGER_KEY` (the secret itself, at least 16
+bytes) or `DPMEM_LEDGER_KEY_FILE` (a file holding it), never both. Without either, the
+chain is computed with a public key (`UNKEYED`) and marked so in its genesis event: it
+still catches corruption and inconsistent edits, but anyone can forge it. A database is
+chained with one key for its lifetime; opening it with another (or none) is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from dpmem_ref.errors import InputError
+from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, SlotRelease, fraction_to_text
+
+ENV_KEY = "DPMEM_LEDGER_KEY"
+ENV_KEY_FILE = "DPMEM_LEDGER_KEY_FILE"
+MIN_KEY_BYTES = 16
+MAX_KEY_BYTES = 4096
+UNKEYED = b"dpmem-ledger-unkeyed-public-v1"
+GENESIS_MAC = "0" * 64
+MAX_BODY_BYTES = 1 << 16
+_DOMAIN = b"dpmem-chain-v1"
+
+
+@attrs.frozen(repr=False)
+class ChainKey:
+    """The HMAC key of a ledger chain (never printed: repr shows its public id only)."""
+
+    secret: bytes = attrs.field(repr=False)
+    keyed: bool
+
+    def __repr__(self) -> str:
+        return f"ChainKey(key_id={self.key_id!r})"
+
+    @property
+    def key_id(self) -> str:
+        """A public name of the key (HMAC of a constant: reveals nothing about it)."""
+        if not self.keyed:
+            return "unkeyed"
+        return hmac.new(self.secret, b"dpmem key id", hashlib.sha256).hexdigest()[:16]
+
+    def mac(self, seq: int, kind: str, previous: str, body: str) -> str:
+        message = b"|".join((_DOMAIN, str(seq).encode(), kind.encode(), previous.encode(), body.encode("utf-8")))
+        return hmac.new(self.secret, message, hashlib.sha256).hexdigest()
+
+
+def unkeyed() -> ChainKey:
+    return ChainKey(secret=UNKEYED, keyed=False)
+
+
+def _checked_secret(secret: bytes, where: str) -> bytes:
+    if not MIN_KEY_BYTES <= len(secret) <= MAX_KEY_BYTES:
+        raise InputError(where, f"a secret of {MIN_KEY_BYTES}..{MAX_KEY_BYTES} bytes", f"{len(secret)} bytes")
+    return secret
+
+
+def key_from_environment(environ: Mapping[str, str] | None = None) -> ChainKey:
+    """The chain key from DPMEM_LEDGER_KEY or DPMEM_LEDGER_KEY_FILE (unkeyed without both)."""
+    env = os.environ if environ is None else environ
+    text, file = env.get(ENV_KEY), env.get(ENV_KEY_FILE)
+    if text is not None and file is not None:
+        raise InputError(ENV_KEY, f"either {ENV_KEY} or {ENV_KEY_FILE}, not both", "both set")
+    if text is not None:
+        return ChainKey(secret=_checked_secret(text.encode("utf-8", "surrogateescape"), ENV_KEY), keyed=True)
+    if file is not None:
+        path = Path(file)
+        try:
+            with path.open("rb") as handle:
+                raw = handle.read(MAX_KEY_BYTES + 2)
+        except OSError:
+            raise InputError(ENV_KEY_FILE, "a readable key file", "a path that cannot be read") from None
+        return ChainKey(secret=_checked_secret(raw.rstrip(b"\r\n"), ENV_KEY_FILE), keyed=True)
+    return unkeyed()
+
+
+def canonical(data: Mapping[str, Any]) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    if len(text) > MAX_BODY_BYTES:
+        raise InputError("chain event", f"at most {MAX_BODY_BYTES} bytes", len(text))
+    return text
+
+
+def _fractions(values: Mapping[str, Fraction]) -> dict[str, str]:
+    return {a: fraction_to_text(v) for a, v in sorted(values.items())}
+
+
+def genesis_body(key: ChainKey, schema: str) -> str:
+    return canonical({"key_id": key.key_id, "schema": schema})
+
+
+def bind_body(fingerprint: str) -> str:
+    return canonical({"fingerprint": fingerprint})
+
+
+def open_body(key: SessionKey, caps: Mapping[str, Fraction]) -> str:
+    return canonical({"user": key.user, "interaction": key.interaction, "caps": _fractions(caps)})
+
+
+def release_data(row: SlotRelease) -> dict[str, Any]:
+    """A release row as chain data (the columns `decode_release` reads, seq included)."""
+    return {
+        "seq": row.seq,
+        "release_id": row.release_id,
+        "turn_id": row.turn_id,
+        "index": row.index,
+        "slot": row.slot,
+        "view": row.view,
+        "admitted": row.admitted,
+        "charge_set": sorted(row.charge_set),
+        "epsilon": fraction_to_text(row.epsilon),
+    }
+
+
+def charge_body(
+    key: SessionKey,
+    row: SlotRelease,
+    ledgers: Mapping[str, Fraction],
+    scopes: Sequence[tuple[SessionKey, Mapping[str, Fraction]]] = (),
+) -> str:
+    """A charge: the release row, this session's ledgers after it and, for a multi-scope
+    charge (budget scopes: one transaction debits several sessions), every other scope's
+    ledgers after it (replay applies the same eps to each scope's charge set)."""
+    data: dict[str, Any] = {
+        "user": key.user,
+        "interaction": key.interaction,
+        "release": release_data(row),
+        "ledgers": _fractions(ledgers),
+    }
+    if scopes:
+        data["scopes"] = [{"user": k.user, "interaction": k.interaction, "ledgers": _fractions(v)} for k, v in scopes]
+    return canonical(data)
+
+
+def rebind_body(
+    expected: str | None,
+    fingerprint: str,
+    meta: Mapping[str, str],
+    sessions: Sequence[tuple[SessionKey, Mapping[str, Fraction], Mapping[str, Fraction]]] = (),
+) -> str:
+    """An interface change that carries the ledgers over: the fingerprint compare-and-set,
+    the extra meta rows written, and per session its (spent, caps) after the change."""
+    return canonical(
+        {
+            "expected": expected,
+            "fingerprint": fingerprint,
+            "meta": dict(sorted(meta.items())),
+            "sessions": [
+                {"user": k.user, "interaction": k.interaction, "ledgers": _fractions(spent), "caps": _fractions(caps)}
+                for k, spent, caps in sessions
+            ],
+        }
+    )
+
+
+def record_digest(record_text: str) -> str:
+    return hashlib.sha256(record_text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def turn_body(key: SessionKey, seq: int, turn_id: str, record_text: str) -> str:
+    return canonical(
+        {
+            "user": key.user,
+            "interaction": key.interaction,
+            "seq": seq,
+            "turn_id": turn_id,
+            "record_sha256": record_digest(record_text),
+        }
+    )
+
+
+def rollback_body(from_seq: int, from_mac: str, to_seq: int, to_mac: str) -> str:
+    return canonical({"from_seq": from_seq, "from_mac": from_mac, "to_seq": to_seq, "to_mac": to_mac})
+
+
+def check_genesis(database: str, key: ChainKey, body: str) -> None:
+    """A database is chained with one key for its lifetime: refuse another (or none)."""
+    try:
+        stored = json.loads(body).get("key_id")
+    except (ValueError, AttributeError):
+        raise LedgerStoreError(f"ledger database {database}: unreadable chain genesis") from None
+    if stored != key.key_id:
+        raise LedgerStoreError(
+            f"ledger database {database}: chained with key id {str(stored)[:16]}, but the configured key "
+            f"({ENV_KEY} / {ENV_KEY_FILE}) has key id {key.key_id}"
+        )
+
+
+# ---------------------------------------------------------------- the high-water mark
+
+HIGH_WATER_SUFFIX = ".hwm"
+_HWM_BYTES = 512
+
+
+@attrs.frozen
+class HighWater:
+    """The newest chain event a database is known to have committed: (seq, mac)."""
+
+    seq: int
+    mac: str
+
+
+def high_water_path(database: Path) -> Path:
+    return database.with_name(database.name + HIGH_WATER_SUFFIX)
+
+
+def _hwm_text(key: ChainKey, mark: HighWater) -> bytes:
+    data = {"seq": mark.seq, "mac": mark.mac, "key_id": key.key_id}
+    seal = key.mac(mark.seq, "high-water", mark.mac, canonical(data))
+    return json.dumps({**data, "seal": seal}, sort_keys=True).encode().ljust(_HWM_BYTES)
+
+
+def _parse_hwm(key: ChainKey, raw: bytes, where: str) -> HighWater | None:
+    if not raw.strip():
+        return None
+    try:
+        data = json.loads(raw.decode("ascii"))
+        mark = HighWater(seq=int(data["seq"]), mac=str(data["mac"]))
+        seal = str(data["seal"])
+        expected = key.mac(
+            mark.seq, "high-water", mark.mac, canonical({"seq": mark.seq, "mac": mark.mac, "key_id": key.key_id})
+        )
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        raise LedgerStoreError(f"high-water mark {where}: unreadable") from None
+    if not hmac.compare_digest(seal, expected):
+        raise LedgerStoreError(f"high-water mark {where}: its seal does not match the key (edited or another key)")
+    return mark
+
+
+def read_high_water(path: Path, key: ChainKey) -> HighWater | None:
+    """The mark in `path` (None when the file is missing or empty)."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(_HWM_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        raise LedgerStoreError(f"high-water mark {path}: cannot be read") from None
+    return _parse_hwm(key, raw, str(path))
+
+
+def write_high_water(path: Path, key: ChainKey, mark: HighWater, force: bool = False) -> None:
+    """Raise the mark to `mark` (never lower it unless `force`: a recorded rollback).
+
+    Under an exclusive flock, so concurrent committers keep the maximum; written in place
+    (one sector) after the database COMMIT it follows. Not fsync'ed on every commit (that
+    doubled the cost of a charge, benchmarks/bench_ledger.py): the mark survives a crash
+    of the process at once and a power loss once the OS has written it back; `force`
+    (restore) syncs."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        raise LedgerStoreError(f"high-water mark {path}: cannot be written") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        current = _parse_hwm(key, os.pread(fd, _HWM_BYTES + 1, 0), str(path))
+        if force or current is None or mark.seq > current.seq:
+            os.pwrite(fd, _hwm_text(key, mark), 0)
+            if force:
+                os.fdatasync(fd)
+    except OSError:
+        raise LedgerStoreError(f"high-water mark {path}: cannot be written") from None
+    finally:
+        os.close(fd)

@@ -1,0 +1,137 @@
+"""`dpmem ledger migrate DB|URL --interface FILE`: bind and chain a legacy ledger (issue 21.6).
+
+A database written before the chain (schema 1: every file of the old main) or whose
+charges were written without an interface fingerprint is refused on open; the operator
+migrates it once, naming the interface that wrote it. One transaction, for SQLite and
+PostgreSQL alike (`migrate_rows` over a backend's `Sql` adapter):
+
+1. a fingerprint already stored must be the named interface's (else refused);
+2. the rows must be consistent: every ledger L_a equals the sum of its admitted charges
+   and is <= B_a, no fallback carries a charge, no charged release has eps 0, every turn
+   belongs to an opened session (else refused, nothing written);
+3. the chain is written from the rows (genesis, `migrate` with the fingerprint, `open` per
+   session, `charge` per release in seq order, `turn` per turn), meta set to schema 2.
+A schema-2 database that has a chain but no fingerprint gets the `migrate` event only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from dpmem_ref.ledger.chain import (
+    ChainKey,
+    HighWater,
+    bind_body,
+    charge_body,
+    genesis_body,
+    open_body,
+    turn_body,
+)
+from dpmem_ref.ledger.contract import (
+    LEGACY_SCHEMA_VERSION,
+    SCHEMA_VERSION,
+    LedgerStoreError,
+    SessionKey,
+    fraction_from_text,
+    interface_mismatch,
+)
+from dpmem_ref.ledger.records import decode_release
+
+Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+
+
+@attrs.frozen
+class Sql:
+    """A backend's statements: `query` runs the SQLite spelling (the PostgreSQL adapter
+    renames tables and columns), `append` appends one chain event in the transaction."""
+
+    query: Query
+    append: Callable[[str, str], HighWater]
+
+
+_RELEASES = (
+    "SELECT user, interaction, seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
+    "FROM releases ORDER BY seq"
+)
+
+
+def _consistent(sql: Sql, database: str) -> dict[SessionKey, dict[str, Fraction]]:
+    """The sessions' caps, after checking the rows agree (step 2 of the module docstring)."""
+    caps: dict[SessionKey, dict[str, Fraction]] = {}
+    spent: dict[SessionKey, dict[str, Fraction]] = {}
+    for user, interaction, attribute, spent_text, cap_text in sql.query(
+        "SELECT user, interaction, attribute, spent, cap FROM ledgers ORDER BY user, interaction, attribute", ()
+    ):
+        session = SessionKey(user=str(user), interaction=str(interaction))
+        caps.setdefault(session, {})[str(attribute)] = fraction_from_text(cap_text, "ledgers.cap")
+        spent.setdefault(session, {})[str(attribute)] = fraction_from_text(spent_text, "ledgers.spent")
+    running = {s: dict.fromkeys(c, Fraction(0)) for s, c in caps.items()}
+
+    def refuse(why: str) -> LedgerStoreError:
+        return LedgerStoreError(f"ledger database {database}: not migrated, its rows are inconsistent: {why}")
+
+    for row in sql.query(_RELEASES, ()):
+        session = SessionKey(user=str(row[0]), interaction=str(row[1]))
+        release = decode_release(row[2:])
+        if not release.admitted and (release.charge_set or release.epsilon):
+            raise refuse(f"releases seq {release.seq}: a fallback with a charge")
+        if release.charge_set and release.epsilon <= 0:
+            raise refuse(f"releases seq {release.seq}: a charged release with eps 0")
+        for attribute in release.charge_set:
+            if attribute not in running.get(session, {}):
+                raise refuse(f"releases seq {release.seq}: charged to an attribute without a ledger")
+            running[session][attribute] += release.epsilon
+            if running[session][attribute] > caps[session][attribute]:
+                raise refuse(f"releases seq {release.seq}: the charges exceed the cap of {attribute}")
+    if running != spent:
+        raise refuse("a ledger differs from the sum of its logged charges")
+    for user, interaction in sql.query("SELECT user, interaction FROM turns ORDER BY seq", ()):
+        if SessionKey(user=str(user), interaction=str(interaction)) not in caps:
+            raise refuse("a turn of a session without ledgers")
+    return caps
+
+
+def _set_meta(sql: Sql, key: str, value: str) -> None:
+    sql.query("DELETE FROM meta WHERE key = ?", (key,))
+    sql.query("INSERT INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def migrate_rows(sql: Sql, database: str, fingerprint: str, key: ChainKey) -> HighWater | None:
+    """Migrate inside the caller's write transaction; the new chain head (None: nothing to do)."""
+    meta = {str(k): str(v) for k, v in sql.query("SELECT key, value FROM meta", ())}
+    stored = meta.get("fingerprint")
+    if stored is not None and stored != fingerprint:
+        raise interface_mismatch(database, stored, fingerprint)
+    if meta.get("schema") not in (LEGACY_SCHEMA_VERSION, SCHEMA_VERSION):
+        raise LedgerStoreError(f"ledger database {database}: meta.schema is not version {LEGACY_SCHEMA_VERSION}")
+    caps = _consistent(sql, database)
+    chained = bool(sql.query("SELECT 1 FROM chain LIMIT 1", ()))
+    if meta.get("schema") == SCHEMA_VERSION and chained:
+        if stored is not None:
+            return None  # already bound to this interface
+        _set_meta(sql, "fingerprint", fingerprint)
+        return sql.append("migrate", bind_body(fingerprint))
+    sql.query("DELETE FROM chain", ())  # a schema-1 file: its (new, empty) chain table
+    sql.append("genesis", genesis_body(key, SCHEMA_VERSION))
+    mark = sql.append("migrate", bind_body(fingerprint))
+    spent = {s: dict.fromkeys(c, Fraction(0)) for s, c in caps.items()}
+    for session in caps:
+        mark = sql.append("open", open_body(session, caps[session]))
+    for row in sql.query(_RELEASES, ()):
+        session = SessionKey(user=str(row[0]), interaction=str(row[1]))
+        release = decode_release(row[2:])
+        for attribute in release.charge_set:
+            spent[session][attribute] += release.epsilon
+        mark = sql.append("charge", charge_body(session, release, spent[session]))
+    for user, interaction, seq, turn_id, record in sql.query(
+        "SELECT user, interaction, seq, turn_id, record FROM turns ORDER BY seq", ()
+    ):
+        session = SessionKey(user=str(user), interaction=str(interaction))
+        mark = sql.append("turn", turn_body(session, int(seq), str(turn_id), str(record)))
+    _set_meta(sql, "fingerprint", fingerprint)
+    _set_meta(sql, "schema", SCHEMA_VERSION)
+    return mark

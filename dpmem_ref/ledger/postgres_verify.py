@@ -1,0 +1,100 @@
+"""`dpmem ledger verify | migrate postgresql://...`: the chain replay and the migration on
+PostgreSQL.
+
+One REPEATABLE READ READ ONLY snapshot of every dpmem table, then `replay` (the same
+checks as for SQLite). PostgreSQL keeps no `.hwm` file: its backups and point-in-time
+recovery are the server's (docs/durability.md, threat model), so a truncated tail is
+caught here only against a mark the operator passes (`mark`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from dpmem_ref.ledger.backup import LedgerReport
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
+from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.ledger.migrate import Sql, migrate_rows
+from dpmem_ref.ledger.postgres_schema import COLUMNS, SCHEMA, append_event, describe_postgres_error, lock_chain
+from dpmem_ref.ledger.replay import LedgerRows, replay
+from dpmem_ref.ledger.urls import check_postgres_url, redact_url
+
+
+def _rows(connection: psycopg.Connection[Any]) -> LedgerRows | str:
+    found = connection.execute(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = ANY(%s) ORDER BY table_name, ordinal_position",
+        (list(COLUMNS),),
+    ).fetchall()
+    tables: dict[str, list[str]] = {}
+    for table, column in found:
+        tables.setdefault(str(table), []).append(str(column))
+    for table, columns in COLUMNS.items():
+        if tuple(tables.get(table, ())) != columns:
+            return f"foreign schema (table {table} missing or with other columns)"
+
+    def rows(sql: str) -> tuple[tuple[object, ...], ...]:
+        return tuple(tuple(row) for row in connection.execute(sql))
+
+    return LedgerRows(
+        meta=rows("SELECT key, value FROM dpmem_meta"),
+        chain=rows("SELECT seq, kind, body, mac FROM dpmem_chain ORDER BY seq"),
+        ledgers=rows("SELECT user_name, interaction, attribute, spent, cap FROM dpmem_ledgers"),
+        releases=rows(
+            "SELECT user_name, interaction, seq, release_id, turn_id, slot_index, slot, view, "
+            "CASE WHEN admitted THEN 1 ELSE 0 END, charge_set, epsilon FROM dpmem_releases ORDER BY seq"
+        ),
+        turns=rows("SELECT user_name, interaction, seq, turn_id, record FROM dpmem_turns ORDER BY seq"),
+    )
+
+
+def verify_postgres(url: str, key: ChainKey | None = None, mark: HighWater | None = None) -> LedgerReport:
+    """Verify the ledger tables at `url` against their chain (read only)."""
+    name = redact_url(check_postgres_url(url))
+    chain_key = key_from_environment() if key is None else key
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
+            with connection.transaction():
+                connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                rows = _rows(connection)
+    except psycopg.Error as error:
+        raise LedgerStoreError(f"ledger database {name}: {describe_postgres_error(error)}") from None
+    if isinstance(rows, str):
+        return LedgerReport(name, None, 0, 0, 0, problem=rows)
+    result = replay(rows, chain_key, mark)
+    return LedgerReport(
+        name, result.fingerprint, result.sessions, result.releases, result.turns, result.problem, result, mark
+    )
+
+
+_TABLE = re.compile(r"\b(FROM|INTO) (meta|ledgers|releases|turns|chain)\b")
+
+
+def _postgres_sql(connection: psycopg.Connection[Any], key: ChainKey) -> Sql:
+    """The migration's SQLite spelling, renamed for the dpmem_* tables (user -> user_name)."""
+
+    def query(text: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        spelled = re.sub(r"\buser\b", "user_name", _TABLE.sub(r"\1 dpmem_\2", text)).replace("?", "%s")
+        cursor = connection.execute(spelled, tuple(params))
+        return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+
+    return Sql(query=query, append=lambda kind, body: append_event(connection, key, kind, body))
+
+
+def migrate_postgres(url: str, fingerprint: str, key: ChainKey | None = None) -> LedgerReport:
+    """Bind and chain a legacy PostgreSQL ledger (`dpmem_ref.ledger.migrate`), one transaction."""
+    name = redact_url(check_postgres_url(url))
+    chain_key = key_from_environment() if key is None else key
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
+            with connection.transaction():
+                lock_chain(connection)
+                connection.execute(SCHEMA)  # the chain table of schema 2, if missing
+                migrate_rows(_postgres_sql(connection, chain_key), name, fingerprint, chain_key)
+    except psycopg.Error as error:
+        raise LedgerStoreError(f"ledger database {name}: {describe_postgres_error(error)}") from None
+    return verify_postgres(url, chain_key)

@@ -1,0 +1,90 @@
+"""Deterministic generated interfaces for cross-checking the exact engine's searches.
+
+`interface_case(seed)` builds a small interface description (a dict for
+`config.interface_from_dict`) and a pair of stores from one integer seed: 2-3 slots,
+1-4 attributes with overlapping groups, online or preallocated budgets, one- and two-slot
+queries, reads that are charged as Eq. (4) says, over-charged, under-charged (C2) or
+uncharged, an argmax selector (C3) or no cap (C5) now and then, and store pairs that differ
+in one group or several (Corollary 1 pairs). Nothing is random beyond the seed.
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+from typing import Any
+
+TAGS = ("t1", "t2", "t3")
+CAPS = (Fraction(1), Fraction(2), Fraction(3, 2), Fraction(4))
+
+
+def interface_case(seed: int) -> tuple[dict[str, Any], str, str]:
+    rng = random.Random(seed)
+    names = [f"a{i}" for i in range(rng.randint(1, 4))]
+    separable = len(names) > 1 and rng.random() < 0.4
+    if separable:  # one slot per attribute (its group) and a public slot: separable ledgers
+        slots = [f"s{i}" for i in range(len(names) + 1)]
+        positions = [slot for slot in slots for _ in range(rng.randint(1, 2))]
+    else:
+        slots = [f"s{i}" for i in range(rng.randint(2, 3))]
+        positions = slots + [rng.choice(slots) for _ in range(rng.randint(1, 4))]  # every slot holds a position
+        rng.shuffle(positions)
+    size = len(positions)
+    if separable:
+        groups = [[p for p in range(1, size + 1) if positions[p - 1] == slots[i]] for i in range(len(names))]
+    else:
+        groups = [sorted(rng.sample(range(1, size + 1), rng.randint(1, max(1, size // 2)))) for _ in names]
+    attributes = {name: {"group": group, "cap": rng.choice(CAPS)} for name, group in zip(names, groups, strict=True)}
+    if rng.random() < 0.3:
+        budget: dict[str, Any] = {"rule": "preallocated", "plan": {name: rng.randint(2, 4) for name in names}}
+    else:
+        budget = {"rule": "online", "K": rng.randint(2, 3)}
+    slot_table = {}
+    for slot in slots:
+        views = {f"{slot}-generic": {}}
+        for v in range(rng.randint(1, 2)):
+            views[f"{slot}-v{v}"] = {"compatible": rng.sample(TAGS, rng.randint(1, 2))}
+        slot_table[slot] = {"generic": f"{slot}-generic", "views": views}
+    queries = []
+    for q in range(rng.randint(4, 6) if separable else rng.randint(2, 4)):
+        reads = []
+        for slot in rng.sample(slots, 2 if rng.random() < 0.35 else 1):
+            mine = [p for p in range(1, size + 1) if positions[p - 1] == slot]
+            read: dict[str, Any] = {"slot": slot, "positions": sorted(rng.sample(mine, rng.randint(1, len(mine))))}
+            touched = sorted(n for n in names if set(read["positions"]) & set(attributes[n]["group"]))
+            style = rng.random()
+            if style < 0.12 and touched:
+                read["charge"] = touched[1:]  # under-charged (C2)
+            elif style < 0.22:
+                read["charge"] = sorted(set(touched) | {rng.choice(names)})  # over-charged
+            elif style < 0.28:
+                read["charge"] = []  # uncharged
+            views = [v for v in slot_table[slot]["views"] if not v.endswith("generic")]
+            read["relevance"] = {v: str(Fraction(rng.randint(0, 4), 4)) for v in views}
+            reads.append(read)
+        queries.append({"name": f"q{q}", "reads": reads})
+    if rng.random() < 0.6:  # a pass query (reads one position, charged to nothing it touches)
+        queries.append({"name": "pass", "reads": [{"slot": slots[0], "positions": [positions.index(slots[0]) + 1], "charge": []}]})
+    store = {str(p): rng.sample(TAGS, rng.randint(0, 2)) for p in range(1, size + 1)}
+    other = dict(store)
+    grouped = sorted({p for name in names for p in attributes[name]["group"]})
+    for p in rng.sample(grouped, rng.randint(1, len(grouped))):
+        other[str(p)] = rng.sample(TAGS, rng.randint(0, 2))
+    deployment: dict[str, Any] = {"control": rng.choice(["fallback", "fallback", "none"])}
+    roll = rng.random()
+    if roll < 0.08:
+        deployment["selector"] = "argmax"
+    elif roll < 0.16:
+        deployment["enforce_cap"] = False
+    data = {
+        "name": f"generated-{seed}",
+        "positions": positions,
+        "attributes": attributes,
+        "budget": budget,
+        "scorer": {"kind": "linear", "weights": {"r": "2/5", "c": "2/5", "s": "1/5"}, "sensitivity": "3/5"},
+        "slots": slot_table,
+        "queries": queries,
+        "stores": {"M": store, "M_prime": other},
+        "deployment": deployment,
+    }
+    return data, "M", "M_prime"

@@ -1,0 +1,96 @@
+"""kappa (Eq. 8) by branch and bound (issue 26.3): cross-checked against exhaustive search for
+A <= 12 and against z3, and each rule (dominance, bound) pinned by a case that a broken
+variant of it gets wrong. Its speed for A = 1..40 is measured in benchmarks/bench_audit.py
+(--kappa), not asserted here."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+
+from dpmem_ref import cover as cover_module
+from dpmem_ref.cover import minimum_cover, minimum_cover_exhaustive, minimum_cover_z3, useful_attributes
+from dpmem_ref.policy import Attribute, Layout, Policy
+
+
+def policy_of(groups: list[tuple[set[int], Fraction | int]], size: int) -> Policy:
+    layout = Layout(tuple("s" for _ in range(size)))
+    attributes = tuple(Attribute(f"a{i:02d}", frozenset(g), Fraction(c)) for i, (g, c) in enumerate(groups))
+    return Policy(layout, attributes)
+
+
+def random_case(rng: random.Random, attributes: int, positions: int) -> tuple[Policy, frozenset[int]]:
+    equal = rng.random() < 0.3  # equal caps: many ties, the hardest case for the bound
+    groups = []
+    for _ in range(attributes):
+        size = rng.randint(1, max(1, positions // 2))
+        cap = Fraction(1) if equal else Fraction(rng.randint(1, 12), rng.randint(1, 4))
+        groups.append((set(rng.sample(range(1, positions + 1), size)), cap))
+    differing = frozenset(rng.sample(range(1, positions + 1), rng.randint(1, positions)))
+    return policy_of(groups, positions), differing
+
+
+def test_branch_and_bound_equals_exhaustive_search_up_to_12_attributes() -> None:
+    rng = random.Random(26)
+    coverable = 0
+    for _ in range(250):
+        policy, differing = random_case(rng, rng.randint(1, 12), rng.randint(1, 14))
+        found, expected = minimum_cover(policy, differing), minimum_cover_exhaustive(policy, differing)
+        assert (found is None) == (expected is None)
+        if found is None or expected is None:
+            continue
+        coverable += 1
+        assert found.cost == expected.cost
+        union = frozenset().union(*(policy.attribute(a).group for a in found.attributes))
+        assert differing <= union and found.cost == sum(policy.caps[a] for a in found.attributes)
+    assert coverable >= 90  # the generator reaches covers, not only kappa = inf
+
+
+def test_branch_and_bound_equals_z3_at_forty_attributes() -> None:
+    pytest.importorskip("z3")
+    rng = random.Random(40)
+    for _ in range(6):
+        groups = [(set(rng.sample(range(1, 31), rng.randint(2, 8))), Fraction(rng.randint(1, 9))) for _ in range(40)]
+        policy = policy_of(groups, 30)
+        differing = frozenset().union(*(frozenset(g) for g, _ in groups))
+        found, solved = minimum_cover(policy, differing), minimum_cover_z3(policy, differing)
+        assert found is not None and solved is not None and found.cost == solved.cost
+
+
+def test_dominance_keeps_a_cheaper_subset_group() -> None:
+    """a00 covers {1} for 1, a01 covers {1, 2} for 5, a02 covers {2} for 1: kappa = 2 by
+    {a00, a02}. A dominance rule that ignored caps would drop a00 and a02 (their parts lie
+    in a01's) and answer 5."""
+    policy = policy_of([({1}, 1), ({1, 2}, 5), ({2}, 1)], 2)
+    kept = {name for name, _, _ in useful_attributes(policy, frozenset({1, 2}))}
+    assert kept == {"a00", "a01", "a02"}
+    found = minimum_cover(policy, frozenset({1, 2}))
+    assert found is not None and found.cost == 2 and found.attributes == ("a00", "a02")
+
+
+def test_dominance_drops_exactly_the_dominated() -> None:
+    policy = policy_of([({1}, 3), ({1, 2}, 2), ({1, 2}, 2), ({3}, 1)], 3)
+    kept = [name for name, _, _ in useful_attributes(policy, frozenset({1, 2, 3}))]
+    assert kept == ["a01", "a03"]  # a00 dominated by a01; a02 ties a01 and is later
+
+
+def test_bound_is_a_lower_bound_on_every_cover() -> None:
+    """Step 4's packing bound never exceeds the true minimum (else a branch holding the
+    optimum could be cut). A bound that also counted positions whose holder sets overlap
+    (two positions one attribute covers) fails here."""
+    rng = random.Random(4)
+    for _ in range(300):
+        policy, differing = random_case(rng, rng.randint(1, 10), rng.randint(1, 12))
+        expected = minimum_cover_exhaustive(policy, differing)
+        if expected is None:
+            continue
+        search = cover_module._Search(useful_attributes(policy, differing), sorted(differing))
+        assert search.bound((1 << search.count) - 1) <= expected.cost
+
+
+def test_not_coverable_and_empty() -> None:
+    policy = policy_of([({1}, 1)], 3)
+    assert minimum_cover(policy, frozenset({1, 2})) is None
+    assert minimum_cover(policy, frozenset()) == cover_module.Cover((), Fraction(0))
