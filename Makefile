@@ -1,4 +1,4 @@
-.PHONY: run test bootstrap bench clean mutation
+.PHONY: run test bootstrap bench clean mutation docs
 
 # Set up (.venv, pinned installs) and run the main job on embedded defaults.
 run:
@@ -11,9 +11,13 @@ test:
 bootstrap:
 	scripts/bootstrap.sh
 
+# The API reference from docstrings (pdoc; warnings are errors) in docs/api/.
+docs: bootstrap
+	$${DPMEM_VENV:-.venv}/bin/python scripts/build_docs.py --out docs/api
+
 bench: bootstrap
-	.venv/bin/python benchmarks/bench_kernel.py
-	.venv/bin/python benchmarks/bench_audit.py
+	$${DPMEM_VENV:-.venv}/bin/python benchmarks/bench_kernel.py
+	$${DPMEM_VENV:-.venv}/bin/python benchmarks/bench_audit.py
 
 # Mutation testing of the kernel's core modules (mutmut; modules: [tool.mutmut] in
 # pyproject.toml), then docs/mutation-report.md. CPU-heavy, nice'd, time-bounded.
@@ -21,4 +25,4 @@ mutation: bootstrap
 	scripts/mutation.sh
 
 clean:
-	rm -rf .venv runs .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants
+	rm -rf .venv runs docs/api .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants

@@ -41,20 +41,26 @@ DEBUG_WARNING = (
 )
 
 
-def read_queries(path: str) -> list[str]:
-    """One query name per line; blank lines and lines starting with '#' are skipped.
+def read_query_lines(path: str) -> list[tuple[int, str]]:
+    """(line number, query name) per line; blank lines and lines starting with '#' are skipped.
     A regular file of at most MAX_QUERIES_BYTES bytes and MAX_QUERY_LINES names."""
     raw = read_bounded(path, MAX_QUERIES_BYTES, "--queries", "file of query names")
     try:
         lines = raw.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise InputError("--queries", "UTF-8 text", "undecodable bytes") from None
-    names = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
-    if not names:
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise InputError(f"--queries line {line}", "UTF-8 text", "undecodable bytes") from None
+    named = [(n, line.strip()) for n, line in enumerate(lines, 1) if line.strip() and not line.lstrip().startswith("#")]
+    if not named:
         raise InputError("--queries", "at least one query name", "an empty file")
-    if len(names) > MAX_QUERY_LINES:
-        raise InputError("--queries", f"at most {MAX_QUERY_LINES} queries", len(names))
-    return names
+    if len(named) > MAX_QUERY_LINES:
+        raise InputError("--queries", f"at most {MAX_QUERY_LINES} queries", len(named))
+    return named
+
+
+def read_queries(path: str) -> list[str]:
+    """The query names of `read_query_lines`, in file order."""
+    return [name for _, name in read_query_lines(path)]
 
 
 def _history_is_unread(interface: Interface) -> bool:
@@ -87,9 +93,13 @@ def command_run(args: argparse.Namespace) -> int:
     loaded = load_interface_file(args.file)
     interface = loaded.interface
     store = loaded.store(args.store)
-    names = read_queries(args.queries)
-    for name in set(names):
-        interface.query(name)  # validate every name before the first release
+    named = read_query_lines(args.queries)
+    for line, name in named:  # validate every name before the first release
+        try:
+            interface.query(name)
+        except InputError as error:
+            raise InputError(f"--queries line {line}: {error.field}", error.expected, error.found) from None
+    names = [name for _, name in named]
     if not args.debug_print_private_scores:
         interface.require_contract()
     forget_history = _history_is_unread(interface)
@@ -176,6 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  dpmem run examples/figure2.toml --store M --queries examples/figure2-queries.txt --seed 0",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"dpmem {_version()}")
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default=None,
+        help="log records of the kernel (e.g. durable sessions) to stderr at this level (default: none)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the interface turn by turn (Algorithm 1)")
     run.add_argument("file", help="interface description (TOML)")
@@ -206,7 +223,25 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=command_run)
     _add_auditor_commands(sub)
     add_ledger_commands(sub)
+    from dpmem_ref.runtime.chat import add_chat_command  # `dpmem chat` (docs/agent.md)
+
+    add_chat_command(sub)
     return parser
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _version() -> str:
+    """The installed distribution's version (the package's own when run from a checkout)."""
+    import importlib.metadata
+
+    from dpmem_ref import __version__
+
+    try:
+        return importlib.metadata.version("dpmem-ref")
+    except importlib.metadata.PackageNotFoundError:
+        return __version__
 
 
 def _add_auditor_commands(sub: Any) -> None:
@@ -238,7 +273,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for action in parser._subparsers._group_actions if parser._subparsers else []:  # noqa: SLF001
         for subparser in getattr(action, "choices", {}).values():
             subparser.error = usage_error
+    if not (sys.argv[1:] if argv is None else argv):  # a bare `dpmem`: the help, not a usage error
+        parser.print_help()
+        return EXIT_OK
     args = parser.parse_args(argv)
+    if args.log_level is not None:
+        import logging
+
+        logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)

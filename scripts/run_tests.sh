@@ -13,6 +13,8 @@ echo "== ruff (whole tree)"
 "$VENV/bin/ruff" check .
 echo "== mypy --strict (kernel)"
 "$VENV/bin/mypy" --strict dpmem_ref
+echo "== API reference (pdoc, warnings are errors)"
+"$VENV/bin/python" scripts/build_docs.py --out runs/api-docs
 if [ "${DPMEM_SKIP_SMOKE:-0}" != "1" ]; then
   # The evaluation end to end on the CPU (SmolLM2-135M, MiniLM auditor, proxy judge): every
   # method, every table. A few minutes cold; reruns are served by the response cache.

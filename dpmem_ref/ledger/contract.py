@@ -20,7 +20,7 @@ Nothing here ever sees memory contents or scores: the store receives public fact
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Protocol
 
@@ -189,6 +189,9 @@ class ReleaseOutcome:
 
     release: SlotRelease
     ledgers: tuple[tuple[str, Fraction], ...]
+    # The other scopes debited in the same transaction (`charge_and_record(..., also=)`),
+    # their ledgers as committed, in `also` order (empty for a single-scope charge).
+    scopes: tuple[tuple[tuple[str, Fraction], ...], ...] = ()
 
     @property
     def view(self) -> str:
@@ -202,9 +205,15 @@ class ReleaseOutcome:
         return dict(self.ledgers)
 
     @classmethod
-    def of(cls, release: SlotRelease, ledgers: Mapping[str, Fraction]) -> ReleaseOutcome:
+    def of(
+        cls, release: SlotRelease, ledgers: Mapping[str, Fraction], scopes: Sequence[Mapping[str, Fraction]] = ()
+    ) -> ReleaseOutcome:
         """The outcome with the ledgers as committed (sorted by attribute)."""
-        return cls(release=release, ledgers=tuple(sorted(ledgers.items())))
+        return cls(
+            release=release,
+            ledgers=tuple(sorted(ledgers.items())),
+            scopes=tuple(tuple(sorted(scope.items())) for scope in scopes),
+        )
 
 
 @attrs.frozen
@@ -229,10 +238,15 @@ class LedgerSession(Protocol):
     def load(self) -> SessionSnapshot:
         """The committed ledgers, releases and completed turns."""
 
-    def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
+    def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
         """ONE transaction: commit the plan's charge to every attribute of the charge set
         (all or none, C5 re-checked on the committed ledgers), plus the release row.
-        Release the outcome's view only after this returns."""
+        Release the outcome's view only after this returns.
+
+        `also` (budget scopes, docs/agent.md): other opened sessions of the same store
+        whose ledgers the same charge debits in the same transaction; the charge commits
+        only if it fits every scope (C5 per scope), else none is charged and the
+        fallback is recorded. The release row belongs to this session only."""
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
         """Append a completed turn to the released history (what routing reads, C4)."""
@@ -250,6 +264,24 @@ class LedgerStore(Protocol):
 
         `fingerprint` (see `dpmem_ref.ledger.fingerprint`) binds the whole database to one
         interface on first use; a different one is refused with `interface_mismatch`."""
+
+    def read_meta(self, key: str) -> str | None:
+        """An extra meta row (keys start with META_PREFIX), None if absent."""
+
+    def rebind(
+        self,
+        expected: str | None,
+        fingerprint: str,
+        meta: Mapping[str, str],
+        caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None = None,
+    ) -> None:
+        """ONE transaction: bind the database to `fingerprint` if it is bound to
+        `expected` (else `interface_mismatch`), write the `meta` rows, and, with
+        `caps_for`, give every session for which it returns caps those caps (ledgers
+        carried over by `rebound_caps`: new attributes at 0, C5 re-checked)."""
+
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        """Every session of `user`: (interaction, spent, caps), by interaction id."""
 
     def close(self) -> None: ...
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
 import attrs
 
+from dpmem_ref.errors import InputError
 from dpmem_ref.interface import TurnRecord
 from dpmem_ref.ledger.contract import (
     ReleaseOutcome,
@@ -19,12 +20,12 @@ from dpmem_ref.ledger.contract import (
     check_fingerprint,
     check_same_caps,
     check_turn_id,
-    committed_charge,
     id_used_before,
     interface_mismatch,
     release_row,
 )
 from dpmem_ref.ledger.records import decode_turn, encode_turn
+from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, rebound_caps
 
 
 @attrs.define
@@ -39,6 +40,8 @@ class _SessionData:
     release_ids: set[str] = attrs.field(factory=set)
     turn_ids: set[str] = attrs.field(factory=set)
     seq: list[int] = attrs.field(factory=lambda: [0])  # shared by the store's sessions
+    # The store's sessions by key (shared): what a multi-scope charge debits besides this one.
+    registry: dict[SessionKey, _SessionData] = attrs.field(factory=dict, repr=False)
 
 
 class MemoryLedgerStore:
@@ -49,6 +52,7 @@ class MemoryLedgerStore:
         self._lock = threading.Lock()
         self._seq = [0]
         self._fingerprint: str | None = None
+        self._meta: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"MemoryLedgerStore(sessions={len(self._sessions)})"
@@ -73,12 +77,52 @@ class MemoryLedgerStore:
             data = self._sessions.get(key)
             if data is None:
                 data = _SessionData(
-                    lock=self._lock, caps=checked, ledgers={a: Fraction(0) for a in checked}, seq=self._seq
+                    lock=self._lock,
+                    caps=checked,
+                    ledgers={a: Fraction(0) for a in checked},
+                    seq=self._seq,
+                    registry=self._sessions,
                 )
                 self._sessions[key] = data
             else:
                 check_same_caps(data.caps, checked)
         return MemoryLedgerSession(key=key, data=data)
+
+    def read_meta(self, key: str) -> str | None:
+        check_meta_key(key)
+        with self._lock:
+            return self._meta.get(key)
+
+    def rebind(
+        self,
+        expected: str | None,
+        fingerprint: str,
+        meta: Mapping[str, str],
+        caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None = None,
+    ) -> None:
+        check_fingerprint(fingerprint)
+        rows = {check_meta_key(k): str(v) for k, v in meta.items()}
+        with self._lock:
+            if self._fingerprint != expected:
+                raise interface_mismatch("(memory)", self._fingerprint or "", fingerprint)
+            updates = {}
+            for key, data in self._sessions.items():  # all checked before anything changes
+                caps = None if caps_for is None else caps_for(key)
+                if caps is not None:
+                    updates[key] = rebound_caps(data.ledgers, caps, f"session {key.user}/{key.interaction}")
+            for key, table in updates.items():
+                data = self._sessions[key]
+                data.ledgers = {a: s for a, (s, _) in table.items()}
+                data.caps = {a: c for a, (_, c) in table.items()}
+            self._fingerprint = fingerprint
+            self._meta.update(rows)
+
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        with self._lock:
+            found = [
+                (k.interaction, dict(d.ledgers), dict(d.caps)) for k, d in self._sessions.items() if k.user == user
+            ]
+        return sorted(found, key=lambda row: row[0])
 
     def close(self) -> None:
         pass
@@ -99,19 +143,22 @@ class MemoryLedgerSession:
                 releases=tuple(data.releases),
             )
 
-    def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
+    def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
         data = self._data
+        keys = check_scope_keys(self.key, also)
         with data.lock:
             if request.release_id in data.release_ids:
                 raise id_used_before("release_id", request.release_id)
-            after = committed_charge(data.ledgers, data.caps, request)
+            scopes = [data] + [_opened(data.registry, key) for key in keys[1:]]
+            after = committed_scopes([(scope.ledgers, scope.caps) for scope in scopes], request)
             data.seq[0] += 1
             release = release_row(data.seq[0], request, after is not None)
             if after is not None:
-                data.ledgers = after
+                for scope, ledgers in zip(scopes, after, strict=True):
+                    scope.ledgers = ledgers
             data.releases.append(release)
             data.release_ids.add(release.release_id)
-            return ReleaseOutcome.of(release, data.ledgers)
+            return ReleaseOutcome.of(release, data.ledgers, [scope.ledgers for scope in scopes[1:]])
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
         check_turn_id(turn_id)
@@ -122,3 +169,10 @@ class MemoryLedgerSession:
                 raise id_used_before("turn_id", turn_id)
             data.turns.append((turn_id, decoded))
             data.turn_ids.add(turn_id)
+
+
+def _opened(registry: Mapping[SessionKey, _SessionData], key: SessionKey) -> _SessionData:
+    found = registry.get(key)
+    if found is None:
+        raise InputError("also", "sessions opened on this store", f"{key.user}/{key.interaction}")
+    return found

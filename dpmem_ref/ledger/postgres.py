@@ -19,7 +19,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -47,7 +47,6 @@ from dpmem_ref.ledger.contract import (
     check_fingerprint,
     check_same_caps,
     check_turn_id,
-    committed_charge,
     fraction_from_text,
     fraction_to_text,
     id_used_before,
@@ -61,8 +60,10 @@ from dpmem_ref.ledger.postgres_schema import (
     describe_postgres_error,
     lock_chain,
     locked_ledgers,
+    rebind_database,
 )
 from dpmem_ref.ledger.records import LoadCache, decode_release, encode_turn, release_values
+from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, grouped_ledgers
 from dpmem_ref.ledger.urls import SecretURL, check_postgres_url, redact_url
 
 _T = TypeVar("_T")
@@ -102,6 +103,11 @@ class PostgresLedgerStore:
 
     def __repr__(self) -> str:
         return f"PostgresLedgerStore(url={self.name!r})"
+
+    @property
+    def url(self) -> str:
+        """The URL itself, to reopen the same database; never printed (`name` is its redaction)."""
+        return self._url.reveal()
 
     def _failure(self, error: BaseException) -> LedgerStoreError:
         return LedgerStoreError(f"ledger database {self.name}: {describe_postgres_error(error)}")
@@ -219,6 +225,34 @@ class PostgresLedgerStore:
         self.run(work)
         return PostgresLedgerSession(store=self, key=key)
 
+    def read_meta(self, key: str) -> str | None:
+        check_meta_key(key)
+        row = self.run(lambda c: c.execute("SELECT value FROM dpmem_meta WHERE key = %s", (key,)).fetchone())
+        return None if row is None else str(row[0])
+
+    def rebind(
+        self,
+        expected: str | None,
+        fingerprint: str,
+        meta: Mapping[str, str],
+        caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None = None,
+    ) -> None:
+        check_fingerprint(fingerprint)
+        rows = {check_meta_key(k): str(v) for k, v in meta.items()}
+
+        self.run(lambda c: rebind_database(c, self.name, self.key, expected, fingerprint, rows, caps_for))
+
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        rows = self.run(
+            lambda c: c.execute(
+                "SELECT interaction, attribute, spent, cap FROM dpmem_ledgers WHERE user_name = %s "
+                "ORDER BY interaction",
+                (user,),
+            ).fetchall(),
+            read_only=True,
+        )
+        return grouped_ledgers(rows)
+
     def close(self) -> None:
         with self._lock:
             self._drop_connection()
@@ -251,20 +285,25 @@ class PostgresLedgerSession:
         ).fetchall()
         return cache.snapshot(releases, turns, spent, caps)
 
-    def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
+    def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
         key, store = self.key, self.store
+        keys = check_scope_keys(key, also)
+        # Rows are locked scope by scope in key order, so two multi-scope charges never deadlock.
+        lock_order = sorted(keys, key=lambda k: (k.user, k.interaction))
 
         def work(connection: psycopg.Connection[Any]) -> ReleaseOutcome:
             lock_chain(connection)
-            spent, caps = locked_ledgers(connection, key, lock=True)  # the session's write lock
-            after = committed_charge(spent, caps, request)
-            if after is not None:
+            locked = {k: locked_ledgers(connection, k, lock=True) for k in lock_order}  # the scopes' write locks
+            scopes = [locked[k] for k in keys]
+            charged = committed_scopes(scopes, request)
+            after = None if charged is None else charged[0]
+            for scope_key, ledgers in zip(keys, charged or (), strict=False):
                 with connection.cursor() as cursor:
                     cursor.executemany(
                         "UPDATE dpmem_ledgers SET spent = %s WHERE user_name = %s AND interaction = %s "
                         "AND attribute = %s",
                         [
-                            (fraction_to_text(after[a]), key.user, key.interaction, a)
+                            (fraction_to_text(ledgers[a]), scope_key.user, scope_key.interaction, a)
                             for a in sorted(request.charge_set)
                         ],
                     )
@@ -278,10 +317,11 @@ class PostgresLedgerSession:
             except pg_errors.UniqueViolation:
                 raise id_used_before("release_id", request.release_id) from None
             row = attrs.evolve(row, seq=int(inserted[0]) if inserted else 0)
-            ledgers = after if after is not None else spent
-            append_event(connection, store.key, "charge", charge_body(key, row, ledgers))
+            committed = charged if charged is not None else [ledgers for ledgers, _ in scopes]
+            others = list(zip(keys[1:], committed[1:], strict=True))  # the other scopes debited
+            append_event(connection, store.key, "charge", charge_body(key, row, committed[0], others))
             store.fault("charge:inside")
-            return ReleaseOutcome.of(row, ledgers)
+            return ReleaseOutcome.of(row, committed[0], committed[1:])
 
         def resolve(connection: psycopg.Connection[Any]) -> ReleaseOutcome | None:
             """After a lost connection: did the COMMIT happen? Then that is the outcome."""
@@ -290,8 +330,8 @@ class PostgresLedgerSession:
             ).fetchone()
             if found is None:
                 return None
-            spent, _ = locked_ledgers(connection, key, lock=False)
-            return ReleaseOutcome.of(decode_release(found), spent)
+            committed = [locked_ledgers(connection, k, lock=False)[0] for k in keys]
+            return ReleaseOutcome.of(decode_release(found), committed[0], committed[1:])
 
         outcome = store.run(work, resolve)
         store.fault("charge:committed")

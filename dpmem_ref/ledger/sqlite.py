@@ -15,7 +15,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
@@ -48,7 +48,6 @@ from dpmem_ref.ledger.contract import (
     check_fingerprint,
     check_same_caps,
     check_turn_id,
-    committed_charge,
     fraction_from_text,
     fraction_to_text,
     id_used_before,
@@ -57,6 +56,7 @@ from dpmem_ref.ledger.contract import (
     release_row,
 )
 from dpmem_ref.ledger.records import LoadCache, encode_turn, release_values
+from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, grouped_ledgers
 from dpmem_ref.ledger.sqlite_schema import (
     COLUMNS,
     SCHEMA,
@@ -67,6 +67,7 @@ from dpmem_ref.ledger.sqlite_schema import (
     ledger_rows,
     open_chain,
 )
+from dpmem_ref.ledger.sqlite_scopes import rebind_sqlite
 
 _T = TypeVar("_T")
 _JITTER = random.SystemRandom()  # backoff jitter only; fresh after fork
@@ -252,6 +253,32 @@ class SQLiteLedgerStore:
             self.committed(mark)
         return SQLiteLedgerSession(store=self, key=key)
 
+    def read_meta(self, key: str) -> str | None:
+        check_meta_key(key)
+        with self.reading() as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def rebind(
+        self,
+        expected: str | None,
+        fingerprint: str,
+        meta: Mapping[str, str],
+        caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None = None,
+    ) -> None:
+        check_fingerprint(fingerprint)
+        rows = {check_meta_key(k): str(v) for k, v in meta.items()}
+        with self.transaction() as connection:  # binding, meta rows and carried caps commit together
+            mark = rebind_sqlite(connection, str(self.path), self.key, expected, fingerprint, rows, caps_for)
+        self.committed(mark)
+
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        with self.reading() as connection:
+            rows = connection.execute(
+                "SELECT interaction, attribute, spent, cap FROM ledgers WHERE user = ? ORDER BY interaction", (user,)
+            ).fetchall()
+        return grouped_ledgers(rows)
+
     def integrity_check(self) -> str:
         with self.reading() as connection:
             row = connection.execute("PRAGMA integrity_check").fetchone()
@@ -299,16 +326,21 @@ class SQLiteLedgerSession:
             ).fetchall()
         return cache.snapshot(releases, turns, spent, caps)
 
-    def charge_and_record(self, request: ReleaseRequest) -> ReleaseOutcome:
+    def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
         key = self.key
         store = self.store
+        keys = check_scope_keys(key, also)
         with store.transaction() as connection:  # BEGIN IMMEDIATE: holds the write lock
-            spent, caps = ledger_rows(connection, key)
-            after = committed_charge(spent, caps, request)
-            if after is not None:
+            scopes = [ledger_rows(connection, k) for k in keys]
+            charged = committed_scopes(scopes, request)
+            after = None if charged is None else charged[0]
+            for scope_key, ledgers in zip(keys, charged or (), strict=False):
                 connection.executemany(
                     "UPDATE ledgers SET spent = ? WHERE user = ? AND interaction = ? AND attribute = ?",
-                    [(fraction_to_text(after[a]), key.user, key.interaction, a) for a in sorted(request.charge_set)],
+                    [
+                        (fraction_to_text(ledgers[a]), scope_key.user, scope_key.interaction, a)
+                        for a in sorted(request.charge_set)
+                    ],
                 )
             row = release_row(0, request, after is not None)
             try:
@@ -320,12 +352,13 @@ class SQLiteLedgerSession:
             except sqlite3.IntegrityError:
                 raise id_used_before("release_id", request.release_id) from None
             row = attrs.evolve(row, seq=int(cursor.lastrowid or 0))
-            ledgers = after if after is not None else spent
-            mark = append_event(connection, store.key, "charge", charge_body(key, row, ledgers))
+            committed = charged if charged is not None else [ledgers for ledgers, _ in scopes]
+            others = list(zip(keys[1:], committed[1:], strict=True))  # the other scopes debited
+            mark = append_event(connection, store.key, "charge", charge_body(key, row, committed[0], others))
             store.fault("charge:inside")
         store.committed(mark)
         store.fault("charge:committed")
-        return ReleaseOutcome.of(row, ledgers)
+        return ReleaseOutcome.of(row, committed[0], committed[1:])
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
         check_turn_id(turn_id)

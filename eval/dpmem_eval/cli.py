@@ -21,16 +21,29 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
+def version() -> str:
+    """The installed distribution's version (the package's own when run from a checkout)."""
+    import importlib.metadata
+
+    from dpmem_eval import __version__
+
+    try:
+        return importlib.metadata.version("dpmem-eval")
+    except importlib.metadata.PackageNotFoundError:
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="dpmem-eval",
         description="DP-MemView evaluation: PairedMem data, runs, auditors, judge, tables.",
     )
+    parser.add_argument("--version", action="version", version=f"dpmem-eval {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     from dpmem_eval.data.commands import add_data_parser
 
     add_data_parser(sub)
-    from dpmem_eval.pipeline.commands import add_pipeline_parsers
+    from dpmem_eval.pipeline.arguments import add_pipeline_parsers
 
     add_pipeline_parsers(sub)
     return parser
@@ -38,7 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # a bare `dpmem-eval`: the help, not a usage error
+        parser.print_help()
+        return 0
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for run.json
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:

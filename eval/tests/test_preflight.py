@@ -30,6 +30,9 @@ def test_paper_preset_with_nothing_downloaded_lists_every_missing_artefact(tmp_p
     result = dpmem_eval(tmp_path, "preflight", "--preset", "paper", "--backend", "vllm", "--cache-dir", str(tmp_path / "c"))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
+    warnings = [line for line in lines if line.startswith("dpmem-eval: warning: ")]
+    assert len(warnings) == 1 and "proxy judge" in warnings[0]  # issue 22.8: the paper preset's proxy judge
+    lines = [line for line in lines if line not in warnings]
     assert all(line.startswith("dpmem-eval: error: missing ") for line in lines), result.stderr
     assert "Traceback" not in result.stderr
     text = "\n".join(lines)
@@ -119,3 +122,14 @@ def test_cuda_is_required_where_asked_and_tensor_parallel_needs_vllm(tmp_path):
     with pytest.raises(ConfigError, match="dtype"):
         resolve("smoke", overrides={"dtype": "int3"})
     assert resolve("paper", overrides={"backend": "vllm", "tensor_parallel_size": "2"}).tensor_parallel_size == 2
+
+
+def test_paper_preset_flags_the_proxy_judge_and_only_then():
+    """Issue 22.8: a paper run that would score utility with the proxy judge is flagged."""
+    from dpmem_eval.pipeline.config import resolve
+    from dpmem_eval.pipeline.preflight import cautions
+
+    assert any("proxy judge" in line for line in cautions(resolve("paper")))
+    assert cautions(resolve("paper", None, {"judge": "openai:http://127.0.0.1:8001/v1#judge"})) == []
+    assert cautions(resolve("paper", None, {"judge": "local:Qwen/Qwen2.5-72B-Instruct"})) == []
+    assert cautions(resolve("smoke")) == []  # the CPU presets say "proxy judge" in every table instead

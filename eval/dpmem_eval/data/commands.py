@@ -16,7 +16,8 @@ def add_data_parser(subparsers) -> None:
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--out", default="data/pairedmem", help="output directory (default: data/pairedmem)")
     build.add_argument("--corpora", default=None,
-                       help="public corpora directory (default: $DPMEM_CORPORA or ../shared/data/corpora)")
+                       help="public corpora directory (default: $DPMEM_CORPORA, else ../shared/data/corpora "
+                            "when present, else the excerpt shipped with dpmem-eval)")
     build.set_defaults(handler=run_build)
     show = sub.add_parser("show", help="print one pair side by side with its differences highlighted",
                           epilog="example: dpmem-eval data show pm-diabetes-000 --data data/pairedmem")
@@ -71,6 +72,9 @@ def run_build(args: argparse.Namespace) -> int:
     print(f"S3 validation: {pm['validation']['passed']} passed, {pm['validation']['failed']} failed")
     print(f"selected {pm['selected']} {pm['selected_per_attribute']}, overlapping {pm['selected_overlapping']}, "
           f"reserves {pm['reserves']}, splits {pm['selected_per_split']}")
+    if tr.get("corpora") == "excerpt":
+        print("transfer: built from the corpus excerpt shipped with dpmem-eval (full corpora not given; "
+              "see dpmem_eval/data/corpus_excerpt/EXCERPT.md)")
     print(f"transfer: {tr['pairs']} pairs from {tr['histories']} histories, validation "
           f"{tr['validation']['passed']} passed / {tr['validation']['failed']} failed; "
           f"target text {tr['target_positions_text']}, evidence pools {tr['evidence_pool_sizes']}")

@@ -55,11 +55,25 @@ SOURCES_AND_LICENCES = (
 
 
 def resolve_corpora(cli_value: str | None) -> Path:
-    """Corpora directory: `--corpora DIR` > env DPMEM_CORPORA > ../shared/data/corpora."""
+    """Corpora directory: `--corpora DIR` > env DPMEM_CORPORA > ../shared/data/corpora when it
+    exists > the excerpt shipped in the package (excerpt.py; outputs say which was used)."""
     if cli_value:
         return Path(cli_value)
     env = os.environ.get("DPMEM_CORPORA")
-    return Path(env) if env else DEFAULT_CORPORA
+    if env:
+        return Path(env)
+    if (DEFAULT_CORPORA / LOCOMO).is_file():
+        return DEFAULT_CORPORA
+    from dpmem_eval.data.excerpt import EXCERPT_DIR
+
+    return EXCERPT_DIR
+
+
+def corpora_origin(corpora: Path) -> str:
+    """"excerpt" for the shipped excerpt (or any directory marked as one), else "full"."""
+    from dpmem_eval.data.excerpt import is_excerpt
+
+    return "excerpt" if is_excerpt(corpora) else "full"
 
 
 def _require(corpora: Path, relative: str) -> Path:
@@ -216,8 +230,10 @@ def _medical_texts(corpora: Path) -> list[tuple[str, str]]:
     path = _require(corpora, CHATDOCTOR)
     with _parsing(path), open(path, encoding="utf-8") as fh:
         for i, row in enumerate(json.load(fh)):
-            out.append((f"chatdoctor5k:{i}", str(row["input"])))
+            out.append((f"chatdoctor5k:{row.get('row', i)}", str(row["input"])))
     for name, relative, tag in MEDICAL_XML:
+        if not (corpora / relative).is_file() and corpora_origin(corpora) == "excerpt":
+            continue  # not redistributable: the excerpt leaves these out (excerpt.py)
         path = _require(corpora, relative)
         with _parsing(path):
             root = ET.parse(path).getroot()
@@ -232,7 +248,7 @@ def _ed_texts(corpora: Path) -> list[tuple[str, str]]:
         path = _require(corpora, relative)
         with _parsing(path), open(path, encoding="utf-8", newline="") as fh:
             for i, row in enumerate(csv.DictReader(fh)):
-                out.append((f"{name}:{i}", str(row["text"])))
+                out.append((f"{name}:{row.get('row') or i}", str(row["text"])))
     return out
 
 

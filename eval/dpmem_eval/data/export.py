@@ -234,5 +234,7 @@ def datacard_markdown(card: dict) -> str:
               "", "## Sources and licences", ""]
     for s in card["sources"]:
         lines.append(f"- {s['source']} - {s['used_for']} - {s['licence']}")
-    lines += ["", "Corpus files are read from the corpora directory and never copied into the repository.", ""]
+    lines += ["", "Corpus text is read from the corpora directory (`corpora: full`) or from the excerpt shipped in",
+              "`dpmem_eval/data/corpus_excerpt/` with its licences and SOURCE files (`corpora: excerpt`; the same",
+              "transfer pairs, fewer rejected candidates counted).", ""]
     return "\n".join(lines)

@@ -15,7 +15,7 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from dpmem_eval.data.corpora import EvidenceSentence, History, evidence_pools, locomo_histories
+from dpmem_eval.data.corpora import EvidenceSentence, History, corpora_origin, evidence_pools, locomo_histories
 from dpmem_eval.data.records import GoldRecord, MemoryItem, PairRecord, QueryRecord
 from dpmem_eval.data.scaffold import ATTRIBUTES, BASE_GROUPS, LAYOUT, N_POSITIONS, OVERLAP_PARTNER
 from dpmem_eval.data.validation import validate_pair
@@ -86,6 +86,7 @@ def build_transfer(pairedmem: list[PairRecord], corpora: Path, seed: int) -> tup
         for h, base in enumerate(_matching_pairs(pairedmem, attribute, seed)):
             pairs.append(_transfer_pair(f"tr-{attribute}-{h:02d}", base, histories[h], pools[attribute], seed))
     stats = {
+        "corpora": corpora_origin(corpora),  # "excerpt": the records shipped in the package (excerpt.py)
         "evidence_pool_sizes": {a: len(pools[a]) for a in ATTRIBUTES},
         "evidence_rejected": rejected,
         "history_sentences": {h.history_id: len(h.sentences) for h in histories[:HISTORIES]},

@@ -54,6 +54,12 @@ PAPER_BATCH = 64
 H200_BYTES = 141 * 10**9  # HBM3e capacity (about 131 GiB usable after the driver's share)
 H200_BANDWIDTH = 4.8e12  # bytes/s
 H200_BF16_FLOPS = 989e12  # dense
+A100_80GB_BYTES = 80 * 10**9  # the paper's GPU (HBM2e)
+A100_80GB_BANDWIDTH = 2.039e12  # bytes/s (SXM)
+A100_80GB_BF16_FLOPS = 312e12  # dense
+GPUS = {"H200": (H200_BYTES, H200_BF16_FLOPS, H200_BANDWIDTH),
+        "A100-80GB": (A100_80GB_BYTES, A100_80GB_BF16_FLOPS, A100_80GB_BANDWIDTH)}
+"""Memory, dense bf16 FLOP/s and bandwidth of each GPU the plan covers (one column pair each)."""
 PREFILL_EFFICIENCY = 0.5  # fraction of peak FLOP/s reached in prefill
 DECODE_EFFICIENCY = 0.6  # fraction of peak bandwidth reached in decode
 GENERATING_SETS = 33
@@ -142,14 +148,21 @@ def token_budget(config: dict, free_bytes: int, prompt_tokens: int, new_tokens: 
     return max(int(usable / per_token), prompt_tokens + new_tokens)
 
 
-def markdown_table(plans: list[StagePlan], capacity: int = H200_BYTES) -> str:
+def markdown_table(plans: list[StagePlan], gpus: tuple[str, ...] = ("H200", "A100-80GB")) -> str:
+    """Memory per model and stage, with "fits" and "largest batch" columns per GPU of `GPUS`."""
     header = ["model", "stage", "batch", "tokens/seq (prompt+new)", "weights GB (bf16)", "KV cache GB",
-              "activations GB", "total GB", f"fits one H200 ({capacity / 1e9:.0f} GB)", "largest batch on one H200"]
+              "activations GB", "total GB"]
+    for gpu in gpus:
+        header += [f"fits one {gpu} ({GPUS[gpu][0] / 1e9:.0f} GB)", f"largest batch on one {gpu}"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for plan in plans:
-        fits = "yes" if plan.total_bytes <= capacity * 0.9 else "no"
-        largest = max_batch(ALL_ARCHS[plan.model], capacity, plan.prompt_tokens, plan.new_tokens)
-        lines.append("| " + " | ".join([*plan.row(), fits, str(largest)]) + " |")
+        cells = plan.row()
+        for gpu in gpus:
+            capacity = GPUS[gpu][0]
+            fits = "yes" if plan.total_bytes <= capacity * 0.9 else "no"
+            largest = max_batch(ALL_ARCHS[plan.model], capacity, plan.prompt_tokens, plan.new_tokens)
+            cells += [fits, str(largest)]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -178,7 +191,8 @@ def generation_seconds(config: dict, prompt_tokens: int, new_tokens: int, batch:
 
 
 def projected_table2_hours(prompts: PromptShape = PAPER_PROMPTS, memory_bytes: int = H200_BYTES,
-                           batch_cap: int = PAPER_BATCH, prefix_cache: bool = False) -> dict[str, float]:
+                           batch_cap: int = PAPER_BATCH, prefix_cache: bool = False, flops: float = H200_BF16_FLOPS,
+                           bandwidth: float = H200_BANDWIDTH) -> dict[str, float]:
     """Projected hours per stage on one GPU for the paper preset (every transcript set, full
     prefix, batch min(batch_cap, what fits); `prefix_cache`: turn t reuses turn t-1's prompt
     and response from a prefix cache, as vLLM does). PROJECTED, NOT MEASURED."""
@@ -190,13 +204,14 @@ def projected_table2_hours(prompts: PromptShape = PAPER_PROMPTS, memory_bytes: i
             p = prompts.response_prompt(turn)
             batch = max(min(batch_cap, max_batch(config, memory_bytes, p, prompts.max_new)), 1)
             cached = prompts.response_prompt(turn - 1) + prompts.max_new if prefix_cache and turn > 1 else 0
-            seconds += per_turn / batch * generation_seconds(config, p, prompts.max_new, batch, cached_tokens=min(cached, p))
+            seconds += per_turn / batch * generation_seconds(config, p, prompts.max_new, batch, flops, bandwidth,
+                                                             cached_tokens=min(cached, p))
         out[f"generation {model}"] = seconds / 3600
     pairwise_model, pairwise_config = next(iter(PAIRWISE_ARCHS.items()))
     p = prompts.pairwise_prompt()
     batch = max(min(batch_cap, max_batch(pairwise_config, memory_bytes, p, 4)), 1)
     jobs = len(PAPER_ARCHS) * GENERATING_SETS * PAPER_TEST_PAIRS
-    out[f"pairwise {pairwise_model}"] = jobs / batch * generation_seconds(pairwise_config, p, 4, batch) / 3600
+    out[f"pairwise {pairwise_model}"] = jobs / batch * generation_seconds(pairwise_config, p, 4, batch, flops, bandwidth) / 3600
     out["total"] = sum(out.values())
     return out
 
@@ -207,6 +222,14 @@ def main() -> None:
     for label, hours in (("batch 64, no prefix cache", projected_table2_hours()),
                          ("batch <= 256, prefix cache", projected_table2_hours(batch_cap=256, prefix_cache=True))):
         print(f"\n{label}: " + ", ".join(f"{k} {v:.1f} h" for k, v in hours.items()))
+    print(f"\n{a100_line()}")
+
+
+def a100_line() -> str:
+    """The same projection on one A100-80GB (the paper's GPU), batch 64, no prefix cache."""
+    memory, flops, bandwidth = GPUS["A100-80GB"]
+    hours = projected_table2_hours(memory_bytes=memory, flops=flops, bandwidth=bandwidth)
+    return "one A100-80GB, batch <= 64, no prefix cache: " + ", ".join(f"{k} {v:.1f} h" for k, v in hours.items())
 
 
 if __name__ == "__main__":

@@ -160,6 +160,11 @@ class AuditResult:
         return rows[-1] if prefix is None else rows[prefix - 1]
 
 
+PREFIX_BOOT = 200
+"""Resamples for the per-prefix AUC band of the plots (`auc_lo`, `auc_hi` in each by_prefix
+row); the tables' CI at the full horizon uses the run's n_boot."""
+
+
 def audit(samples: Sequence[Sample], attributes: Sequence[str], horizon: int, seed: int = 0, n_boot: int = 1000,
           identical_sides: bool = False) -> AuditResult:
     """Fit per (attribute, prefix) auditors and evaluate on test and transfer (C.5)."""
@@ -192,7 +197,8 @@ def audit(samples: Sequence[Sample], attributes: Sequence[str], horizon: int, se
         for track in ("test", "transfer"):
             if scored[track]:
                 a, r = macro_metrics(scored[track])
-                by_prefix[track].append({"prefix": t, "auc": a, "tpr5": r})
+                band = bootstrap_ci(scored[track], n_boot=min(n_boot, PREFIX_BOOT), seed=seed)["auc"]
+                by_prefix[track].append({"prefix": t, "auc": a, "tpr5": r, "auc_lo": band[0], "auc_hi": band[1]})
         scored_full = scored
     ci = {track: bootstrap_ci(scored_full[track], n_boot=n_boot, seed=seed) for track in scored_full if scored_full[track]}
     return AuditResult(by_prefix=by_prefix, scored=scored_full, ci=ci, identical_sides=identical_sides)

@@ -122,6 +122,16 @@ def check(config: Any) -> list[str]:
     return [p for p in dict.fromkeys(problems) if p]
 
 
+def cautions(config: Any) -> list[str]:
+    """What a run can do but should not pass off as the paper's setting (printed, not fatal)."""
+    out = []
+    if config.preset == "paper" and config.judge == "proxy":
+        out.append("judge: the paper preset is scoring utility with the proxy judge (embedding similarity), not the "
+                   "paper's judge; U, tRec and Unsup will not be comparable to Table 2. Name a judge: "
+                   "--judge openai:URL#MODEL or --judge local:MODEL (docs/eval.md, 'Reproduce Table 2 on one GPU')")
+    return out
+
+
 def _cuda_problems(config: Any) -> list[str]:
     import torch
 

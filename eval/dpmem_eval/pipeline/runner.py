@@ -36,9 +36,11 @@ def model_slug(model: str) -> str:
 # --- data ----------------------------------------------------------------------------------
 
 
-def load_pairs(config: RunConfig) -> list[Any]:
+def load_pairs(config: RunConfig, with_origin: bool = False) -> Any:
     """The selected PairedMem pairs and transfer pairs for this configuration, in a fixed
-    order: per attribute and split, the first n by pair id (pair-level split of the data)."""
+    order: per attribute and split, the first n by pair id (pair-level split of the data).
+    with_origin: (pairs, corpora), corpora = "full" | "excerpt" | None (no transfer built, or
+    a --data-dir whose datacard does not say)."""
     from dpmem_eval.data import build_dataset, load_dataset
 
     if config.data_dir:
@@ -46,6 +48,7 @@ def load_pairs(config: RunConfig) -> list[Any]:
     else:
         dataset = build_dataset(seed=config.data_seed, corpora_dir=config.corpora_dir,
                                 transfer=bool(config.transfer_pairs is None or config.transfer_pairs > 0))
+    corpora = dict(dataset.transfer_stats).get("corpora")
     wanted = {"train": config.train_pairs, "validation": config.validation_pairs, "test": config.test_pairs,
               "transfer": config.transfer_pairs}
     pools = {"train": dataset.split("train"), "validation": dataset.split("validation"), "test": dataset.split("test"),
@@ -60,7 +63,7 @@ def load_pairs(config: RunConfig) -> list[Any]:
             by_attribute.setdefault(pair.attribute, []).append(pair)
         for attribute in sorted(by_attribute):
             chosen.extend(by_attribute[attribute] if limit is None else by_attribute[attribute][:limit])
-    return chosen
+    return (chosen, corpora) if with_origin else chosen
 
 
 def split_of(pair: Any) -> str:

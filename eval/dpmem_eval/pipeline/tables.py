@@ -144,66 +144,7 @@ def charge_bounds(trace_rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, f
 
 
 def plots(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict[str, Any], grid: Sequence[M.MethodSpec]) -> list[str]:
-    import matplotlib
+    """The run's plots (plots.py)."""
+    from dpmem_eval.pipeline.plots import plots as draw
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plot_dir = out / "plots"
-    plot_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for model in config["models"]:
-        slug = "".join(c if c.isalnum() or c in "-." else "_" for c in model.split("/")[-1])
-        # Privacy-utility scatter: AUC vs tRec.
-        fig, ax = plt.subplots(figsize=(5, 4))
-        for method in M.MAIN_METHODS + M.ABLATIONS:
-            m = _metric(audit, judge, model, method.key, "pairedmem")
-            ax.scatter(m["tRec"], m["auc"])
-            ax.annotate(method.name, (m["tRec"], m["auc"]), fontsize=7)
-        ax.axhline(0.5, ls="--", c="grey", lw=0.8)
-        ax.set_xlabel("tRec (higher is better)")
-        ax.set_ylabel("auditor AUC (0.5 = chance)")
-        ax.set_title(f"Privacy-utility, {slug}")
-        fig.tight_layout()
-        path = plot_dir / f"auc_vs_trec_{slug}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(str(path))
-        # AUC vs prefix length.
-        fig, ax = plt.subplots(figsize=(5, 4))
-        for method in M.MAIN_METHODS + M.ABLATIONS + (M.SCORE_CHANNEL,):
-            rows = audit.get(model, {}).get(method.key, {}).get("by_prefix", {}).get("test", [])
-            if rows:
-                ax.plot([r["prefix"] for r in rows], [r["auc"] for r in rows], marker="o", ms=3, label=method.name)
-        ax.axhline(0.5, ls="--", c="grey", lw=0.8)
-        ax.set_xlabel("prefix length t")
-        ax.set_ylabel("macro-AUC")
-        ax.legend(fontsize=6)
-        ax.set_title(f"AUC vs prefix length, {slug}")
-        fig.tight_layout()
-        path = plot_dir / f"auc_vs_prefix_{slug}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(str(path))
-        # Budget sensitivity over B_a (K=3) and K (B_a=2).
-        main = M.method_by_key(M.MAIN_METHODS, "dp_on")
-        fig, axes = plt.subplots(1, 2, figsize=(8, 3.5))
-        for ax, sweep, values in ((axes[0], "cap", config["caps"]), (axes[1], "K", config["ks"])):
-            aucs, trecs = [], []
-            for v in values:
-                cap, k = (v, 3) if sweep == "cap" else (2, v)
-                method = main if (cap, k) == (2, 3) else next((g for g in grid if g.cap == cap and g.K == k), None)
-                m = _metric(audit, judge, model, method.key, "pairedmem") if method else {"auc": float("nan"), "tRec": float("nan")}
-                aucs.append(m["auc"])
-                trecs.append(m["tRec"])
-            ax.plot(values, aucs, marker="o", label="AUC")
-            ax.plot(values, trecs, marker="s", label="tRec")
-            ax.set_xlabel("B_a (K=3)" if sweep == "cap" else "K (B_a=2)")
-            ax.legend(fontsize=7)
-        fig.suptitle(f"Budget sensitivity, {slug}")
-        fig.tight_layout()
-        path = plot_dir / f"budget_sensitivity_{slug}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(str(path))
-    return written
+    return draw(out, config, audit, judge, grid)

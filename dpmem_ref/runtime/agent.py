@@ -1,0 +1,339 @@
+"""`AgentRuntime`: one interface served to many (user, application) scopes.
+
+A turn: the router maps the free-text query to a catalogue query (public: query text and
+released history only, C4); the kernel's `DurableSession.run_turn` runs Algorithm 1 over
+the user's memory against the scope's durable ledgers (`scopes.ScopedLedgers`: admission
+needs room in the (user, app) scope and in the optional per-user scope, one transaction
+debits both, C5 per scope); then the LLM channel answers from the query text, the
+released view texts and this runtime's earlier turns of the scope only (Eq. 2), after the
+release deadline, so its time depends on public inputs only. A no-match query releases
+the generic view of every slot, reads no memory and charges nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Mapping
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from dpmem_ref.durable import DurableSession
+from dpmem_ref.errors import InputError
+from dpmem_ref.interface import Interface
+from dpmem_ref.ledger import LedgerStore, fraction_to_text, open_ledger_store
+from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
+from dpmem_ref.runtime.binding import bind, epoch_log
+from dpmem_ref.runtime.channels import make_channel
+from dpmem_ref.runtime.memory import MemoryBook, MemoryEntry
+from dpmem_ref.runtime.router import FreeTextRouter
+from dpmem_ref.runtime.scopes import (
+    ScopedLedgers,
+    app_scope,
+    check_scope_id,
+    parse_scope,
+    remaining,
+    user_scope,
+)
+from dpmem_ref.runtime.settings import AgentFile, check_user_caps, load_agent_file
+from dpmem_ref.runtime.similarity import make_embedder
+from dpmem_ref.runtime.tagger import Tagger, slot_tags
+from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
+from dpmem_ref.turn import LLMChannel
+from dpmem_ref.turn.channel import view_texts
+
+MAX_QUERY_CHARS = 4096
+
+
+def public_json(value: object) -> Any:
+    """A public control value as JSON data: tuples -> lists, sets -> sorted lists, p/q text."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, Fraction):
+        return fraction_to_text(value) if value >= 0 else "-" + fraction_to_text(-value)
+    if isinstance(value, tuple | list):
+        return [public_json(v) for v in value]
+    if isinstance(value, frozenset | set):
+        return sorted((public_json(v) for v in value), key=repr)
+    return repr(value)
+
+
+@attrs.frozen
+class AgentTurn:
+    """One served turn, as the application sees it (everything here is public).
+
+    query: the free text the application sent; route: the catalogue query it was routed
+    to (None: no match, generic views only); response: the LLM channel's answer; control:
+    the kernel's observable control c_t as JSON data (C6; None on a no-match turn);
+    remaining: attribute -> exact "p/q" this application may still spend for this user
+    (min over its scopes); interaction: the caller's label (it never selects a ledger);
+    views: slot -> released view name."""
+
+    query: str
+    route: str | None
+    response: str
+    control: Any
+    remaining: Mapping[str, str]
+    interaction: str = ""
+    views: Mapping[str, str] = attrs.field(factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `dpmem chat` output line (JSON-able)."""
+        return {
+            "query": self.query,
+            "route": self.route,
+            "response": self.response,
+            "control": self.control,
+            "remaining": dict(self.remaining),
+            "interaction": self.interaction,
+            "views": dict(self.views),
+        }
+
+
+def _text_of_query(query: object) -> str:
+    if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY_CHARS:
+        shown = f"{len(query)} characters" if isinstance(query, str) else type(query).__name__
+        raise InputError("query", f"a query text of 1..{MAX_QUERY_CHARS} characters", shown)
+    return query
+
+
+class AgentRuntime:
+    """The runtime between an agent's raw memory and its response LLM (docs/agent.md)."""
+
+    def __init__(
+        self,
+        agent: AgentFile,
+        memory: MemoryBook,
+        store: LedgerStore,
+        channel: LLMChannel,
+        source: RandomSource,
+        router: FreeTextRouter,
+        user_caps: Mapping[str, Fraction] | None,
+        epoch: int,
+        turn_deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
+    ) -> None:
+        self.agent = agent
+        self.interface: Interface = agent.loaded.interface
+        self.memory = memory
+        self.store = store
+        self.channel = channel
+        self.source = source
+        self.router = router
+        self.user_caps = user_caps
+        self.epoch = epoch
+        self.turn_deadline_s = turn_deadline_s
+        self._lock = threading.RLock()
+        self._sessions: dict[tuple[str, str], tuple[ScopedLedgers, DurableSession]] = {}
+        self._transcripts: dict[tuple[str, str], list[tuple[str, Hashable, str]]] = {}
+
+    @classmethod
+    def open(
+        cls,
+        config: str | Path | AgentFile,
+        memory: str | Path | None = None,
+        store_url: str | None = None,
+        llm: str | LLMChannel = "echo",
+        seed: int | None = None,
+        user_caps: Mapping[str, Fraction | int | str] | bool | None = None,
+        new_epoch: str | None = None,
+        turn_deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
+    ) -> AgentRuntime:
+        """Bind the agent file's interface, the memory file, the ledger store and the LLM
+        channel. Refuses an interface change that cannot carry the ledgers over unless
+        `new_epoch` (a reason, recorded) starts a new budget epoch."""
+        agent = config if isinstance(config, AgentFile) else load_agent_file(config)
+        interface = agent.loaded.interface
+        interface.require_contract()  # strict: the served interface satisfies C1-C6
+        attributes = interface.policy.attribute_names
+        if user_caps is None or user_caps is True:
+            caps = None if agent.user_caps is None else check_user_caps(agent.user_caps, attributes)
+        elif user_caps is False:
+            caps = None
+        else:
+            caps = check_user_caps(user_caps, attributes)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise InputError("--seed", "a non-negative integer", seed)
+        encoders = {agent.router.get("encoder"), agent.tagger.get("encoder")} - {None}
+        embedder = make_embedder(next(iter(encoders))) if encoders else None
+        router = FreeTextRouter.from_spec(agent.router, interface, embedder if agent.router.get("encoder") else None)
+        known = frozenset().union(*(slot_tags(interface, s) for s in interface.policy.layout.slots))
+        tagger = Tagger.from_spec(agent.tagger, known, embedder if agent.tagger.get("encoder") else None)
+        book = MemoryBook.load(interface, lambda slot, text: tagger.tag(text, slot_tags(interface, slot)), memory)
+        channel = make_channel(llm, seed) if isinstance(llm, str) else llm
+        source: RandomSource = SystemRandomSource() if seed is None else SeededRandomSource(seed)
+        store = open_ledger_store(store_url or "memory:")
+        try:
+            epoch, _ = bind(store, interface, caps, new_epoch)
+        except BaseException:
+            store.close()
+            raise
+        return cls(agent, book, store, channel, source, router, caps, epoch, turn_deadline_s)
+
+    # ------------------------------------------------------------ scopes
+    def _scope(self, user: str, app: str) -> tuple[ScopedLedgers, DurableSession]:
+        key = (check_scope_id(user, "user"), check_scope_id(app, "app"))
+        with self._lock:
+            found = self._sessions.get(key)
+            if found is None:
+                interface = self.interface
+                app_session = self.store.open_session(user, app_scope(self.epoch, app), interface.caps)
+                user_session = None
+                if self.user_caps is not None:
+                    user_session = self.store.open_session(user, user_scope(self.epoch), self.user_caps)
+                scoped = ScopedLedgers(app_session, interface.caps, user_session, self.user_caps)
+                session = DurableSession.open(
+                    interface,
+                    _ScopeStore(self.store, scoped),
+                    user,
+                    app_scope(self.epoch, app),
+                    self.memory.store(user),
+                    self.source,
+                    turn_deadline_s=self.turn_deadline_s,
+                )
+                found = self._sessions[key] = (scoped, session)
+            return found
+
+    def remaining(self, user: str, app: str) -> dict[str, str]:
+        """Attribute -> exact "p/q" that `app` may still spend for `user` (min over its scopes)."""
+        scoped, _ = self._scope(user, app)
+        ledgers = scoped.load().ledger_map()
+        return {a: fraction_to_text(v) for a, v in remaining(ledgers, self.interface.caps).items()}
+
+    def ledgers(self, user: str) -> list[dict[str, Any]]:
+        """Every scope of `user` in the database (all epochs): {"scope": {"user", "app"
+        (None for the per-user scope), "epoch"}, "ledgers": {a: "p/q"}, "caps": {a: "p/q"}}."""
+        check_scope_id(user, "user")
+        out = []
+        for interaction, spent, caps in self.store.user_ledgers(user):
+            parsed = parse_scope(interaction)
+            if parsed is None:
+                continue
+            out.append(
+                {
+                    "scope": {"user": user, "app": parsed[1], "epoch": parsed[0]},
+                    "ledgers": {a: fraction_to_text(v) for a, v in sorted(spent.items())},
+                    "caps": {a: fraction_to_text(v) for a, v in sorted(caps.items())},
+                }
+            )
+        return out
+
+    def epochs(self) -> list[dict[str, Any]]:
+        """The recorded binding log: every epoch start and every carried-over change."""
+        return epoch_log(self.store)
+
+    # ------------------------------------------------------------ turns
+    def turn(self, user: str, app: str, interaction: str, query: str, respond: bool = True) -> AgentTurn:
+        """Serve one free-text query of application `app` for `user`. `respond=False`
+        releases the views without calling the LLM channel (response ""): for a framework
+        that prompts its own model with the released view texts (runtime.langchain)."""
+        check_scope_id(interaction, "interaction")
+        text = _text_of_query(query)
+        scoped, base = self._scope(user, app)
+        interface = self.interface
+        history = scoped.load().history  # the released history (C4)
+        route = self.router.route(text, history)
+        if route.query is None:  # no match: generic views only, no memory read, no charge
+            released = tuple((v.slot, v.generic) for v in interface.vocabularies)
+            control: Any = None
+            ledgers = scoped.load().ledger_map()
+        else:
+            with self._lock:
+                memory = self.memory.store(user)
+            done = attrs.evolve(base, memory=memory).run_turn(route.query)
+            released = done.record.views
+            control = public_json(done.record.control)
+            ledgers = done.state.ledger_map(interface)
+        response = ""
+        if respond:
+            with self._lock:
+                transcript = self._transcripts.setdefault((user, app), [])
+                prefix = tuple(transcript)
+            response = self.channel.respond(text, view_texts(interface, released), prefix)  # Eq. 2
+            with self._lock:
+                transcript.append((text, None, response))
+                del transcript[:-16]
+        left = {a: fraction_to_text(v) for a, v in remaining(ledgers, interface.caps).items()}
+        return AgentTurn(
+            query=text,
+            route=route.query,
+            response=response,
+            control=control,
+            remaining=left,
+            interaction=interaction,
+            views=dict(released),
+        )
+
+    # ------------------------------------------------------------ memory (trusted side)
+    def _change_memory(self, change: Any) -> Any:
+        with self._lock:
+            trial = self.memory.copy()
+            result = change(trial)  # every check runs on the copy: a refusal changes nothing
+            trial.save()
+            self.memory = trial
+            return result
+
+    def add_memory(self, user: str, slot: str, text: str, tags: list[str] | None = None) -> str:
+        """Add a memory item to the next free position of `slot` (tagged by the tagger
+        unless `tags` is given); returns its id. Over capacity -> InputError."""
+        check_scope_id(user, "user")
+        return str(self._change_memory(lambda book: book.add(user, slot, text, tags)))
+
+    def update_memory(self, user: str, item_id: str, text: str, tags: list[str] | None = None) -> None:
+        check_scope_id(user, "user")
+        self._change_memory(lambda book: book.update(user, item_id, text, tags))
+
+    def delete_memory(self, user: str, item_id: str) -> None:
+        check_scope_id(user, "user")
+        self._change_memory(lambda book: book.delete(user, item_id))
+
+    def view_texts(self, turn: AgentTurn) -> list[tuple[str, str]]:
+        """(slot, view text) of a turn's released views: the public conditioning text."""
+        return list(view_texts(self.interface, tuple(turn.views.items())))
+
+    def memory_items(self, user: str) -> list[MemoryEntry]:
+        """The user's memory items (trusted side only: never hand these to an application)."""
+        check_scope_id(user, "user")
+        with self._lock:
+            return self.memory.entries(user)
+
+    def close(self) -> None:
+        close = getattr(self.channel, "close", None)
+        if callable(close):
+            close()
+        self.store.close()
+
+
+@attrs.frozen
+class _ScopeStore:
+    """The store as `DurableSession.open` sees it: opening the scope's session returns the
+    `ScopedLedgers` over its scopes (the fingerprint binding is the store's own)."""
+
+    store: LedgerStore
+    scoped: ScopedLedgers
+
+    @property
+    def fingerprint(self) -> str | None:
+        return self.store.fingerprint
+
+    def open_session(
+        self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
+    ) -> ScopedLedgers:
+        self.store.open_session(user, interaction, caps, fingerprint=fingerprint)  # checks the binding
+        return self.scoped
+
+    def read_meta(self, key: str) -> str | None:
+        return self.store.read_meta(key)
+
+    def rebind(self, *args: Any, **kwargs: Any) -> None:
+        raise InputError("rebind", "the runtime's own binding (runtime.binding.bind)", "a scope's session")
+
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        return self.store.user_ledgers(user)
+
+    def close(self) -> None:
+        pass  # the runtime closes the store
+
+
+__all__ = ["MAX_QUERY_CHARS", "AgentRuntime", "AgentTurn", "public_json"]

@@ -1,0 +1,73 @@
+"""`dpmem chat`: free-text queries on stdin, one JSON object per turn on stdout.
+
+    dpmem chat CONFIG --memory FILE --user U --app A [--interaction I] [--store-url URL]
+               [--llm echo|smollm2|hf:ID|openai:URL#MODEL] [--seed N] [--new-epoch REASON]
+
+Each output line has `query`, `route` (the catalogue query or null), `response`, `control`
+(JSON), `remaining` (attribute -> exact "p/q" left to this application for this user),
+`interaction` and `views`. A second run for the same user and application continues the
+same scope (with a durable --store-url), whatever the interaction id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from dpmem_ref.errors import InputError
+from dpmem_ref.ledger import LedgerStoreError
+
+MAX_LINES = 100_000
+
+
+def command_chat(args: argparse.Namespace) -> int:
+    from dpmem_ref.runtime.agent import AgentRuntime
+    from dpmem_ref.runtime.scopes import check_scope_id
+
+    for field in ("user", "app", "interaction"):
+        check_scope_id(getattr(args, field), f"--{field}")
+    try:
+        runtime = AgentRuntime.open(
+            args.file,
+            memory=args.memory,
+            store_url=args.store_url,
+            llm=args.llm,
+            seed=args.seed,
+            new_epoch=args.new_epoch,
+        )
+    except LedgerStoreError as error:
+        raise InputError("--store-url", "a usable ledger database", str(error)) from None
+    try:
+        for number, line in enumerate(sys.stdin, start=1):
+            if number > MAX_LINES:
+                raise InputError("stdin", f"at most {MAX_LINES} queries", number)
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                turn = runtime.turn(args.user, args.app, args.interaction, text)
+            except LedgerStoreError as error:
+                raise InputError(f"stdin line {number}", "a turn the ledger database commits", str(error)) from None
+            except InputError as error:
+                raise InputError(f"stdin line {number}: {error.field}", error.expected, error.found) from None
+            sys.stdout.write(json.dumps(turn.to_json(), sort_keys=True) + "\n")
+            sys.stdout.flush()
+    finally:
+        runtime.close()
+    return 0
+
+
+def add_chat_command(sub: Any) -> None:
+    chat = sub.add_parser("chat", help="serve free-text queries from stdin through the agent runtime (docs/agent.md)")
+    chat.add_argument("file", help="agent file (TOML; e.g. examples/agent/assistant.toml)")
+    chat.add_argument("--memory", default=None, help="memory file (JSON lines; rewritten on memory changes)")
+    chat.add_argument("--user", required=True, help="user id ([A-Za-z0-9._-])")
+    chat.add_argument("--app", required=True, help="application id: the budget scope with --user")
+    chat.add_argument("--interaction", default="chat", help="label of this conversation (never selects a ledger)")
+    chat.add_argument("--store-url", default=None, help="ledger store: memory: (default), sqlite:///PATH, postgresql://...")
+    chat.add_argument("--llm", default="echo", help="echo (default) | smollm2 | hf:ID_OR_PATH | openai:URL#MODEL")
+    chat.add_argument("--seed", type=int, default=None, help="seed for reproducible EM draws (default: OS entropy)")
+    chat.add_argument("--new-epoch", default=None, metavar="REASON", help="start a new recorded budget epoch")
+    chat.set_defaults(handler=command_chat)

@@ -1,0 +1,83 @@
+"""The arguments of `dpmem-eval run | preflight | audit | judge | report` (handlers in commands.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+EPILOG = """examples:
+  dpmem-eval run --preset smoke                      # writes runs/smoke/
+  dpmem-eval run --preset cpu --out runs/cpu
+  dpmem-eval run --preset paper --backend vllm --judge openai:http://127.0.0.1:8001/v1#Qwen2.5-72B-Instruct
+  dpmem-eval report --out runs/smoke
+"""
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", help="results directory (run: default runs/<preset>; audit/judge/report: required)")
+    p.add_argument("--cache-dir", dest="cache_dir", help="model and response cache (default ~/.cache/dpmem-eval)")
+    p.add_argument("--seed", type=int, help="seeds python, numpy and torch (default 0)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", default=None, help="no progress bars")
+
+
+def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
+    from dpmem_eval.pipeline import commands, rerun
+
+    run = subparsers.add_parser("run", help="run the benchmark end to end (Tables 2-4)", epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("--preset", default="smoke", help="smoke | cpu | paper (default smoke)")
+    run.add_argument("--config", help="TOML file with a [run] table overriding the preset")
+    run.add_argument("--models", help="comma-separated response models (ids, local paths, or 'smollm2')")
+    run.add_argument("--backend", help="hf | vllm | echo")
+    run.add_argument("--encoder", help="auditor encoder: minilm | mpnet | a local sentence-transformers path")
+    run.add_argument("--judge", help="proxy | local:MODEL | openai:URL#MODEL")
+    run.add_argument("--horizon", type=int, help="turns per transcript T")
+    run.add_argument("--seeds", help="EM seeds, e.g. 0,1,2")
+    run.add_argument("--methods", help="comma-separated method keys to run (default all), e.g. generic_only,raw_read_set,dp_on")
+    run.add_argument("--caps", help="Table 3 grid of B_a at K=3, e.g. 1,2,4,8 (must contain 2)")
+    run.add_argument("--ks", help="Table 3 grid of K at B_a=2, e.g. 2,3,4 (must contain 3)")
+    run.add_argument("--max-new-tokens", dest="max_new_tokens", type=int)
+    run.add_argument("--batch-size", dest="batch_size", type=int)
+    run.add_argument("--history-turns", dest="history_turns", help="turns of tau_<t in the prompt, or 'all'")
+    run.add_argument("--train-pairs", dest="train_pairs", help="pairs per attribute, or 'all'")
+    run.add_argument("--validation-pairs", dest="validation_pairs")
+    run.add_argument("--test-pairs", dest="test_pairs")
+    run.add_argument("--transfer-pairs", dest="transfer_pairs")
+    run.add_argument("--data-dir", dest="data_dir", help="a dataset written by `dpmem-eval data build` (default: build)")
+    run.add_argument("--corpora", dest="corpora_dir", help="public corpora for the transfer track")
+    run.add_argument("--pairwise", action="store_true", default=None, help="also run the pairwise LLM auditor")
+    run.add_argument("--no-pairwise", dest="pairwise", action="store_false", help="skip the pairwise LLM auditor (paper preset)")
+    _add_common(run)
+    _add_engine_flags(run)
+    run.set_defaults(handler=commands.handle_run)
+    preflight = subparsers.add_parser("preflight", help="check every artefact a run needs, generate nothing (= run --dry-run)")
+    for action in run._actions[1:]:
+        preflight._add_action(action)
+    preflight.set_defaults(handler=commands.handle_preflight)
+
+    audit = subparsers.add_parser("audit", help="rerun the embedding auditors on saved transcripts")
+    audit.add_argument("--encoder", help="minilm | mpnet | a local sentence-transformers path")
+    _add_common(audit)
+    audit.set_defaults(handler=rerun.handle_audit)
+
+    judge = subparsers.add_parser("judge", help="rerun the utility judge on saved transcripts")
+    judge.add_argument("--judge", help="proxy | local:MODEL | openai:URL#MODEL")
+    _add_common(judge)
+    judge.set_defaults(handler=rerun.handle_judge)
+
+    report = subparsers.add_parser("report", help="rebuild Tables 2-4 and plots from saved stage results")
+    _add_common(report)
+    report.set_defaults(handler=rerun.handle_report)
+
+
+# --- engine flags and preflight (issue 16) -------------------------------------------------
+
+
+def _add_engine_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tensor-parallel-size", dest="tensor_parallel_size", type=int, help="vLLM: GPUs per model (default 1)")
+    p.add_argument("--device-map", dest="device_map", help="hf: auto | balanced | sequential | cpu | cuda | cuda:N (default auto on CUDA)")
+    p.add_argument("--dtype", help="bfloat16 | float16 | float32 (default bfloat16 on CUDA, float32 on CPU)")
+    p.add_argument("--token-budget", dest="token_budget", help="tokens per batch, prompt + new, padded (default: the memory plan)")
+    p.add_argument("--dry-run", dest="dry_run", action="store_true", help="run the preflight only, generate nothing")
+
+
+ENGINE_FIELDS = ("tensor_parallel_size", "device_map", "dtype", "token_budget")
