@@ -240,8 +240,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             (
                 "ledger/postgres.py",
-                r"return ReleaseOutcome\.of\(decode_release\(found\), spent\)",
-                "return ReleaseOutcome.of(attrs.evolve(decode_release(found), view=request.view), spent)",
+                r"return ReleaseOutcome\.of\(decode_release\(found\), ",
+                "return ReleaseOutcome.of(attrs.evolve(decode_release(found), view=request.view), ",
             ),
         ),
     ),
