@@ -30,6 +30,7 @@ from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments, d
 from dpmem_ref.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
 from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.schemas import envelope, json_value
+from dpmem_ref.serve.cli import add_serve_parser
 from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
 from dpmem_ref.turn import InterfaceState, TemplateChannel, run_turn
 
@@ -226,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     from dpmem_ref.runtime.chat import add_chat_command  # `dpmem chat` (docs/agent.md)
 
     add_chat_command(sub)
+    add_serve_parser(sub)
     return parser
 
 

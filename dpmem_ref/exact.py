@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from fractions import Fraction
 
 from dpmem_ref.errors import InputError
@@ -87,3 +88,23 @@ def require_positive_rational(value: object, field: str) -> Fraction:
     if number <= 0:
         raise InputError(field, "a positive exact rational", str(number))
     return number
+
+
+def require_em_arguments(views: object, scores: object, epsilon: object, sensitivity: object) -> None:
+    """The public exponential mechanism's arguments (Eq. 7): eps and Delta positive exact
+    rationals, one exact score in [0, 1] per view name. O(views); the planner memoizes its
+    selections, so this runs once per distinct selection."""
+    for field, value in (("epsilon", epsilon), ("sensitivity", sensitivity)):
+        if not isinstance(value, Fraction) or value <= 0:
+            shown = str(value) if isinstance(value, Fraction) else type(value).__name__
+            raise InputError(field, "a positive exact rational (Fraction)", shown)
+    if isinstance(views, str) or isinstance(scores, str) or not isinstance(views, Sequence):
+        raise InputError("views", "a sequence of view names and one score per view", type(views).__name__)
+    if not isinstance(scores, Sequence):
+        raise InputError("scores", "one exact score per view", type(scores).__name__)
+    for index, score in enumerate(scores):
+        if not isinstance(score, Fraction) or not 0 <= score <= 1:
+            raise InputError(f"scores[{index}]", "an exact rational (Fraction) in [0, 1]", type(score).__name__)
+    for view in views:
+        if not isinstance(view, str):
+            raise InputError("views", "view names (str)", type(view).__name__)

@@ -22,6 +22,7 @@ import mpmath
 
 from dpmem_ref.em_sampler import CHUNK_BITS, TABLE_BITS, ExactTable, build_table
 from dpmem_ref.errors import ContractViolation, InputError
+from dpmem_ref.exact import require_em_arguments
 from dpmem_ref.randomness import RandomSource
 
 DEFAULT_DPS = 60
@@ -337,21 +338,9 @@ def _exponential_mechanism(
 def exponential_mechanism(
     views: tuple[str, ...], scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction
 ) -> ExponentialWeights:
-    """Eq. (7) over a common vocabulary (a pure function; memoized on its inputs). eps and
-    Delta are positive exact rationals and every score an exact rational in [0, 1]
-    (InputError otherwise: the public boundary; the planner checks them as C3 first)."""
-    for field, value in (("epsilon", epsilon), ("sensitivity", sensitivity)):
-        if not isinstance(value, Fraction) or value <= 0:
-            shown = str(value) if isinstance(value, Fraction) else type(value).__name__
-            raise InputError(field, "a positive exact rational (Fraction)", shown)
-    if isinstance(views, str) or isinstance(scores, str):
-        raise InputError("views", "a sequence of view names and one score per view", "a string")
-    for index, score in enumerate(scores):  # the planner memoizes its selections: O(views) per distinct call
-        if not isinstance(score, Fraction) or not 0 <= score <= 1:
-            raise InputError(f"scores[{index}]", "an exact rational (Fraction) in [0, 1]", type(score).__name__)
-    for view in views:
-        if not isinstance(view, str):
-            raise InputError("views", "view names (str)", type(view).__name__)
+    """Eq. (7) over a common vocabulary (a pure function; memoized on its inputs). The
+    arguments are checked first (InputError; the planner checks them as C3 before)."""
+    require_em_arguments(views, scores, epsilon, sensitivity)
     return _exponential_mechanism(tuple(views), tuple(scores), epsilon, sensitivity)
 
 

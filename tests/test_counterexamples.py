@@ -310,3 +310,15 @@ def test_dpmem_audit_reproduces_the_ratio(path: Path) -> None:
     else:
         assert close(mpmath.mpf(report["worst_case_loss"]), expected.log_ratio)
     assert report["holds"] is False
+
+
+def test_witness_table_is_the_audit_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--witness` renders the audit's own witness records: release and control columns,
+    eps charged per slot, the step per turn (issue 26.5)."""
+    from counterexamples.__main__ import main as counterexamples_main
+
+    assert counterexamples_main(["--witness", "--only", "c2-incomplete-charging"]) == 0
+    out = capsys.readouterr().out
+    assert "c2-incomplete-charging: witness (M over M', T = 9)" in out
+    assert "release" in out and "control" in out and "ledgers after" in out
+    assert "EM, 1/2 to b" in out and "0.250000" in out  # each turn's step is eps_0 / 2 = 1/4

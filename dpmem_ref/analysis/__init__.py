@@ -39,9 +39,9 @@ from dpmem_ref.mechanism import iv_precision
 from dpmem_ref.policy import Store
 
 MAX_HORIZON = 256
-# Memoized states (as `states_explored` counts them) before an audit stops with exit 2
-# (`dpmem audit --max-states`): every shipped example at T = 256 and the benchmarks need
-# under 20,000; a million is under a minute and a few hundred MB here.
+# Memoized states before an audit is refused with exit 2 (`dpmem audit --max-states`):
+# ledger states for the ledger programme, (turn, ledgers) nodes for the general search,
+# bounded before any work (`analysis.bounds`). Every shipped example needs under 20,000.
 DEFAULT_MAX_STATES = 1_000_000
 MAX_DPS = 2000  # the most digits an enclosure is ever computed at (a loss near 1e-300 needs about 400)
 
@@ -107,8 +107,8 @@ def worst_case_loss(
         if search == "auto" and ledger.applies(interface, strict):
             split = ComponentSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
             programme: ComponentSearch | LedgerSearch = split if split.splits and components else split.whole
-            ledger_states, estimate = programme.estimate()
-            check_estimate(estimate, ledger_states, horizon, max_states)
+            ledger_states = programme.estimate()
+            check_estimate(ledger_states, max_states, f"{ledger_states} ledger states")
             ab, ab_node, ba, ba_node = programme.run()
             states = programme.states_explored
             fixed_point = programme.fixed_point if isinstance(programme, LedgerSearch) else None
@@ -117,7 +117,9 @@ def worst_case_loss(
             ledger_states = ledger_levels(
                 interface, reads, interface.policy.attribute_names, horizon, interface.cap_rule.prospective
             )
-            check_estimate(ledger_states * horizon, ledger_states, horizon, max_states)
+            check_estimate(
+                ledger_states * horizon, max_states, f"{ledger_states} ledger states x up to {horizon} turns"
+            )
             general = GeneralSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
             best = general.run()
             ab, ab_node, ba, ba_node = best.ab, best.ab_node, best.ba, best.ba_node

@@ -10,11 +10,11 @@ turn) x max eps after T - 1 turns. Hence at most
     levels_a = min(B_a / g_a, (T - 1) x n_a) + 1
 
 values per attribute (n_a: the most admissions to a in one turn, times max eps / g_a), and
-at most prod_a levels_a ledger vectors. `states_explored` of the ledger programme is
-(ledger states) x (value iterations <= T) + (turn summaries), that of the general search
-(turn, ledgers) nodes plus slot nodes; the estimate is the same product times T. An
-audit whose estimate exceeds `--max-states` is refused before any state is built, with
-one line giving the estimate and the flag.
+at most prod_a levels_a ledger vectors. The ledger programme memoizes ledger states (its
+estimate is that bound), the general search (turn, ledgers) nodes (the bound times T; its
+memo keys may carry more, so there it is an estimate, and the search also stops as soon as
+its memo passes the limit). An audit whose estimate exceeds `--max-states` is refused
+before any state is built, with one line giving the estimate and the flag.
 """
 
 from __future__ import annotations
@@ -92,13 +92,10 @@ def ledger_levels(
     return min(by_kind, by_attribute)
 
 
-def check_estimate(estimate: int, ledger_states: int, horizon: int, max_states: int) -> None:
+def check_estimate(estimate: int, max_states: int, detail: str) -> None:
     """Refuse an audit whose estimated states exceed `max_states`, before any work."""
     if estimate > max_states:
-        raise state_limit(
-            max_states,
-            f"an estimated {estimate} memoized states ({ledger_states} ledger states x up to {horizon} turns)",
-        )
+        raise state_limit(max_states, f"an estimated {estimate} memoized states ({detail})")
 
 
 def state_limit(max_states: int, need: str | None = None) -> InputError:

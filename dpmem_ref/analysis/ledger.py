@@ -25,7 +25,8 @@ and three facts bring the cost down from (queries + T) x (K+1)^A:
   strategy can mimic any move (an admission at higher ledgers is an admission at lower
   ones, with the same release law; a refusal is mimicked by the pass). A move whose step
   is exactly 0 both ways and that only raises ledgers is then never better than the
-  pass, so it is not followed: the states are those reached by releases that differ.
+  pass, so it is not followed: the states are those reached by releases that differ, and
+  only the queries whose release can differ (and one pass query) are tried at a state.
 - One pass. When the state graph is closed within the horizon, every self-loop has step 0
   and the longest chain of ledger increases fits in T, V_T is a longest path in a DAG,
   computed once (`analysis.longest`, derivation there); else:
@@ -137,6 +138,16 @@ class LedgerSearch(SearchProblem):
             and _public_control(interface)
             and any(all(not differs and not charge & relevant for charge, _, differs in turn) for turn in reads)
         )
+        # Under pruning a query whose release never differs adds nothing: admitted it only
+        # raises ledgers at step 0 (dominated), refused or charging outside R it is a
+        # step-0 self-loop, as the pass is. So the states follow the differing queries and
+        # one pass query.
+        passes = [q for q, turn in enumerate(reads) if all(not d and not c & relevant for c, _, d in turn)]
+        self.followed = (
+            [q for q, turn in enumerate(reads) if any(d for _, _, d in turn)] + passes[:1]
+            if self.prune
+            else list(range(len(reads)))
+        )
         index = {a: i for i, a in enumerate(self.relevant)}
         caps = interface.policy.caps
         unit = lcm(
@@ -156,10 +167,12 @@ class LedgerSearch(SearchProblem):
             for turn in reads
         ]
 
-    def estimate(self) -> tuple[int, int]:
-        """(ledger states, states_explored) bounds before any state is built (`analysis.bounds`)."""
-        ledger_states = ledger_levels(self.interface, self.reads, self.relevant, self.horizon)
-        return ledger_states, ledger_states * self.horizon + len(self.queries)
+    def estimate(self) -> int:
+        """A bound on the ledger states the programme builds, before it builds any
+        (`analysis.bounds`). With dominance pruning only moves whose release differs are
+        followed, so only the charges of slots reading D can move the ledgers."""
+        reads = [[r for r in turn if r[2]] for turn in self.reads] if self.prune else self.reads
+        return ledger_levels(self.interface, reads, self.relevant, self.horizon)
 
     def ledgers_of(self, counts: tuple[int, ...]) -> tuple[Fraction, ...]:
         """A full ledger vector showing `counts` on R (0 elsewhere): a representative."""
@@ -230,7 +243,7 @@ class LedgerSearch(SearchProblem):
         while s < len(states):
             counts = states[s]
             groups: dict[int, list[object]] = {}
-            for q in range(len(self.queries)):
+            for q in self.followed:
                 bits, after = self.pattern(q, counts)
                 summary = self.summary(q, bits, counts)
                 if summary.terminal:
@@ -272,8 +285,6 @@ class LedgerSearch(SearchProblem):
             self.iterations, self.longest = 1, True
             self.start_values.append((values_ab[0], values_ba[0]))
         for r in range(1, self.horizon + 1 if found is None else 1):
-            if len(states) * r + len(self.summaries) > self.max_states:
-                raise state_limit(self.max_states)
             new_ab = list(values_ab)
             new_ba = list(values_ba)
             pick_ab = [-1] * len(states)

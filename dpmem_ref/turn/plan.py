@@ -211,6 +211,7 @@ def plan_units(
         step = epsilon.numerator * (wider // epsilon.denominator)
     table = interface.fractions(scale)
     caps = table.caps
+    assert len(units) == len(caps), "plan_units: one integer ledger per attribute (checked at the public boundary)"
     indices = charges.indices
     if interface.cap_rule.prospective:  # line 9 on exact integers (the rule's declared form)
         admitted = True
@@ -281,17 +282,8 @@ def plan_slot(
     units = to_units(ledgers, scale)
     strict = checks.require_strict(strict)
     checks.require_ledger_ranges(interface, units, scale, "ledgers", strict)
-    return plan_units(
-        interface,
-        units,
-        scale,
-        prefix.history,
-        prefix.query,
-        prefix.released,
-        checks.require_slot(slot),
-        store,
-        strict,
-    )
+    slot = checks.require_slot(slot)
+    return plan_units(interface, units, scale, prefix.history, prefix.query, prefix.released, slot, store, strict)
 
 
 def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, ...], store: Store) -> tuple[str, ...]:

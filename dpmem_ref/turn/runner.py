@@ -15,13 +15,14 @@ from dpmem_ref.turn.checks import (
     require_channel,
     require_interface,
     require_queries,
+    require_query,
     require_source,
     require_state,
     require_store,
     require_strict,
 )
 from dpmem_ref.turn.plan import SlotPlan
-from dpmem_ref.turn.planner import TurnCursor, begin_turn, open_turn
+from dpmem_ref.turn.planner import TurnCursor, open_turn
 from dpmem_ref.turn.state import InterfaceState
 
 
@@ -48,10 +49,13 @@ def run_turn(
     strict=False runs broken variants unchanged (for audits and counterexamples).
     Arguments are checked at this boundary (InputError; dpmem_ref.turn.checks).
     """
+    interface = require_interface(interface)
+    require_store(interface, store)
+    require_state(interface, state, records=True)  # begin_turn's checks, and the records the channel reads
     require_source(source)
     require_channel(channel)
-    require_state(require_interface(interface), state, records=True)  # the channel reads tau_<t
-    return _sample_turn(interface, begin_turn(interface, state, query, store, strict=strict), source, channel)
+    cursor = open_turn(interface, state, require_query(query), store, require_strict(strict))
+    return _sample_turn(interface, cursor, source, channel)
 
 
 def _sample_turn(

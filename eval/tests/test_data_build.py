@@ -107,7 +107,8 @@ def test_exported_interface_passes_dpmem_check_and_audits(built, capsys):
 
     toml_path = built["a"] / "interface.toml"
     assert dpmem_main(["check", str(toml_path), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"ok": True, "violations": []}
+    checked = json.loads(capsys.readouterr().out)  # the envelope (schema, versions, proofs) beside the verdict
+    assert checked["ok"] is True and checked["violations"] == [] and checked["schema"] == "dpmem-check"
     code = dpmem_main(["audit", str(toml_path), "--store-a", "pm_debt_004__M", "--store-b", "pm_debt_004__M_prime",
                        "--horizon", "16", "--json"])
     report = json.loads(capsys.readouterr().out)

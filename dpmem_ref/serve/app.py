@@ -1,0 +1,210 @@
+"""The FastAPI application of `dpmem serve` (imported only when serving: extra `serve`).
+
+Routes:
+- `POST /v1/turns` (application token): one turn of the runtime in that application's budget
+  scope for that user: 200 {"response", "control", "remaining"};
+- `POST /v1/users/{user}/memory`, `PUT|DELETE /v1/users/{user}/memory/{item_id}`,
+  `GET /v1/users/{user}/ledgers` (owner token only);
+- `GET /healthz`, `GET /openapi.json` (no token).
+
+Status codes: 401 missing or unknown token (dpmem_ref.serve.gate, before the body is read),
+403 a token of the wrong kind or an application asking for a user it may not query, 413 a
+body over the bound, 422 a malformed body or a runtime input error (one line naming the
+field, never the value), 503 the ledger store unavailable or a contract check refusing. Every
+error is `{"error": ..., "field": ...}` on one line.
+
+Concurrency: routes run in a thread pool. Turns of one (user, application) scope are
+serialised (one lock per scope: the scope's history grows in one order, as in one chat);
+turns of different scopes run in parallel (the runtime is thread-safe for that; each charge
+goes through the ledger store's own transaction, C5 re-checked on the committed ledgers, as
+between replicas). The LLM
+channel is called by one thread at a time (`SerialChannel`, installed by `serve_one`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated, Any, Protocol
+
+from fastapi import Depends, FastAPI, Path, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException
+
+from dpmem_ref.errors import ContractViolation, InputError, one_line
+from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.serve.gate import PRINCIPAL, Gate, log
+from dpmem_ref.serve.keys import Keys, Principal
+from dpmem_ref.serve.models import (
+    NAME_PATTERN,
+    Done,
+    ErrorBody,
+    Health,
+    LedgerList,
+    MemoryAdd,
+    MemoryCreated,
+    MemoryUpdate,
+    ScopeLedgers,
+    TurnRequest,
+    TurnResponse,
+)
+
+ITEM_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+"""Memory item ids (dpmem_ref.runtime.memory)."""
+
+
+class Runtime(Protocol):
+    """What the service needs of dpmem_ref.runtime.AgentRuntime."""
+
+    def turn(self, user: str, app: str, interaction: str, query: str) -> Any: ...
+    def add_memory(self, user: str, slot: str, text: str) -> str: ...
+    def update_memory(self, user: str, item_id: str, text: str) -> None: ...
+    def delete_memory(self, user: str, item_id: str) -> None: ...
+    def ledgers(self, user: str) -> list[dict[str, Any]]: ...
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorBody} for code in codes}
+
+
+APP_TOKEN = HTTPBearer(auto_error=False, scheme_name="applicationToken", description="an application's bearer token")
+OWNER_TOKEN = HTTPBearer(auto_error=False, scheme_name="ownerToken", description="the owner's bearer token")
+
+
+def _principal(request: Request) -> Principal:
+    principal = request.scope.get(PRINCIPAL)
+    if not isinstance(principal, Principal):  # the gate answers 401 first; kept for direct mounts
+        raise HTTPException(401, "missing or unknown bearer token")
+    return principal
+
+
+def as_application(
+    request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Security(APP_TOKEN)]
+) -> Principal:
+    principal = _principal(request)
+    if principal.kind != "app":
+        raise HTTPException(403, "this endpoint takes an application token")
+    return principal
+
+
+def as_owner(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Security(OWNER_TOKEN)]) -> Principal:
+    principal = _principal(request)
+    if principal.kind != "owner":
+        raise HTTPException(403, "this endpoint takes the owner token")
+    return principal
+
+
+ApplicationPrincipal = Annotated[Principal, Depends(as_application)]
+OwnerPrincipal = Annotated[Principal, Depends(as_owner)]
+User = Annotated[str, Path(pattern=NAME_PATTERN, description="a user id")]
+ItemId = Annotated[str, Path(pattern=ITEM_PATTERN, description="a memory item id")]
+
+
+def _field(location: tuple[Any, ...]) -> str:
+    return ".".join(one_line(str(part))[:64] for part in location) or "body"
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def malformed(_: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0] if error.errors() else {}
+        if first.get("type") == "json_invalid":  # loc is ("body", character offset)
+            return JSONResponse({"error": "body: expected valid JSON", "field": "body"}, status_code=422)
+        field = _field(tuple(first.get("loc", ())))
+        # pydantic's msg states the rule ("String should have at most 4096 characters"),
+        # never the input; the input itself is dropped.
+        message = one_line(str(first.get("msg", "malformed request")))[:200]
+        return JSONResponse({"error": f"{field}: {message}", "field": field}, status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def refused(_: Request, error: HTTPException) -> JSONResponse:
+        if error.status_code == 400:  # FastAPI's "error parsing the body": bytes that are not JSON text
+            return JSONResponse({"error": "body: expected UTF-8 JSON", "field": "body"}, status_code=422)
+        return JSONResponse({"error": one_line(str(error.detail)), "field": None}, status_code=error.status_code, headers=error.headers)
+
+    @app.exception_handler(InputError)
+    async def bad_input(_: Request, error: InputError) -> JSONResponse:
+        # field and expectation only: `found` may quote what was sent.
+        return JSONResponse({"error": f"{error.field}: expected {error.expected}", "field": error.field}, status_code=422)
+
+    @app.exception_handler(LedgerStoreError)
+    async def store_down(_: Request, error: LedgerStoreError) -> JSONResponse:
+        log.error("ledger store: %s", one_line(str(error)))  # store messages redact passwords
+        return JSONResponse({"error": "ledger store unavailable", "field": None}, status_code=503)
+
+    @app.exception_handler(Exception)
+    async def internal(_: Request, error: Exception) -> JSONResponse:
+        # Starlette re-raises after this answer; the gate logs type and origin, never the message.
+        return JSONResponse({"error": "internal error", "field": None}, status_code=500)
+
+    @app.exception_handler(ContractViolation)
+    async def contract(_: Request, error: ContractViolation) -> JSONResponse:
+        log.error("contract violation %s", error.code)
+        return JSONResponse({"error": f"refused by contract check {error.condition}", "field": None}, status_code=503)
+
+
+class ScopeLocks:
+    """One lock per (user, application) scope; at most (users x applications) of the keys file."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+
+    def __call__(self, user: str, app: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault((user, app), threading.Lock())
+
+
+def create_app(runtime: Runtime, keys: Keys, *, title: str = "dpmem serve") -> Any:
+    """The ASGI application (the FastAPI app wrapped in the gate) serving `runtime`."""
+    scope_lock = ScopeLocks()
+    api = FastAPI(
+        title=title,
+        version="1",
+        description="DP-MemView behind HTTP: applications query, the owner manages memory (docs/serve.md).",
+        docs_url=None,
+        redoc_url=None,
+    )
+    _install_error_handlers(api)
+
+    @api.post("/v1/turns", response_model=TurnResponse, responses=_errors(401, 403, 413, 422, 503))
+    def post_turn(body: TurnRequest, principal: ApplicationPrincipal) -> TurnResponse:
+        """One turn in the calling application's budget scope (user, application)."""
+        if not principal.may_query(body.user):
+            raise HTTPException(403, "this application may not query this user")
+        with scope_lock(body.user, principal.name):
+            result = runtime.turn(body.user, principal.name, body.interaction, body.query)
+        return TurnResponse(response=result.response, control=result.control, remaining=dict(result.remaining))
+
+    @api.post(
+        "/v1/users/{user}/memory", status_code=201, response_model=MemoryCreated, responses=_errors(401, 403, 413, 422, 503)
+    )
+    def add_memory(user: User, body: MemoryAdd, _: OwnerPrincipal) -> MemoryCreated:
+        """Add a memory item to a declared slot (owner only)."""
+        return MemoryCreated(id=runtime.add_memory(user, body.slot, body.text))
+
+    @api.put("/v1/users/{user}/memory/{item_id}", response_model=Done, responses=_errors(401, 403, 413, 422, 503))
+    def update_memory(user: User, item_id: ItemId, body: MemoryUpdate, _: OwnerPrincipal) -> Done:
+        """Replace a memory item's text (owner only)."""
+        runtime.update_memory(user, item_id, body.text)
+        return Done(ok=True)
+
+    @api.delete("/v1/users/{user}/memory/{item_id}", response_model=Done, responses=_errors(401, 403, 422, 503))
+    def delete_memory(user: User, item_id: ItemId, _: OwnerPrincipal) -> Done:
+        """Delete a memory item (owner only)."""
+        runtime.delete_memory(user, item_id)
+        return Done(ok=True)
+
+    @api.get("/v1/users/{user}/ledgers", response_model=LedgerList, responses=_errors(401, 403, 422, 503))
+    def get_ledgers(user: User, _: OwnerPrincipal) -> LedgerList:
+        """Every budget scope of the user with its ledgers and caps as exact fractions (owner only)."""
+        scopes = runtime.ledgers(user)
+        return LedgerList(user=user, scopes=[ScopeLedgers(**scope) for scope in scopes])
+
+    @api.get("/healthz", response_model=Health)
+    def healthz() -> Health:
+        """Liveness (no token)."""
+        return Health(status="ok")
+
+    return Gate(api, keys)

@@ -1,0 +1,131 @@
+"""`dpmem serve CONFIG --memory FILE --keys FILE [--store-url URL] [--llm ...] [--host H] [--port N]
+[--replicas N]`. Imports nothing heavy: fastapi and uvicorn load only when serving.
+
+`--replicas N` (N > 1) starts N server processes on ports PORT, PORT+1, ... (each its own
+process, all on the one `--store-url` ledger; each starts once the one before listens) and
+supervises them: SIGINT/SIGTERM stops every
+replica; the command exits once all have stopped. Several replicas need a shared durable
+ledger (postgresql:// across hosts, sqlite:/// on one host): with in-process ledgers each
+replica would grant the whole budget again, so that is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from types import FrameType
+from typing import Any
+
+from dpmem_ref.errors import InputError
+
+MAX_REPLICAS = 64
+STOP_WAIT_S = 20.0
+START_WAIT_S = 300.0
+
+
+def add_serve_parser(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="serve the runtime to applications over HTTP (extra `serve`; docs/serve.md)",
+        description="Applications POST /v1/turns with their token; the owner manages memory. See docs/serve.md.",
+    )
+    serve.add_argument("config", help="the agent file (TOML, docs/agent.md)")
+    serve.add_argument("--memory", default=None, help="the memory file (JSONL); default: in-memory only")
+    serve.add_argument("--keys", required=True, help="the keys file (TOML: sha256 hashes of the tokens)")
+    serve.add_argument(
+        "--store-url", default=None, help="ledger store: sqlite:///PATH, postgresql://... (replicas) or memory:"
+    )
+    serve.add_argument("--llm", default="echo", help="echo | smollm2 | hf:ID | openai:URL#MODEL (default echo)")
+    serve.add_argument("--seed", type=int, default=None, help="reproducible draws (tests only; default OS entropy)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 = any free port)")
+    serve.add_argument("--replicas", type=int, default=1, help="server processes on PORT, PORT+1, ... (default 1)")
+    serve.add_argument("--tls-cert", default=None, help="PEM certificate: serve HTTPS directly (with --tls-key)")
+    serve.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    serve.set_defaults(handler=command_serve)
+
+
+def command_serve(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise InputError("--port", "0..65535", args.port)
+    if not 1 <= args.replicas <= MAX_REPLICAS:
+        raise InputError("--replicas", f"1..{MAX_REPLICAS}", args.replicas)
+    if args.replicas == 1:
+        from dpmem_ref.serve.server import serve_one
+
+        return serve_one(args)
+    if args.store_url is None or args.store_url == "memory:":
+        raise InputError("--replicas", "a shared --store-url (postgresql://... or sqlite:///PATH)", "in-process ledgers")
+    if args.port and args.port + args.replicas - 1 > 65535:
+        raise InputError("--port", f"room for {args.replicas} consecutive ports", args.port)
+    return supervise([replica_argv(args, index) for index in range(args.replicas)])
+
+
+def replica_argv(args: argparse.Namespace, index: int) -> list[str]:
+    """The command line of replica `index` (its own port; port 0 stays 0: any free port)."""
+    argv = [sys.executable, "-m", "dpmem_ref.cli", "serve", args.config, "--keys", args.keys, "--llm", args.llm]
+    for flag, value in (("--memory", args.memory), ("--store-url", args.store_url), ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+        if value is not None:
+            argv += [flag, value]
+    if args.seed is not None:
+        argv += ["--seed", str(args.seed + index)]
+    return [*argv, "--host", args.host, "--port", str(args.port + index if args.port else 0)]
+
+
+def _wait_listening(child: subprocess.Popen[bytes]) -> bool:
+    """Relay the child's "listening" line to our stdout; False if it exits (or stays silent) first."""
+    assert child.stdout is not None
+    deadline = time.monotonic() + START_WAIT_S
+    pending = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([child.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(child.stdout.fileno(), 4096) if ready else b""
+        if not chunk:
+            return False
+        pending += chunk
+        if b"\n" in pending:
+            sys.stdout.write(pending.decode(errors="replace"))
+            sys.stdout.flush()
+            return True
+    return False
+
+
+def supervise(commands: list[list[str]]) -> int:
+    """Start the replicas one after the other (each once it listens: no two bind the ledger at
+    once); forward SIGINT/SIGTERM; exit with the worst exit status once all have stopped."""
+    children: list[subprocess.Popen[bytes]] = []
+
+    def stop(signum: int, _: FrameType | None) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    codes: list[int] = []
+    try:
+        for command in commands:
+            child = subprocess.Popen(command, stdout=subprocess.PIPE)
+            children.append(child)
+            if not _wait_listening(child):
+                stop(signal.SIGTERM, None)
+                print(f"dpmem: error: replica {len(children) - 1} did not start (see its log above)", file=sys.stderr)
+                break
+        codes = [child.wait() for child in children]
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for child in children:
+            if child.poll() is None:
+                try:
+                    child.wait(STOP_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+            if child.stdout is not None:
+                child.stdout.close()
+    return max((abs(code) for code in codes), default=0)

@@ -1,0 +1,150 @@
+"""The keys file of `dpmem serve`: who may call the service, stored as SHA-256 hashes only.
+
+```toml
+[owner]                      # the user's own agent operator: memory management and ledgers
+token_sha256 = "<64 hex>"
+
+[apps.calendar]              # one table per application (the paper's adversary)
+token_sha256 = "<64 hex>"
+users = ["alice", "bob"]     # the users this application may query
+```
+
+A presented bearer token is hashed (SHA-256) and compared with EVERY stored hash with
+`hmac.compare_digest`, without stopping at the first match: the time taken does not
+depend on which entry matches, nor on how many leading bytes agree. Tokens themselves
+are never stored, logged or echoed in an error; an error about the file names the
+field, never the value found there. Standard library only (tomllib, hashlib, hmac).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from dpmem_ref.errors import InputError
+from dpmem_ref.limits import read_bounded
+
+MAX_KEYS_FILE_BYTES = 1_048_576
+MAX_TOKEN_CHARS = 4096
+"""A presented token longer than this is refused before it is hashed (bounded work)."""
+HASH = re.compile(r"[0-9a-f]{64}")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""Application and user names: what a budget scope id may hold (letters, digits, . _ -)."""
+
+
+def token_hash(token: str) -> str:
+    """The hex SHA-256 of a token's UTF-8 bytes (what the keys file stores)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@attrs.frozen
+class Principal:
+    """Who a request authenticated as: the owner, or one application (by name)."""
+
+    kind: str  # "owner" or "app"
+    name: str  # "owner", or the application's name
+    users: frozenset[str] = frozenset()  # the users an application may query
+
+    def may_query(self, user: str) -> bool:
+        return self.kind == "app" and user in self.users
+
+
+OWNER = Principal("owner", "owner")
+
+
+@attrs.frozen(repr=False)
+class Keys:
+    """The parsed keys file: the owner's hash and one (hash, principal) per application."""
+
+    owner_sha256: bytes = attrs.field(repr=False)
+    apps: tuple[tuple[bytes, Principal], ...] = attrs.field(repr=False)
+
+    def __repr__(self) -> str:  # never the hashes
+        return f"Keys(owner, apps={[p.name for _, p in self.apps]})"
+
+    @property
+    def app_names(self) -> tuple[str, ...]:
+        return tuple(p.name for _, p in self.apps)
+
+    def authenticate(self, token: str | None) -> Principal | None:
+        """The principal whose stored hash matches the token, or None (unknown or missing).
+
+        Every entry is compared (constant-time `hmac.compare_digest` on the 32-byte
+        digests), whatever matched earlier."""
+        if token is None or not token or len(token) > MAX_TOKEN_CHARS:
+            return None
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        found: Principal | None = None
+        if hmac.compare_digest(digest, self.owner_sha256):
+            found = OWNER
+        for stored, principal in self.apps:
+            if hmac.compare_digest(digest, stored) and found is None:
+                found = principal
+        return found
+
+
+def _hash_field(table: Any, where: str) -> bytes:
+    if not isinstance(table, dict):
+        raise InputError(where, "a table", type(table).__name__)
+    unknown = sorted(set(table) - {"token_sha256", "users"})
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}", "only the keys token_sha256 and users", "an unknown key")
+    value = table.get("token_sha256")
+    if not isinstance(value, str) or HASH.fullmatch(value) is None:
+        shown = type(value).__name__ if not isinstance(value, str) else f"a string of {len(value)} characters"
+        raise InputError(f"{where}.token_sha256", "64 lowercase hex digits (sha256 of the token)", shown)
+    return bytes.fromhex(value)
+
+
+def parse_keys(data: dict[str, Any], source: str = "keys file") -> Keys:
+    """A Keys record from the parsed TOML, or InputError naming the field (never its value)."""
+    unknown = sorted(set(data) - {"owner", "apps"})
+    if unknown:
+        raise InputError(f"{source}: {unknown[0]}", "only the tables [owner] and [apps.NAME]", "an unknown table")
+    if "owner" not in data:
+        raise InputError(f"{source}: owner", "an [owner] table with token_sha256", "none")
+    owner = data["owner"]
+    if isinstance(owner, dict) and "users" in owner:
+        raise InputError(f"{source}: owner.users", "no users list (the owner manages every user)", "a users key")
+    owner_hash = _hash_field(owner, f"{source}: owner")
+    apps_table = data.get("apps", {})
+    if not isinstance(apps_table, dict):
+        raise InputError(f"{source}: apps", "tables [apps.NAME]", type(apps_table).__name__)
+    apps: list[tuple[bytes, Principal]] = []
+    seen = {owner_hash}
+    for name, table in sorted(apps_table.items()):
+        where = f"{source}: apps.{name}" if NAME.fullmatch(name) else f"{source}: apps"
+        if NAME.fullmatch(name) is None:
+            raise InputError(where, "application names of letters, digits, '.', '_', '-' (at most 128)", "another name")
+        digest = _hash_field(table, where)
+        if digest in seen:
+            raise InputError(f"{where}.token_sha256", "a hash no other entry uses", "a repeated hash")
+        seen.add(digest)
+        users = table.get("users")
+        if not isinstance(users, list) or not all(isinstance(u, str) for u in users):
+            raise InputError(f"{where}.users", "a list of user names", type(users).__name__)
+        for user in users:
+            if NAME.fullmatch(user) is None:
+                raise InputError(f"{where}.users", "user names of letters, digits, '.', '_', '-' (at most 128)", "another name")
+        apps.append((digest, Principal("app", name, frozenset(users))))
+    return Keys(owner_hash, tuple(apps))
+
+
+def load_keys(path: str | Path) -> Keys:
+    """Read and parse a keys file (bounded size, UTF-8 TOML)."""
+    raw = read_bounded(path, MAX_KEYS_FILE_BYTES, "--keys", "keys file")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("--keys", "UTF-8 TOML", "undecodable bytes") from None
+    except tomllib.TOMLDecodeError as error:
+        # Where, never what: the position tomllib reports, not its text about the content.
+        where = re.search(r"line \d+, column \d+", str(error))
+        raise InputError("--keys", "valid TOML", f"an error at {where.group(0) if where else 'an unknown position'}") from None
+    return parse_keys(data, "--keys")

@@ -1,0 +1,79 @@
+"""Request and response bodies of `dpmem serve` (pydantic models; the OpenAPI schema is built from them).
+
+Every request body is strict (no coercion: a number is not a string) and closed (an unknown
+field is a 422 that names it); every string is bounded, and names follow the keys file's rule
+for budget-scope ids (dpmem_ref.serve.keys.NAME).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpmem_ref.runtime.agent import MAX_QUERY_CHARS  # the runtime's bounds, one source
+from dpmem_ref.runtime.memory import MAX_TEXT_CHARS as MAX_MEMORY_TEXT_CHARS
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+"""User, interaction and item ids (the keys file's NAME, anchored for JSON Schema)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class TurnRequest(_Strict):
+    """One application query for one user, labelled with an interaction id."""
+
+    user: str = Field(pattern=NAME_PATTERN, description="the user whose agent is queried")
+    interaction: str = Field(pattern=NAME_PATTERN, description="labels a stretch of history; the budget scope is (user, application)")
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="free text")
+
+
+class TurnResponse(BaseModel):
+    """What the application observes of one turn (Eq. 2's response and the public control)."""
+
+    response: str = Field(description="the response LLM's output, conditioned on the released views only")
+    control: Any = Field(description="the observable control c_t as JSON (public, C6)")
+    remaining: dict[str, str] = Field(description="attribute -> exact fraction left in this application's scope")
+
+
+class MemoryAdd(_Strict):
+    slot: str = Field(pattern=NAME_PATTERN, description="a declared memory slot")
+    text: str = Field(min_length=1, max_length=MAX_MEMORY_TEXT_CHARS, description="the memory item (trusted side only)")
+
+
+class MemoryUpdate(_Strict):
+    text: str = Field(min_length=1, max_length=MAX_MEMORY_TEXT_CHARS)
+
+
+class MemoryCreated(BaseModel):
+    id: str = Field(description="the new item's id")
+
+
+class Done(BaseModel):
+    ok: bool
+
+
+class ScopeLedgers(BaseModel):
+    """One budget scope of a user: its key, its ledgers L_a and caps B_a as exact fractions."""
+
+    scope: dict[str, Any]
+    ledgers: dict[str, str]
+    caps: dict[str, str]
+
+
+class LedgerList(BaseModel):
+    user: str
+    scopes: list[ScopeLedgers]
+
+
+class Health(BaseModel):
+    status: str
+
+
+class ErrorBody(BaseModel):
+    """Every error: one line; `field` names the offending field when there is one."""
+
+    error: str
+    field: str | None = None

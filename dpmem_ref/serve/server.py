@@ -1,0 +1,134 @@
+"""Run one `dpmem serve` process: keys, runtime, the ASGI app, a bound socket, uvicorn.
+
+Heavy imports (fastapi, uvicorn, the runtime) happen here, inside `serve_one`, so that
+`dpmem` without the `serve` extra still starts and says what to install.
+
+Logging: one stream (stderr), uvicorn's own access log off (it would print the concrete
+path and query string); the gate logs method, route template, status and time. Neither
+tokens nor bodies nor memory text are ever logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+import threading
+from typing import Any
+
+from dpmem_ref.errors import InputError, one_line
+from dpmem_ref.ledger.contract import LedgerStoreError
+
+MAX_CONNECTIONS = 256
+"""Concurrent connections one replica accepts before answering 503 (bounded work)."""
+
+
+def _import_serving() -> tuple[Any, Any]:
+    try:
+        import uvicorn
+
+        from dpmem_ref.serve.app import create_app
+    except ImportError as error:
+        raise InputError(
+            "dpmem serve", "the serve extra (pip install 'dpmem-ref[serve]')", f"{error.name} missing"
+        ) from None
+    return uvicorn, create_app
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on (host, port); port 0 picks a free port."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except (OSError, OverflowError) as error:
+        raise InputError("--host/--port", "an address this host can listen on", f"{host}:{port} ({type(error).__name__})") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+class SerialChannel:
+    """An LLM channel called by one thread at a time (model backends are not thread-safe)."""
+
+    def __init__(self, channel: Any) -> None:
+        self._channel = channel
+        self._lock = threading.Lock()
+
+    def respond(self, query: str, views: Any, prefix: Any) -> str:
+        with self._lock:
+            return str(self._channel.respond(query, views, prefix))
+
+    def close(self) -> None:
+        close = getattr(self._channel, "close", None)
+        if callable(close):
+            close()
+
+
+def _configure_logging() -> None:
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+def serve_one(args: argparse.Namespace) -> int:
+    """Serve until SIGINT/SIGTERM (graceful: requests in flight finish), then close the runtime."""
+    uvicorn, create_app = _import_serving()
+    from dpmem_ref.serve.keys import load_keys
+
+    keys = load_keys(args.keys)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise InputError("--tls-cert/--tls-key", "both or neither", "only one")
+    from dpmem_ref.runtime import AgentRuntime
+
+    _configure_logging()
+    try:
+        runtime = AgentRuntime.open(args.config, memory=args.memory, store_url=args.store_url, llm=args.llm, seed=args.seed)
+    except LedgerStoreError as error:  # "ledger database NAME: why": the why (the name is the option's)
+        raise InputError("--store-url", "a ledger store that opens", one_line(str(error)).rsplit(": ", 1)[-1]) from None
+    runtime.channel = SerialChannel(runtime.channel)
+    try:
+        sock = bind(args.host, args.port)
+        config = uvicorn.Config(
+            create_app(runtime, keys),
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+            limit_concurrency=MAX_CONNECTIONS,
+            timeout_graceful_shutdown=10,
+            ssl_certfile=args.tls_cert,
+            ssl_keyfile=args.tls_key,
+        )
+        host, port = sock.getsockname()[:2]
+        scheme = "https" if args.tls_cert else "http"
+        shown = f"[{host}]" if ":" in host else host
+        if not is_loopback(host) and args.tls_cert is None:
+            logging.getLogger("dpmem.serve").warning(
+                "listening on a non-loopback address without TLS: tokens travel in clear (docs/serve.md, TLS)"
+            )
+        print(f"dpmem serve: listening on {scheme}://{shown}:{port}", flush=True)
+        # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal under the handlers
+        # it found: these record it, so the runtime is closed and the exit status is 0.
+        stops: list[int] = []
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, lambda received, _: stops.append(received))
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        runtime.close()
+    logging.getLogger("dpmem.serve").info("stopped (%s)", ", ".join(signal.Signals(s).name for s in stops) or "no signal")
+    return 0

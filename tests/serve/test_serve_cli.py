@@ -1,0 +1,148 @@
+"""`dpmem serve` on the command line: bad input is one line and exit 2 before anything listens;
+`--replicas N` starts N processes with one command and stops them all on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.kernel_fixtures import run_cli
+from tests.serve.live import (
+    AGENT,
+    ROOT,
+    START_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    LiveServer,
+    auth,
+    httpx,
+    marked_memory,
+    write_keys,
+)
+
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1"}
+
+
+def dpmem(*args: str) -> tuple[int, str, str]:
+    """In process (the refusals come before anything listens): (exit code, stdout, stderr)."""
+    return run_cli(list(args))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--replicas", "2"], "dpmem: error: --replicas: expected a shared --store-url (postgresql://... or sqlite:///PATH), found 'in-process ledgers'"),
+        (["--replicas", "0"], "dpmem: error: --replicas: expected 1..64, found 0"),
+        (["--port", "70000"], "dpmem: error: --port: expected 0..65535, found 70000"),
+        (["--tls-cert", "cert.pem"], "dpmem: error: --tls-cert/--tls-key: expected both or neither, found 'only one'"),
+    ],
+)
+def test_bad_options_are_one_line_exit_2(tmp_path: Path, extra: list[str], message: str) -> None:
+    keys, _ = write_keys(tmp_path)
+    assert dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0", *extra) == (2, "", message + "\n")
+
+
+def test_a_bad_keys_file_is_one_line_exit_2_and_never_echoes_a_token(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.toml"
+    keys.write_text('[owner]\ntoken_sha256 = "my-plain-token-0123"\n')
+    assert dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0") == (
+        2,
+        "",
+        "dpmem: error: --keys: owner.token_sha256: expected 64 lowercase hex digits (sha256 of the token), "
+        "found 'a string of 19 characters'\n",
+    )
+    code, out, err = dpmem("serve", str(AGENT), "--port", "0")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "--keys" in err
+
+
+def test_replicas_start_with_one_command_share_the_ledger_and_stop_together(tmp_path: Path) -> None:
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    url = f"sqlite:///{tmp_path / 'ledgers.db'}"  # one host: SQLite serves several processes too
+    command = [sys.executable, "-m", "dpmem_ref.cli", "serve", str(AGENT), "--memory", str(memory), "--keys", str(keys)]
+    command += ["--store-url", url, "--host", "127.0.0.1", "--port", "0", "--replicas", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV, cwd=tmp_path)
+    assert process.stdout is not None
+    urls: list[str] = []
+    deadline = time.monotonic() + START_TIMEOUT_S
+    text = b""
+    try:
+        while len(urls) < 2 and select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            chunk = os.read(process.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            text += chunk
+            urls = re.findall(r"listening on (http://127\.0\.0\.1:\d+)", text.decode())
+        assert len(urls) == 2 and urls[0] != urls[1], text
+        spent = []
+        for base in urls:
+            with httpx.Client(base_url=base, timeout=60, trust_env=False) as client:
+                body = {"user": "alice", "interaction": base[-5:], "query": "Help me with my budget and bills"}
+                answer = client.post("/v1/turns", headers=auth(tokens["recipes"]), json=body)
+                assert answer.status_code == 200, answer.text
+                spent.append(answer.json()["remaining"]["debt"])
+        assert spent == ["3/2", "1/1"]  # the second replica continues the first one's scope
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(STOP_TIMEOUT_S * 2)
+        process.stdout.close()
+    assert code == 0
+
+
+def test_tls_direct_serves_https_with_the_given_certificate(tmp_path: Path) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl binary to make a self-signed certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    server = LiveServer(tmp_path, keys, memory, "memory:", extra=["--tls-cert", str(cert), "--tls-key", str(key)])
+    with server:
+        assert server.url.startswith("https://127.0.0.1:")
+        trusted = ssl.create_default_context(cafile=str(cert))  # the self-signed certificate only
+        with httpx.Client(base_url=server.url, verify=trusted, timeout=60, trust_env=False) as client:
+            assert client.get("/healthz").json() == {"status": "ok"}
+            turn = client.post("/v1/turns", headers=auth(tokens["recipes"]), json={"user": "alice", "interaction": "t", "query": "hi"})
+            assert turn.status_code == 200
+        with pytest.raises(httpx.TransportError):  # plain HTTP on the TLS port gets no answer
+            httpx.get(server.url.replace("https://", "http://") + "/healthz", timeout=30, trust_env=False)
+
+
+@pytest.mark.parametrize("url", ["postgresql://u:secretpw@/db?host=/nonexistent-dir", "sqlite:///nonexistent-dir/ledgers.db"])
+def test_a_ledger_store_that_does_not_open_is_one_line_exit_2_without_its_password(tmp_path: Path, url: str) -> None:
+    keys, _ = write_keys(tmp_path)
+    code, out, err = dpmem("serve", str(AGENT), "--keys", str(keys), "--store-url", url, "--port", "0")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith("dpmem: error: --store-url: expected a ledger store that opens, found '")
+    assert "secretpw" not in err and "internal error" not in err
+
+
+def test_without_the_serve_extra_the_command_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys, _ = write_keys(tmp_path)
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if the extra were not installed
+    assert dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0") == (
+        2,
+        "",
+        "dpmem: error: dpmem serve: expected the serve extra (pip install 'dpmem-ref[serve]'), found 'uvicorn missing'\n",
+    )
+
+
+def test_dpmem_and_the_serve_package_import_no_web_framework() -> None:
+    probe = "import sys, dpmem_ref.cli, dpmem_ref.serve, dpmem_ref.serve.cli, dpmem_ref.serve.keys, dpmem_ref.serve.gate; "
+    probe += "print(sorted(m for m in ('fastapi', 'starlette', 'uvicorn', 'pydantic') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr

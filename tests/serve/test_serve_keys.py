@@ -1,0 +1,145 @@
+"""The keys file of `dpmem serve`: hashes only, every entry compared in constant time, and
+errors that name the field but never the value found there."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from pathlib import Path
+
+import pytest
+
+from dpmem_ref.errors import InputError
+from dpmem_ref.serve.keys import MAX_TOKEN_CHARS, OWNER, Keys, load_keys, parse_keys, token_hash
+
+OWNER_TOKEN, CAL_TOKEN, MAIL_TOKEN = "owner-secret-1", "calendar-secret-2", "mail-secret-3"
+
+
+def _file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "keys.toml"
+    path.write_text(text)
+    return path
+
+
+def keys_text() -> str:
+    return (
+        f'[owner]\ntoken_sha256 = "{token_hash(OWNER_TOKEN)}"\n'
+        f'[apps.calendar]\ntoken_sha256 = "{token_hash(CAL_TOKEN)}"\nusers = ["alice", "bob"]\n'
+        f'[apps.mail]\ntoken_sha256 = "{token_hash(MAIL_TOKEN)}"\nusers = []\n'
+    )
+
+
+def test_token_hash_is_hex_sha256_of_the_utf8_bytes() -> None:
+    assert token_hash("é") == hashlib.sha256("é".encode()).hexdigest()
+
+
+def test_each_token_authenticates_as_its_principal_and_nothing_else_does(tmp_path: Path) -> None:
+    keys = load_keys(_file(tmp_path, keys_text()))
+    assert keys.authenticate(OWNER_TOKEN) == OWNER
+    calendar = keys.authenticate(CAL_TOKEN)
+    assert calendar is not None and (calendar.kind, calendar.name) == ("app", "calendar")
+    assert calendar.may_query("alice") and calendar.may_query("bob") and not calendar.may_query("carol")
+    mail = keys.authenticate(MAIL_TOKEN)
+    assert mail is not None and mail.name == "mail" and not mail.may_query("alice")
+    assert not OWNER.may_query("alice")  # the owner is no application: it has no turn scope
+    for other in (None, "", CAL_TOKEN + " ", token_hash(CAL_TOKEN), "x" * (MAX_TOKEN_CHARS + 1)):
+        assert keys.authenticate(other) is None
+    assert keys.app_names == ("calendar", "mail")
+
+
+def test_the_hashes_stay_out_of_the_repr(tmp_path: Path) -> None:
+    keys = load_keys(_file(tmp_path, keys_text()))
+    assert token_hash(OWNER_TOKEN) not in repr(keys) and token_hash(CAL_TOKEN) not in repr(keys)
+    assert repr(keys) == "Keys(owner, apps=['calendar', 'mail'])"
+
+
+@pytest.mark.parametrize("token", [OWNER_TOKEN, CAL_TOKEN, MAIL_TOKEN, "unknown"])
+def test_every_entry_is_compared_whichever_matches(tmp_path: Path, token: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No early exit: the owner and every application hash go through compare_digest."""
+    keys = load_keys(_file(tmp_path, keys_text()))
+    calls: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def counting(a: bytes, b: bytes) -> bool:
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", counting)
+    keys.authenticate(token)
+    assert len(calls) == 3
+    assert {b for _, b in calls} == {keys.owner_sha256, *(h for h, _ in keys.apps)}
+
+
+BAD = [
+    ("", "--keys: owner: expected an [owner] table with token_sha256, found 'none'"),
+    ("[owner]\n", "--keys: owner.token_sha256: expected 64 lowercase hex digits (sha256 of the token), found 'NoneType'"),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a").upper()}"\n',
+        "--keys: owner.token_sha256: expected 64 lowercase hex digits (sha256 of the token), found 'a string of 64 characters'",
+    ),
+    (
+        '[owner]\ntoken_sha256 = "owner-secret-1"\n',
+        "--keys: owner.token_sha256: expected 64 lowercase hex digits (sha256 of the token), found 'a string of 14 characters'",
+    ),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a")}"\ntoken = "owner-secret-1"\n',
+        "--keys: owner.token: expected only the keys token_sha256 and users, found 'an unknown key'",
+    ),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a")}"\nusers = ["alice"]\n',
+        "--keys: owner.users: expected no users list (the owner manages every user), found 'a users key'",
+    ),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps.cal]\ntoken_sha256 = "{token_hash("a")}"\nusers = []\n',
+        "--keys: apps.cal.token_sha256: expected a hash no other entry uses, found 'a repeated hash'",
+    ),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps.cal]\ntoken_sha256 = "{token_hash("b")}"\n',
+        "--keys: apps.cal.users: expected a list of user names, found 'NoneType'",
+    ),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps.cal]\ntoken_sha256 = "{token_hash("b")}"\nusers = ["a b"]\n',
+        "--keys: apps.cal.users: expected user names of letters, digits, '.', '_', '-' (at most 128), found 'another name'",
+    ),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps."c a l"]\ntoken_sha256 = "{token_hash("b")}"\nusers = []\n',
+        "--keys: apps: expected application names of letters, digits, '.', '_', '-' (at most 128), found 'another name'",
+    ),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[admins]\n',
+        "--keys: admins: expected only the tables [owner] and [apps.NAME], found 'an unknown table'",
+    ),
+    ('[owner\ntoken_sha256 = "owner-secret-1"\n', "--keys: expected valid TOML, found 'an error at line 1, column 7'"),
+    ('[owner]\ntoken_sha256 = owner-secret-1\n', "--keys: expected valid TOML, found 'an error at line 2, column 16'"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD, ids=[f"bad{i}" for i in range(len(BAD))])
+def test_a_bad_keys_file_names_the_field_never_the_value(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(InputError) as caught:
+        load_keys(_file(tmp_path, text))
+    assert str(caught.value) == message
+    assert "owner-secret-1" not in str(caught.value) and token_hash("a") not in str(caught.value)
+
+
+def test_a_missing_or_oversized_keys_file_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"^--keys: expected a readable keys file"):
+        load_keys(tmp_path / "absent.toml")
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"#" * 1_048_577)
+    with pytest.raises(InputError, match=r"^--keys: expected a keys file of at most 1048576 bytes"):
+        load_keys(big)
+
+
+def test_parse_keys_takes_parsed_toml() -> None:
+    keys = parse_keys({"owner": {"token_sha256": token_hash("o")}})
+    assert isinstance(keys, Keys) and keys.apps == () and keys.authenticate("o") == OWNER
+
+
+def test_the_shipped_example_keys_file_parses_and_matches_its_demo_tokens() -> None:
+    keys = load_keys(Path(__file__).resolve().parents[2] / "examples" / "agent" / "keys.example.toml")
+    assert keys.authenticate("demo-owner-token-change-me") == OWNER
+    recipes = keys.authenticate("demo-recipes-token-change-me")
+    assert recipes is not None and recipes.name == "recipes" and recipes.users == {"alice", "bob"}
+    finance = keys.authenticate("demo-finance-token-change-me")
+    assert finance is not None and finance.users == {"alice"}
