@@ -197,7 +197,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "ledger-programme-fixed-point-at-start",
         "the audit stops at the first r with V_r = V_(r-1) at the start state only (a later state may still grow)"
-        " (tests/test_differential_audit.py: the pruning-trap example)",
+        " (tests/test_differential_audit.py: the fixed-point-trap example)",
         (
             (
                 "analysis/ledger.py",
@@ -240,8 +240,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             (
                 "ledger/postgres.py",
-                r"return ReleaseOutcome\.of\(decode_release\(found\), spent\)",
-                "return ReleaseOutcome.of(attrs.evolve(decode_release(found), view=request.view), spent)",
+                r"return ReleaseOutcome\.of\(decode_release\(found\), ",
+                "return ReleaseOutcome.of(attrs.evolve(decode_release(found), view=request.view), ",
             ),
         ),
     ),

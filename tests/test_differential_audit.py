@@ -125,6 +125,31 @@ def _pruning_trap() -> tuple[Interface, Case, bool, int]:
     return interface, case, True, 3
 
 
+def _fixed_point_trap() -> tuple[Interface, Case, bool, int]:
+    """The pruning trap plus a long chain of small charges ("nibble": eps 1/4 on {a, d}), so
+    that the chain of ledger moves is longer than T and the programme iterates values: V_2
+    equals V_1 at the start state while V_3 doubles (spend a first, then "both" twice)."""
+    interface, case, strict, horizon = _pruning_trap()
+    layout = Layout(position_slots=(*interface.policy.layout.position_slots, "v"))
+    policy = Policy(
+        layout=layout,
+        attributes=(
+            Attribute("a", frozenset({1, 3, 5}), Fraction(1)),
+            Attribute("b", frozenset({1, 2}), Fraction(2)),
+            Attribute("d", frozenset({5}), Fraction(1)),
+        ),
+    )
+    vocabularies = (*interface.vocabularies, Vocabulary(slot="v", views=(View("v-generic"), View("v-t")), generic="v-generic"))
+    queries = (*interface.queries, Query(name="nibble", text="nibble", reads=(SlotRead("v", frozenset({5})),)))
+    interface = attrs.evolve(
+        interface, policy=policy, vocabularies=vocabularies, queries=queries,
+        budget=PreallocatedBudget.from_mapping({"a": 1, "b": 2, "d": 4}), name="fixed-point-trap",
+    )  # fmt: skip
+    store_a = Store.from_mapping(layout, {2: MemoryItem(tags=frozenset({"t"}))}, name="M")
+    store_b = Store.from_mapping(layout, {}, name="M'")
+    return interface, attrs.evolve(case, interface=interface, store_a=store_a, store_b=store_b), strict, horizon
+
+
 def _report_shape(interface: Interface) -> None:
     policy = interface.policy
     reads = [r for q in interface.queries for r in q.reads]
@@ -161,6 +186,7 @@ def _check_witness(interface: Interface, case: Case, strict: bool, direction: ob
 
 
 @example(_pruning_trap())
+@example(_fixed_point_trap())
 @given(audited())
 def test_fast_audit_equals_general_search_and_the_witness_replays(drawn: tuple[Interface, Case, bool, int]) -> None:
     interface, case, strict, horizon = drawn

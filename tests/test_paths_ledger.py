@@ -72,6 +72,7 @@ def reference(caps: dict[str, Fraction], programme: list[Step]) -> Iterator[tupl
 
 
 _STORES: dict[str, LedgerStore] = {}
+_URLS: dict[str, str] = {}
 
 
 def backend(kind: str, tmp_path_factory: pytest.TempPathFactory) -> LedgerStore:
@@ -81,7 +82,8 @@ def backend(kind: str, tmp_path_factory: pytest.TempPathFactory) -> LedgerStore:
         elif kind == "sqlite":
             _STORES[kind] = SQLiteLedgerStore(tmp_path_factory.mktemp("paths") / "l.db")
         else:
-            _STORES[kind] = open_ledger_store(postgres_server.new_database())
+            _URLS[kind] = postgres_server.new_database()
+            _STORES[kind] = open_ledger_store(_URLS[kind])
     return _STORES[kind]
 
 
@@ -92,7 +94,7 @@ def reopened(kind: str, store: LedgerStore) -> LedgerStore:
         if isinstance(store, SQLiteLedgerStore):
             _STORES[key] = SQLiteLedgerStore(store.path)
         elif kind == "postgres":
-            _STORES[key] = open_ledger_store(store.url)  # type: ignore[attr-defined]
+            _STORES[key] = open_ledger_store(_URLS[kind])
         else:
             _STORES[key] = store
     return _STORES[key]
