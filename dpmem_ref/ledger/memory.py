@@ -25,7 +25,7 @@ from dpmem_ref.ledger.contract import (
     release_row,
 )
 from dpmem_ref.ledger.records import decode_turn, encode_turn
-from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, rebound_caps
+from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, checked_rebind, committed_scopes, rebound_caps
 
 
 @attrs.define
@@ -100,8 +100,7 @@ class MemoryLedgerStore:
         meta: Mapping[str, str],
         caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None = None,
     ) -> None:
-        check_fingerprint(fingerprint)
-        rows = {check_meta_key(k): str(v) for k, v in meta.items()}
+        rows = checked_rebind(fingerprint, meta)
         with self._lock:
             if self._fingerprint != expected:
                 raise interface_mismatch("(memory)", self._fingerprint or "", fingerprint)

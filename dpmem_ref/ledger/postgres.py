@@ -63,7 +63,7 @@ from dpmem_ref.ledger.postgres_schema import (
     rebind_database,
 )
 from dpmem_ref.ledger.records import LoadCache, decode_release, encode_turn, release_values
-from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, grouped_ledgers
+from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, checked_rebind, committed_scopes, grouped_ledgers
 from dpmem_ref.ledger.urls import SecretURL, check_postgres_url, redact_url
 
 _T = TypeVar("_T")
@@ -237,8 +237,7 @@ class PostgresLedgerStore:
         meta: Mapping[str, str],
         caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None = None,
     ) -> None:
-        check_fingerprint(fingerprint)
-        rows = {check_meta_key(k): str(v) for k, v in meta.items()}
+        rows = checked_rebind(fingerprint, meta)
 
         self.run(lambda c: rebind_database(c, self.name, self.key, expected, fingerprint, rows, caps_for))
 

@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from dpmem_ref.errors import InputError
-from dpmem_ref.ledger.contract import _KEY_TEXT, ReleaseRequest, SessionKey, check_caps, committed_charge
+from dpmem_ref.ledger.contract import (
+    _KEY_TEXT,
+    ReleaseRequest,
+    SessionKey,
+    check_caps,
+    check_fingerprint,
+    committed_charge,
+)
 
 
 def committed_scopes(
@@ -59,6 +66,13 @@ def check_meta_key(key: object) -> str:
     if not isinstance(key, str) or not key.startswith(META_PREFIX) or not _KEY_TEXT.fullmatch(key):
         raise InputError("meta key", f"printable ASCII text starting with {META_PREFIX!r}", key)
     return key
+
+
+def checked_rebind(fingerprint: str, meta: Mapping[str, str]) -> dict[str, str]:
+    """The arguments of every store's `rebind`, checked before any transaction opens: the new
+    fingerprint, and the meta rows under META_PREFIX (as text)."""
+    check_fingerprint(fingerprint)
+    return {check_meta_key(k): str(v) for k, v in meta.items()}
 
 
 def grouped_ledgers(

@@ -56,7 +56,7 @@ from dpmem_ref.ledger.contract import (
     release_row,
 )
 from dpmem_ref.ledger.records import LoadCache, encode_turn, release_values
-from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, committed_scopes, grouped_ledgers
+from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, checked_rebind, committed_scopes, grouped_ledgers
 from dpmem_ref.ledger.sqlite_schema import (
     COLUMNS,
     SCHEMA,
@@ -266,8 +266,7 @@ class SQLiteLedgerStore:
         meta: Mapping[str, str],
         caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None = None,
     ) -> None:
-        check_fingerprint(fingerprint)
-        rows = {check_meta_key(k): str(v) for k, v in meta.items()}
+        rows = checked_rebind(fingerprint, meta)
         with self.transaction() as connection:  # binding, meta rows and carried caps commit together
             mark = rebind_sqlite(connection, str(self.path), self.key, expected, fingerprint, rows, caps_for)
         self.committed(mark)
