@@ -91,7 +91,7 @@ def toml_timings(cases: list[tuple[str, str]]) -> list[str]:
     the growth the pre-scan prevents)."""
     import tomllib
 
-    from dpmem_ref.errors import InputError
+    from dpmem_ref.core.errors import InputError
     from dpmem_ref.toml_bounds import prescan
 
     lines = []

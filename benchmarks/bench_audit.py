@@ -214,8 +214,8 @@ def kappa_times() -> None:
     import random
     from fractions import Fraction
 
+    from dpmem_ref.core.policy import Attribute, Layout, Policy
     from dpmem_ref.cover import minimum_cover
-    from dpmem_ref.policy import Attribute, Layout, Policy
 
     print(f"{'A':>3} {'seconds':>9} {'seconds (equal caps)':>21}  kappa")
     worst = 0.0

@@ -61,7 +61,7 @@ def serial_worker(url: str, turns: int) -> None:
 
         store: object = PostgresLedgerStore(url)
     else:
-        from dpmem_ref.ledger_store import SQLiteLedgerStore
+        from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
 
         store = SQLiteLedgerStore(url)
     session = DurableSession.open(  # type: ignore[arg-type]
@@ -94,7 +94,7 @@ def worker(url: str, selections: int, start_file: str, seed: int) -> None:
 
         store: object = PostgresLedgerStore(url)
     else:
-        from dpmem_ref.ledger_store import SQLiteLedgerStore  # this tree and main both have it
+        from dpmem_ref.ledger.sqlite import SQLiteLedgerStore  # this tree and main both have it
 
         store = SQLiteLedgerStore(url)
     session = DurableSession.open(loaded.interface, store, "user", "bench", loaded.store("M"), SeededRandomSource(seed))  # type: ignore[arg-type]

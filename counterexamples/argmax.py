@@ -17,7 +17,7 @@ from fractions import Fraction
 import mpmath
 
 from counterexamples.base import Construction, Setting, adjacent_pair, build_interface, online, read_query
-from dpmem_ref.interface import ArgmaxSelector
+from dpmem_ref.parts.broken import ArgmaxSelector
 
 
 def build(cap: Fraction = Fraction(2), K: int = 3) -> Construction:

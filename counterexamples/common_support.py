@@ -26,9 +26,9 @@ from counterexamples.base import (
     read_query,
     spread_vocabulary,
 )
-from dpmem_ref.interface import PrivateHooks
-from dpmem_ref.policy import Store
-from dpmem_ref.views import View, Vocabulary
+from dpmem_ref.core.policy import Store
+from dpmem_ref.core.views import View, Vocabulary
+from dpmem_ref.parts.broken import PrivateHooks
 
 EXTRA_VIEW = "v_star"
 

@@ -19,10 +19,11 @@ import attrs
 import mpmath
 
 from dpmem_ref import analysis
-from dpmem_ref.errors import ContractViolation
-from dpmem_ref.interface import Interface, Query, TurnRecord
+from dpmem_ref.core.errors import ContractViolation
+from dpmem_ref.core.policy import Store
+from dpmem_ref.core.transcript import Query, TurnRecord
+from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism import DEFAULT_DPS
-from dpmem_ref.policy import Store
 
 
 @attrs.frozen

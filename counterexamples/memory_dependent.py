@@ -40,16 +40,10 @@ from counterexamples.base import (
     spread_vocabulary,
 )
 from counterexamples.engine import event_probability
-from dpmem_ref.interface import (
-    ControlContext,
-    PrivateHooks,
-    PrivateTurnData,
-    Query,
-    RawEvidenceControl,
-    TopScoreControl,
-    TurnRecord,
-)
-from dpmem_ref.policy import Store
+from dpmem_ref.core.policy import Store
+from dpmem_ref.core.transcript import Query, TurnRecord
+from dpmem_ref.parts.broken import PrivateHooks, RawEvidenceControl, TopScoreControl
+from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
 
 CONFIDENCE_THRESHOLD = Fraction(1, 2)
 

@@ -18,7 +18,7 @@ import mpmath
 
 from counterexamples.base import Construction, Setting, adjacent_pair, build_interface, online, read_query
 from counterexamples.incomplete_charging import default_repetitions
-from dpmem_ref.interface import NoCap
+from dpmem_ref.parts.broken import NoCap
 
 
 def build(cap: Fraction = Fraction(2), K: int = 4, repetitions: int | None = None) -> Construction:

@@ -4,7 +4,7 @@ Nothing here types in a ratio: the worst case comes from the kernel's exact engi
 (`counterexamples.engine.exact_worst_case`), the event probabilities from replaying the
 engine's witness (`analysis.replay_transcript`) or from summing exact transcript
 probabilities (`analysis.enumerate_transcripts`), the kept conditions from
-`Interface.contract_violations()`, and the refusal from the strict kernel
+`contract_violations(Interface)`, and the refusal from the strict kernel
 (`Interface.require_contract`, then `run_turn(strict=True)` along the witness).
 """
 
@@ -20,9 +20,9 @@ from counterexamples.engine import EngineResult, exact_worst_case, lenient_repla
 from dpmem_ref import analysis
 from dpmem_ref.analysis import Loss
 from dpmem_ref.audit.record import WitnessRow, witness_rows
-from dpmem_ref.core.fmt import fraction_text
-from dpmem_ref.errors import CONDITIONS, ContractViolation
-from dpmem_ref.interface import Violation
+from dpmem_ref.contract import contract_violations, require_contract
+from dpmem_ref.core.errors import CONDITIONS, ContractViolation, Violation
+from dpmem_ref.core.rational import fraction_text
 from dpmem_ref.mechanism import iv_precision
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.turn import InterfaceState, run_turn
@@ -98,7 +98,7 @@ def strict_refusal(construction: Construction) -> Refusal | None:
     along the engine's query sequence under both stores. The first refusal wins."""
     interface = construction.interface
     try:
-        interface.require_contract()
+        require_contract(interface)
     except ContractViolation as error:
         return Refusal("Interface.require_contract", error.condition, error.message)
     queries = construction.queries or interface.queries
@@ -162,7 +162,7 @@ def _evaluate(construction: Construction) -> Finding:
     return Finding(
         construction=construction,
         engine=engine,
-        violations=tuple(construction.interface.contract_violations()),
+        violations=tuple(contract_violations(construction.interface)),
         refusal=strict_refusal(construction),
         probability_a=probability_a,
         probability_b=probability_b,

@@ -36,19 +36,13 @@ import mpmath
 from counterexamples.base import Construction
 from counterexamples.engine import EngineResult, exact_worst_case
 from dpmem_ref import InterfaceFile, load_interface_file
-from dpmem_ref.interface import (
-    ArgmaxSelector,
-    Interface,
-    NoCap,
-    PublicPrefix,
-    Query,
-    SlotRead,
-    TurnRecord,
-)
-from dpmem_ref.policy import Layout, MemoryItem, Policy, Store
+from dpmem_ref.core.policy import Layout, MemoryItem, Policy, Store
+from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+from dpmem_ref.core.views import View, Vocabulary
+from dpmem_ref.interface import Interface
+from dpmem_ref.parts.broken import ArgmaxSelector, NoCap
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.turn import InterfaceState, run_turn
-from dpmem_ref.views import View, Vocabulary
 
 EVALUATION = Path(__file__).resolve().parents[1] / "examples" / "evaluation.toml"
 

@@ -12,12 +12,22 @@ channel), `contract` (the static check of Definition 1, violations with codes).
 
 from dpmem_ref.budget import BudgetRule, OnlineBudget, PreallocatedBudget
 from dpmem_ref.config import InterfaceFile, interface_from_dict, load_interface_file
-from dpmem_ref.contract import Violation
-from dpmem_ref.core.fmt import decimal_text, fraction_text
-from dpmem_ref.core.interface import Interface
+from dpmem_ref.core.errors import VIOLATION_CODES, ContractViolation, InputError, Violation
+from dpmem_ref.core.policy import (
+    Attribute,
+    Layout,
+    MemoryItem,
+    Policy,
+    Store,
+    adjacent_attributes,
+    differing_positions,
+    is_adjacent,
+)
+from dpmem_ref.core.rational import decimal_text, fraction_text
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.cover import Cover, minimum_cover
-from dpmem_ref.errors import VIOLATION_CODES, ContractViolation, InputError
+from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism import (
     ExponentialWeights,
     PointMass,
@@ -30,16 +40,6 @@ from dpmem_ref.parts.controls import FallbackControl, NoControl
 from dpmem_ref.parts.protocols import CapRule, ControlContext, ControlRule, PrivateTurnData, Router, Selector
 from dpmem_ref.parts.routers import FixedRouter
 from dpmem_ref.parts.selectors import ExponentialMechanismSelector
-from dpmem_ref.policy import (
-    Attribute,
-    Layout,
-    MemoryItem,
-    Policy,
-    Store,
-    adjacent_attributes,
-    differing_positions,
-    is_adjacent,
-)
 from dpmem_ref.randomness import (
     RandomSource,
     RecordingSource,
@@ -60,7 +60,6 @@ from dpmem_ref.turn import (
     run_interaction,
     run_turn,
 )
-from dpmem_ref.views import View, Vocabulary
 
 __version__ = "0.1.0"
 

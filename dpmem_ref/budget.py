@@ -12,7 +12,7 @@ from typing import Protocol
 
 import attrs
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 
 
 class BudgetRule(Protocol):

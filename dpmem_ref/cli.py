@@ -3,7 +3,7 @@
 Exit codes: 0 ok, 1 contract violations / bound broken, 2 bad input (one-line message,
 no traceback: any unexpected exception reaching `main` is also reported on one line, exit 2),
 3 `dpmem audit` of a pair no guarantee applies to (dpmem_ref.audit).
-Every input is bounded before it is read (dpmem_ref.limits, docs/config-format.md "Limits").
+Every input is bounded before it is read (dpmem_ref.core.limits, docs/config-format.md "Limits").
 
 `dpmem run` releases turn k at a fixed time, start + k x deadline (timing side channel,
 dpmem_ref.timing): the output line of a turn is written only once its time has come,
@@ -23,16 +23,20 @@ from typing import Any, NoReturn
 import attrs
 
 from dpmem_ref.config import load_interface_file
-from dpmem_ref.core.fmt import fraction_text
-from dpmem_ref.errors import ContractViolation, InputError, one_line
-from dpmem_ref.interface import Interface, PrivateHooks
+from dpmem_ref.contract import require_contract
+from dpmem_ref.core.errors import ContractViolation, InputError, one_line
+from dpmem_ref.core.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
+from dpmem_ref.core.rational import fraction_text
+from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments, durable_turns
-from dpmem_ref.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
+from dpmem_ref.parts.broken import PrivateHooks
 from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.schemas import envelope, json_value
 from dpmem_ref.serve.cli import add_serve_parser
 from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
-from dpmem_ref.turn import InterfaceState, TemplateChannel, run_turn
+from dpmem_ref.turn.channel import TemplateChannel
+from dpmem_ref.turn.runner import run_turn
+from dpmem_ref.turn.state import InterfaceState
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 DEBUG_FLAG = "--debug-print-private-scores"
@@ -102,7 +106,7 @@ def command_run(args: argparse.Namespace) -> int:
             raise InputError(f"--queries line {line}: {error.field}", error.expected, error.found) from None
     names = [name for _, name in named]
     if not args.debug_print_private_scores:
-        interface.require_contract()
+        require_contract(interface)
     forget_history = _history_is_unread(interface)
     source: RandomSource = SystemRandomSource() if args.seed is None else SeededRandomSource(args.seed)
     channel = TemplateChannel()

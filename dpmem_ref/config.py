@@ -18,29 +18,20 @@ from dpmem_ref.budget import BudgetRule, OnlineBudget, PreallocatedBudget
 from dpmem_ref.config_fields import NOTHING, as_list, found, string, strings, unknown_keys
 from dpmem_ref.config_fields import stores as read_stores
 from dpmem_ref.config_fields import table as read_table
-from dpmem_ref.errors import InputError
-from dpmem_ref.exact import positive_fraction, to_fraction, unit_interval_fraction
-from dpmem_ref.interface import (
-    ArgmaxSelector,
-    CapRule,
-    ControlRule,
-    ExponentialMechanismSelector,
-    FallbackControl,
-    Interface,
-    NoCap,
-    NoControl,
-    ProspectiveCap,
-    Query,
-    RawEvidenceControl,
-    Selector,
-    SlotRead,
-    TopScoreControl,
-)
-from dpmem_ref.limits import MAX_CONFIG_BYTES, check_ledger_size, read_bounded
-from dpmem_ref.policy import Attribute, Layout, Policy, Store
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.limits import MAX_CONFIG_BYTES, check_ledger_size, read_bounded
+from dpmem_ref.core.policy import Attribute, Layout, Policy, Store
+from dpmem_ref.core.rational import positive_fraction, to_fraction, unit_interval_fraction
+from dpmem_ref.core.transcript import Query, SlotRead
+from dpmem_ref.core.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
+from dpmem_ref.interface import Interface
+from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, RawEvidenceControl, TopScoreControl
+from dpmem_ref.parts.caps import ProspectiveCap
+from dpmem_ref.parts.controls import FallbackControl, NoControl
+from dpmem_ref.parts.protocols import CapRule, ControlRule, Selector
+from dpmem_ref.parts.selectors import ExponentialMechanismSelector
 from dpmem_ref.scoring import LinearTagScorer, LinearWeights
 from dpmem_ref.toml_bounds import load_toml
-from dpmem_ref.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
 
 TOP_LEVEL_KEYS = {
     "name",

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.limits import MAX_KEY_CHARS
-from dpmem_ref.policy import Layout, MemoryItem, Store
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.limits import MAX_KEY_CHARS
+from dpmem_ref.core.policy import Layout, MemoryItem, Store
 
 MAX_TAGS = 1_000
 WITHHELD = "<value withheld: memory is private>"

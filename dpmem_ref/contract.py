@@ -1,57 +1,35 @@
 """The static contract check of Definition 1 (C1-C6) on an interface's declared parts.
 
-Each finding is a `Violation` with a stable code (`dpmem_ref.errors.VIOLATION_CODES`):
+Each finding is a `Violation` with a stable code (`dpmem_ref.core.errors.VIOLATION_CODES`):
 callers branch on `code`, `condition` or `part_level`, never on the message.
+`contract_violations(interface)` is the memoized check (formerly the method
+`Interface.contract_violations`); `require_contract(interface)` raises the first finding as a
+`ContractViolation` (the strict kernel; formerly `Interface.require_contract`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import attrs
-
-from dpmem_ref.errors import PART_LEVEL_CODES, split_code
-
-if TYPE_CHECKING:
-    from dpmem_ref.core.interface import Interface
+from dpmem_ref.core.errors import ContractViolation, Violation
+from dpmem_ref.core.transcript import SlotRead
+from dpmem_ref.interface import Interface
 
 
-@attrs.frozen
-class Violation:
-    """One breach of Definition 1: its condition, a human message, and the code's kind."""
+def contract_violations(interface: Interface) -> list[Violation]:
+    """Static check of Definition 1 on the declared parts and routes, memoized on the interface."""
+    memo = interface._memo
+    if memo.violations is None:
+        memo.violations = tuple(find_violations(interface))
+    return list(memo.violations)
 
-    condition: str
-    message: str
-    kind: str = ""
-    # Where it was found, when it concerns one read (structured, so no caller parses the message).
-    query: str | None = None
-    slot: str | None = None
-    attribute: str | None = None
-    positions: tuple[int, ...] = ()
 
-    @classmethod
-    def of(
-        cls,
-        code: str,
-        message: str,
-        query: str | None = None,
-        slot: str | None = None,
-        attribute: str | None = None,
-        positions: tuple[int, ...] = (),
-    ) -> Violation:
-        condition, kind = split_code(code)
-        return cls(condition, message, kind, query, slot, attribute, positions)
-
-    @property
-    def code(self) -> str:
-        """"C2.charge_omits_attribute", or the bare condition when no kind was given."""
-        return f"{self.condition}.{self.kind}" if self.kind else self.condition
-
-    @property
-    def part_level(self) -> bool:
-        """True when the finding concerns a whole part (selector, cap rule, control), so it
-        applies to every charged selection rather than one query's read."""
-        return self.code in PART_LEVEL_CODES
+def require_contract(interface: Interface) -> None:
+    """Raise the first violation (strict kernel)."""
+    if interface._memo.violations == ():
+        return
+    violations = contract_violations(interface)
+    if violations:
+        first = violations[0]
+        raise ContractViolation(first.code, first.message)
 
 
 def find_violations(interface: Interface) -> list[Violation]:
@@ -87,10 +65,7 @@ def _part_violations(interface: Interface) -> list[Violation]:
     return found
 
 
-def _read_violations(interface: Interface, query: str, read: object) -> list[Violation]:
-    from dpmem_ref.core.transcript import SlotRead
-
-    assert isinstance(read, SlotRead)
+def _read_violations(interface: Interface, query: str, read: SlotRead) -> list[Violation]:
     where = f"query {query}, slot {read.slot}"
     policy = interface.policy
     positions = tuple(sorted(read.positions))

@@ -29,7 +29,7 @@ from itertools import combinations
 
 import attrs
 
-from dpmem_ref.policy import Policy
+from dpmem_ref.core.policy import Policy
 
 EXHAUSTIVE_LIMIT = 20  # the exhaustive cross-check's practical limit (2^A subsets)
 

@@ -33,15 +33,20 @@ from fractions import Fraction
 
 import attrs
 
-from dpmem_ref.errors import ContractViolation, InputError
-from dpmem_ref.interface import Interface, Query, TurnRecord
-from dpmem_ref.ledger import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease, interface_fingerprint
-from dpmem_ref.ledger.contract import check_key_part
-from dpmem_ref.limits import check_ledger_size
-from dpmem_ref.policy import Store
+from dpmem_ref.contract import require_contract
+from dpmem_ref.core.errors import ContractViolation, InputError
+from dpmem_ref.core.limits import check_ledger_size
+from dpmem_ref.core.policy import Store
+from dpmem_ref.core.transcript import Query, TurnRecord
+from dpmem_ref.interface import Interface
+from dpmem_ref.ledger.contract import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease, check_key_part
+from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.randomness import RandomSource
 from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
-from dpmem_ref.turn import InterfaceState, LLMChannel, SlotPlan, begin_turn, respond
+from dpmem_ref.turn.channel import LLMChannel, respond
+from dpmem_ref.turn.plan import SlotPlan
+from dpmem_ref.turn.planner import begin_turn
+from dpmem_ref.turn.state import InterfaceState
 
 MAX_TURNS_PER_INTERACTION = 100_000
 """The horizon limit of one durable interaction (turns); the next turn is refused."""
@@ -135,7 +140,7 @@ class DurableSession:
                 raise InputError(name, "None or a callable", type(hook).__name__)
         if turn_deadline_s is not None:
             check_deadline(turn_deadline_s, "turn_deadline_s")
-        interface.require_contract()
+        require_contract(interface)
         # Exact ledgers stay exact over MAX_TURNS_PER_INTERACTION turns (issue 13.4): an
         # interface built in code gets the same static size check as a loaded file.
         check_ledger_size(interface, MAX_TURNS_PER_INTERACTION)

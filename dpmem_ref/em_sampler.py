@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import attrs
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.randomness import RandomSource
 
 TABLE_BITS = 64

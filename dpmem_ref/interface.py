@@ -1,51 +1,228 @@
-"""Compatibility re-exports: the interface's types now live in `dpmem_ref.core`,
-`dpmem_ref.parts` and `dpmem_ref.contract`. Import from the top-level `dpmem_ref`."""
+"""The interface record: policy, vocabularies, query catalogue and the parts of Algorithm 1.
 
-from dpmem_ref.contract import Violation
-from dpmem_ref.core.interface import ChargePlan, Interface, fallback_distribution
-from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
-from dpmem_ref.parts.broken import (
-    ArgmaxSelector,
-    FallbackHook,
-    NoCap,
-    PrivateHooks,
-    RawEvidenceControl,
-    RoutingHook,
-    TopScoreControl,
-    VocabularyHook,
-)
+With the default parts it satisfies Definition 1 (C1-C6). Deliberately broken parts
+(`dpmem_ref.parts.broken`) declare the condition they break; the static check
+(`dpmem_ref.contract`, one floor up: this module never imports it) reports them and the
+strict kernel refuses them (`contract.require_contract`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+import attrs
+
+from dpmem_ref.budget import BudgetRule
+from dpmem_ref.core.errors import ContractViolation, InputError
+from dpmem_ref.core.ledgers import FractionTable, common_scale
+from dpmem_ref.core.memo import KernelMemo
+from dpmem_ref.core.policy import MemoryItem, Policy, Store
+from dpmem_ref.core.rational import require_positive_rational
+from dpmem_ref.core.transcript import Query, SlotRead
+from dpmem_ref.core.views import Vocabulary
+from dpmem_ref.mechanism import PointMass
+from dpmem_ref.parts.broken import PrivateHooks
 from dpmem_ref.parts.caps import ProspectiveCap
-from dpmem_ref.parts.controls import FallbackControl, NoControl
-from dpmem_ref.parts.protocols import CapRule, ControlContext, ControlRule, PrivateTurnData, Router, Selector
+from dpmem_ref.parts.controls import FallbackControl
+from dpmem_ref.parts.protocols import CapRule, ControlRule, Router, Selector
 from dpmem_ref.parts.routers import FixedRouter
 from dpmem_ref.parts.selectors import ExponentialMechanismSelector
+from dpmem_ref.scoring import Scorer
 
-__all__ = [
-    "ArgmaxSelector",
-    "CapRule",
-    "ChargePlan",
-    "ControlContext",
-    "ControlRule",
-    "ExponentialMechanismSelector",
-    "FallbackControl",
-    "FallbackHook",
-    "FixedRouter",
-    "Interface",
-    "NoCap",
-    "NoControl",
-    "PrivateHooks",
-    "PrivateTurnData",
-    "ProspectiveCap",
-    "PublicPrefix",
-    "Query",
-    "RawEvidenceControl",
-    "Router",
-    "RoutingHook",
-    "Selector",
-    "SlotRead",
-    "TopScoreControl",
-    "TurnRecord",
-    "Violation",
-    "VocabularyHook",
-    "fallback_distribution",
-]
+
+@attrs.frozen
+class ChargePlan:
+    """What a read fixes before memory is touched: Gamma*(R) (Eq. 4), the charge set
+    (declared or minimal, line 7), eps (line 8), the charged attributes' indices in policy
+    order, and the 0-based item indices of the read set in position order."""
+
+    required: frozenset[str]
+    charge_set: frozenset[str]
+    epsilon: Fraction
+    indices: tuple[int, ...]
+    item_indices: tuple[int, ...]
+    complete: bool = attrs.field(init=False)  # required <= charge_set (C2)
+    _steps: dict[int, int] = attrs.field(init=False, factory=dict, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "complete", self.required <= self.charge_set)
+
+    def step(self, scale: int) -> int | None:
+        """eps * scale, the charge as an integer count (None if eps * scale is not whole)."""
+        found = self._steps.get(scale)
+        if found is None:
+            epsilon = self.epsilon
+            if scale % epsilon.denominator:
+                return None
+            found = self._steps[scale] = epsilon.numerator * (scale // epsilon.denominator)
+        return found
+
+    @classmethod
+    def of(cls, interface: Interface, read: SlotRead) -> ChargePlan:
+        policy = interface.policy
+        required = policy.gamma_star(read.positions)
+        charge_set = required if read.charge is None else read.charge
+        return cls(
+            required=required,
+            charge_set=charge_set,
+            epsilon=interface.epsilon_for(charge_set),
+            indices=tuple(i for i, name in enumerate(policy.attribute_names) if name in charge_set),
+            item_indices=tuple(p - 1 for p in sorted(read.positions)),
+        )
+
+    def items(self, store: Store) -> tuple[MemoryItem, ...]:
+        """M_R: the read-set items in position order (Store.read without re-sorting)."""
+        items = store.items
+        return tuple([items[i] for i in self.item_indices])
+
+
+@attrs.frozen
+class Interface:
+    """A DP-MemView interface: policy, vocabularies, query catalogue and the parts of
+    Algorithm 1. With the default parts it satisfies Definition 1 (C1-C6)."""
+
+    policy: Policy
+    vocabularies: tuple[Vocabulary, ...]
+    queries: tuple[Query, ...]
+    scorer: Scorer
+    budget: BudgetRule
+    router: Router = FixedRouter()
+    selector: Selector = ExponentialMechanismSelector()
+    cap_rule: CapRule = ProspectiveCap()
+    control: ControlRule = FallbackControl()
+    hooks: PrivateHooks = PrivateHooks()
+    uncharged_epsilon: Fraction = Fraction(1)
+    name: str = "interface"
+    _vocabulary_by_slot: dict[str, Vocabulary] = attrs.field(init=False, repr=False, eq=False, hash=False)
+    _query_by_name: dict[str, Query] = attrs.field(init=False, repr=False, eq=False, hash=False)
+    # Private memos of pure functions of the frozen parts (dpmem_ref.core.memo).
+    _memo: KernelMemo = attrs.field(init=False, repr=False, eq=False, hash=False, factory=KernelMemo)
+
+    def __attrs_post_init__(self) -> None:
+        _require_parts(self)
+        slots = [v.slot for v in self.vocabularies]
+        if len(set(slots)) != len(slots):
+            raise InputError("slots", "one vocabulary per slot", slots)
+        names = [q.name for q in self.queries]
+        if len(set(names)) != len(names):
+            raise InputError("queries", "unique query names", names)
+        # eps of every uncharged selection (Lemma 1): exact and positive, like every eps (C3).
+        object.__setattr__(
+            self, "uncharged_epsilon", require_positive_rational(self.uncharged_epsilon, "uncharged_epsilon")
+        )
+        object.__setattr__(self, "_vocabulary_by_slot", {v.slot: v for v in self.vocabularies})
+        object.__setattr__(self, "_query_by_name", {q.name: q for q in self.queries})
+
+    def vocabulary(self, slot: str) -> Vocabulary:
+        found = self._vocabulary_by_slot.get(slot)
+        if found is None:
+            raise ContractViolation("C1.no_vocabulary", f"slot {slot}: no fixed public vocabulary")
+        return found
+
+    def vocabulary_or_none(self, slot: str) -> Vocabulary | None:
+        return self._vocabulary_by_slot.get(slot)
+
+    def epsilon_for(self, charge_set: frozenset[str]) -> Fraction:
+        """BudgetRule(q, g, h, Gamma, {(L_a, B_a)}) for the rules here, which read only the
+        charge set and the caps (both public and fixed): memoized per charge set. An
+        uncharged read (Gamma empty) is adjacency-invariant for every attribute (Lemma 1)
+        and runs at the policy-fixed `uncharged_epsilon`."""
+        table = self._memo.epsilon
+        found: Fraction | None = table.get(charge_set)
+        if found is None:
+            found = self.budget.epsilon(charge_set, self.caps) if charge_set else self.uncharged_epsilon
+            KernelMemo.put(table, charge_set, found)  # type: ignore[arg-type]
+        return found
+
+    def query(self, name: str) -> Query:
+        table = self._query_by_name
+        if name not in table:
+            raise InputError("query", f"one of {sorted(table)}", name)
+        return table[name]
+
+    @property
+    def caps(self) -> Mapping[str, Fraction]:
+        return self.policy.caps
+
+    def charge_plan(self, read: SlotRead) -> ChargePlan:
+        """Algorithm 1, lines 6-8 for a read: Gamma*(R) (Eq. 4), the charge set and eps.
+        Public facts of the read alone (C4), memoized on it."""
+        table = self._memo.reads
+        found: ChargePlan | None = table.get(read)
+        if found is None:
+            found = ChargePlan.of(self, read)
+            KernelMemo.put(table, read, found)
+        return found
+
+    # ------------------------------------------------------------ exact integer ledgers
+
+    @property
+    def ledger_scale(self) -> int:
+        """The common denominator of the caps, `uncharged_epsilon` and the eps of every
+        charge set the query catalogue declares (dpmem_ref.core.ledgers)."""
+        memo = self._memo
+        if memo.scale is None:
+            values = list(self.caps.values()) + [self.uncharged_epsilon]
+            for query in self.queries:
+                for read in query.reads:
+                    charge = self.policy.gamma_star(read.positions) if read.charge is None else read.charge
+                    try:
+                        epsilon = self.epsilon_for(charge)
+                    except InputError:
+                        continue  # a charge set the budget refuses: reported where it is planned
+                    if isinstance(epsilon, Fraction) and epsilon > 0:  # else refused where planned (C3)
+                        values.append(epsilon)
+            memo.scale = common_scale(1, values)
+        return memo.scale
+
+    def fractions(self, scale: int) -> FractionTable:
+        """The ledger scale `scale`: caps as integer counts and units -> L_a = units / scale
+        (every cap denominator divides a ledger scale)."""
+        tables = self._memo.fraction_tables
+        found = tables.get(scale)
+        if found is None:
+            found = tables[scale] = FractionTable(scale, (a.cap for a in self.policy.attributes))
+        return found
+
+
+# What each part must provide (dpmem_ref.parts.protocols): the methods, and the declared
+# capabilities the planner reads on every turn. Checked once, at construction, so a wrong
+# object is refused here by name and never fails deep inside a turn.
+_PART_MEMBERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("scorer", ("scores", "sensitivity", "exact_sensitivity")),
+    ("budget", ("epsilon",)),
+    ("router", ("reads_history", "reads_released_views", "active_slots", "read")),
+    ("selector", ("distribution",)),
+    ("cap_rule", ("prospective", "admits")),
+    ("control", ("reads_private", "observe")),
+)
+
+
+def _require_parts(interface: Interface) -> None:
+    """Types of the interface's fields (the public constructor's boundary)."""
+    if not isinstance(interface.policy, Policy):
+        raise InputError("policy", "a dpmem_ref.Policy", type(interface.policy).__name__)
+    for field, kind, members in (("vocabularies", Vocabulary, "Vocabulary"), ("queries", Query, "Query")):
+        value = getattr(interface, field)
+        if not isinstance(value, tuple):
+            raise InputError(field, f"a tuple of {members} objects", type(value).__name__)
+        for index, item in enumerate(value):
+            if not isinstance(item, kind):
+                raise InputError(f"{field}[{index}]", f"a {members}", type(item).__name__)
+    for field, names in _PART_MEMBERS:
+        part = getattr(interface, field)
+        missing = [name for name in names if not hasattr(part, name)]
+        if missing:
+            raise InputError(
+                field, f"a {field} part with {', '.join(names)}", f"{type(part).__name__} without {missing[0]}"
+            )
+    if not isinstance(interface.hooks, PrivateHooks):
+        raise InputError("hooks", "a PrivateHooks", type(interface.hooks).__name__)
+    if not isinstance(interface.name, str):
+        raise InputError("name", "a string", type(interface.name).__name__)
+
+
+def fallback_distribution(vocabulary: Vocabulary) -> PointMass:
+    """The fixed generic view at zero cost (Algorithm 1, line 10)."""
+    return PointMass(views=vocabulary.names, view=vocabulary.generic)

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 import attrs
 import mpmath
 
+from dpmem_ref.core.errors import ContractViolation, InputError
+from dpmem_ref.core.rational import require_em_arguments
 from dpmem_ref.em_sampler import CHUNK_BITS, TABLE_BITS, ExactTable, build_table
-from dpmem_ref.errors import ContractViolation, InputError
-from dpmem_ref.exact import require_em_arguments
 from dpmem_ref.randomness import RandomSource
 
 DEFAULT_DPS = 60

@@ -11,10 +11,10 @@ from typing import Protocol
 
 import attrs
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.exact import nonnegative_fraction, positive_fraction
-from dpmem_ref.policy import MemoryItem
-from dpmem_ref.views import Vocabulary
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.policy import MemoryItem
+from dpmem_ref.core.rational import nonnegative_fraction, positive_fraction
+from dpmem_ref.core.views import Vocabulary
 
 
 class Scorer(Protocol):

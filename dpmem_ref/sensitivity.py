@@ -25,9 +25,9 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.limits import Z3_BUDGET_S, Z3_MEMORY_MB
+from dpmem_ref.core.limits import Z3_BUDGET_S, Z3_MEMORY_MB
+from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.scoring import LinearTagScorer
-from dpmem_ref.views import View, Vocabulary
 
 
 @attrs.frozen

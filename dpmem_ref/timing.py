@@ -26,8 +26,8 @@ from fractions import Fraction
 
 import attrs
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.exact import require_positive_rational
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.rational import require_positive_rational
 from dpmem_ref.mechanism import UNIFORM_PROPOSAL_MAX_SPREAD, ExponentialWeights, ReleaseDistribution
 from dpmem_ref.randomness import RandomSource
 

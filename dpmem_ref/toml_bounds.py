@@ -5,7 +5,7 @@
 dotted parts parses for over a minute. Its nesting is bounded only by Python's stack. So
 before any parsing, `prescan` walks the text once, in linear time, with a tokenizer that
 knows TOML's strings and comments (a `[`, `=` or `.` inside a string or comment is not
-structure), and refuses the first thing past a documented limit (dpmem_ref.limits):
+structure), and refuses the first thing past a documented limit (dpmem_ref.core.limits):
 
 - MAX_TOML_DEPTH: nesting of arrays and inline tables;
 - MAX_TOML_KEYS: keys (key/value pairs and table headers) in the file;
@@ -24,8 +24,8 @@ import re
 import tomllib
 from typing import Any
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.limits import MAX_HEADER_CHARS, MAX_KEY_PARTS, MAX_TOML_DEPTH, MAX_TOML_KEYS
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.limits import MAX_HEADER_CHARS, MAX_KEY_PARTS, MAX_TOML_DEPTH, MAX_TOML_KEYS
 
 # One token per match; every other character (bare keys, numbers, spaces) is skipped by
 # the regex engine. Possessive repeats: a string that never closes fails in linear time.

@@ -18,7 +18,8 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from dpmem_ref import InterfaceState, RecordingSource, SeededRandomSource, TapeSource, plan_slot, run_turn
-from dpmem_ref.interface import FixedRouter, PublicPrefix
+from dpmem_ref.core.transcript import PublicPrefix
+from dpmem_ref.parts.routers import FixedRouter
 from proofs_as_tests.strategies import QueryStrategy, cases
 
 TURNS = 8

@@ -265,7 +265,7 @@ def test_negative_interval_end_prints_with_its_sign() -> None:
     with their sign and still enclosing the exact value."""
     from dpmem_ref.analysis.steps import StepTable
     from dpmem_ref.audit.render import interval_text
-    from dpmem_ref.interface import PublicPrefix
+    from dpmem_ref.core.transcript import PublicPrefix
     from dpmem_ref.turn import plan_slot, zero_ledgers
 
     loaded = load_interface_file(FIGURE2)
@@ -338,7 +338,7 @@ def test_pruned_ledger_programme_agrees_with_the_full_one() -> None:
 
 
 def test_max_states_bounds_the_general_search_too() -> None:
-    from dpmem_ref.errors import InputError
+    from dpmem_ref.core.errors import InputError
 
     loaded = load_interface_file(FIGURE2)
     a, b = loaded.store("M"), loaded.store("M_no_diabetes")

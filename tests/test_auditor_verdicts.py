@@ -19,7 +19,7 @@ from dpmem_ref.audit import audit, audit_json
 from dpmem_ref.audit.digits import certain, format_units, quantum_text
 from dpmem_ref.cli import main
 from dpmem_ref.config import load_interface_file
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -178,7 +178,7 @@ def test_the_cap_itself_is_accepted_and_one_past_it_refused() -> None:
 @given(extra=st.integers(1, 500), prime=st.sampled_from([2, 3, 7, 10, 997]))
 def test_ledgers_with_oversized_denominators_are_refused(name: str, extra: int, prime: int) -> None:
     """In range, but a denominator past MAX_LEDGER_DIGITS digits: the integer ledgers would
-    grow without bound (dpmem_ref.limits). One digit less is accepted."""
+    grow without bound (dpmem_ref.core.limits). One digit less is accepted."""
     field, call = ENTRY_POINTS[name]
     denominator = prime ** (math.ceil(1000 / math.log10(prime)) + extra)
     message = refused(lambda: call(with_entry(0, Fraction(1, denominator))), field)

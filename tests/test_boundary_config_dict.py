@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dpmem_ref.config import interface_from_dict
-from dpmem_ref.errors import ContractViolation, InputError
+from dpmem_ref.core.errors import ContractViolation, InputError
 from tests.kernel_fixtures import FIGURE2
 
 BASE = tomllib.loads(FIGURE2.read_text())

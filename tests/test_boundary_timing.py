@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.timing import (
     MAX_PUBLIC_GAP,
     ks_statistic,

@@ -14,7 +14,7 @@ import pytest
 
 from dpmem_ref.cli import main
 from dpmem_ref.config import load_interface_file
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 FIGURE2 = (ROOT / "examples" / "figure2.toml").read_text(encoding="utf-8")

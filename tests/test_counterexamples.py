@@ -23,7 +23,8 @@ from counterexamples.__main__ import main
 from counterexamples.engine import exact_worst_case
 from counterexamples.runner import Finding, evaluate
 from dpmem_ref.config import load_interface_file
-from dpmem_ref.errors import ContractViolation
+from dpmem_ref.contract import contract_violations, require_contract
+from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.turn import InterfaceState, run_turn
 
@@ -90,7 +91,7 @@ def test_keeps_every_other_condition(name: str) -> None:
 def test_strict_kernel_refuses_with_the_named_condition(name: str) -> None:
     construction = registry.build(name)
     with pytest.raises(ContractViolation) as refused:
-        construction.interface.require_contract()
+        require_contract(construction.interface)
     assert refused.value.condition == construction.violates
     with pytest.raises(ContractViolation) as refused_run:
         run_turn(
@@ -275,7 +276,7 @@ def test_toml_reproduces_the_construction(path: Path) -> None:
         assert direction.is_infinite
     else:
         assert close(direction.midpoint, expected.log_ratio)
-    assert [v.condition for v in loaded.interface.contract_violations()] == [construction.violates]
+    assert [v.condition for v in contract_violations(loaded.interface)] == [construction.violates]
 
 
 @pytest.mark.parametrize("path", TOML_FILES, ids=lambda p: p.stem)

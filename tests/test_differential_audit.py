@@ -36,7 +36,9 @@ from dpmem_ref import (
 )
 from dpmem_ref.analysis import ledger as ledger_programme
 from dpmem_ref.analysis import replay_transcript, worst_case_loss
-from dpmem_ref.interface import ArgmaxSelector, Interface, NoCap, RawEvidenceControl, SlotRead, TopScoreControl
+from dpmem_ref.core.transcript import SlotRead
+from dpmem_ref.interface import Interface
+from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, RawEvidenceControl, TopScoreControl
 from proofs_as_tests.strategies import BudgetStatusControl, Case, Channel, QueryStrategy, cases
 
 CONTROLS = {

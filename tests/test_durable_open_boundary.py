@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from dpmem_ref.config import load_interface_file
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.durable import DurableSession
-from dpmem_ref.errors import InputError
 from dpmem_ref.ledger import SQLiteLedgerStore
 from dpmem_ref.randomness import SeededRandomSource
 

@@ -12,10 +12,10 @@ import pytest
 
 from dpmem_ref import durable
 from dpmem_ref.config import interface_from_dict, load_interface_file
+from dpmem_ref.core.errors import ContractViolation, InputError
+from dpmem_ref.core.policy import Layout, Store
 from dpmem_ref.durable import DurableSession
-from dpmem_ref.errors import ContractViolation, InputError
 from dpmem_ref.ledger import LedgerStore, MemoryLedgerStore, SlotRelease, SQLiteLedgerStore
-from dpmem_ref.policy import Layout, Store
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.turn import TemplateChannel, run_interaction
 

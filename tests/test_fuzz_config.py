@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpmem_ref.errors import one_line
+from dpmem_ref.core.errors import one_line
 from tests.kernel_fixtures import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,8 +113,8 @@ long_rational = st.integers(201, 5000).map(lambda n: "1" * n)
 
 
 def _is_rational(text: str) -> bool:
-    from dpmem_ref.errors import InputError
-    from dpmem_ref.exact import to_fraction
+    from dpmem_ref.core.errors import InputError
+    from dpmem_ref.core.rational import to_fraction
 
     try:
         to_fraction(text, "x")

@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dpmem_ref.config import load_interface_file
-from dpmem_ref.errors import InputError
-from dpmem_ref.limits import (
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.limits import (
     MAX_CONFIG_BYTES,
     MAX_LEDGER_DIGITS,
     MAX_QUERIES_BYTES,

@@ -27,11 +27,11 @@ import pytest
 
 from dpmem_ref.cli import main
 from dpmem_ref.config import InterfaceFile, interface_from_dict, load_interface_file
+from dpmem_ref.core.errors import ContractViolation, InputError
+from dpmem_ref.core.policy import MemoryItem, Store
+from dpmem_ref.core.transcript import PublicPrefix
 from dpmem_ref.durable import DurableSession
-from dpmem_ref.errors import ContractViolation, InputError
-from dpmem_ref.interface import PublicPrefix
 from dpmem_ref.ledger import MemoryLedgerStore, SQLiteLedgerStore
-from dpmem_ref.policy import MemoryItem, Store
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.scoring import FunctionScorer
 from dpmem_ref.turn import InterfaceState, TemplateChannel, plan_slot, run_turn

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from kernel_fixtures import run_cli
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import LedgerStoreError, open_ledger_store
 from dpmem_ref.ledger.urls import redact_url
 

@@ -15,8 +15,8 @@ import pytest
 
 from dpmem_ref.cli import main
 from dpmem_ref.config import load_interface_file
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.durable import DurableSession
-from dpmem_ref.errors import InputError
 from dpmem_ref.ledger import MemoryLedgerStore, SlotRelease
 from dpmem_ref.mechanism import exponential_mechanism
 from dpmem_ref.randomness import SeededRandomSource

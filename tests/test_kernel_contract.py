@@ -21,7 +21,8 @@ from dpmem_ref import (
     Vocabulary,
     run_turn,
 )
-from dpmem_ref.interface import SlotRead
+from dpmem_ref.contract import contract_violations
+from dpmem_ref.core.transcript import SlotRead
 from tests.kernel_fixtures import two_attribute_interface
 
 
@@ -31,7 +32,7 @@ def first_turn(interface, store):  # type: ignore[no-untyped-def]
 
 def test_compliant_interface_runs() -> None:
     interface, store, _ = two_attribute_interface()
-    assert interface.contract_violations() == []
+    assert contract_violations(interface) == []
     result = first_turn(interface, store)
     assert result.state.ledgers == (Fraction(2, 3), Fraction(2, 3))
 
@@ -54,7 +55,7 @@ def test_c1_store_dependent_vocabulary_is_refused() -> None:
 
 def test_c2_charge_set_omitting_an_affected_attribute() -> None:
     interface, store, _ = two_attribute_interface(charge=frozenset({"b"}))
-    assert [v.condition for v in interface.contract_violations()] == ["C2"]
+    assert [v.condition for v in contract_violations(interface)] == ["C2"]
     with pytest.raises(ContractViolation) as error:
         first_turn(interface, store)
     assert error.value.condition == "C2"
@@ -64,7 +65,7 @@ def test_c2_charge_set_omitting_an_affected_attribute() -> None:
 def test_c2_runtime_check_without_static_check() -> None:
     """plan_slot itself checks Gamma_{t,g} ⊇ Gamma*(R) (Eq. 4), not only the static checker."""
     from dpmem_ref import plan_slot
-    from dpmem_ref.interface import PublicPrefix
+    from dpmem_ref.core.transcript import PublicPrefix
     from dpmem_ref.turn import zero_ledgers
 
     interface, store, _ = two_attribute_interface(charge=frozenset({"b"}))
@@ -119,7 +120,7 @@ def test_c4_read_set_reaching_into_another_slot() -> None:
     from attrs import evolve
 
     broken = evolve(interface, queries=(broken_query,))
-    assert [v.condition for v in broken.contract_violations()] == ["C4"]
+    assert [v.condition for v in contract_violations(broken)] == ["C4"]
 
 
 def test_c5_no_cap() -> None:

@@ -38,8 +38,8 @@ from dpmem_ref import (
     plan_slot,
     run_interaction,
 )
+from dpmem_ref.core.policy import MAX_ATTRIBUTES, MAX_POSITIONS, require_adjacent
 from dpmem_ref.mechanism import argmax_view
-from dpmem_ref.policy import MAX_ATTRIBUTES, MAX_POSITIONS, require_adjacent
 
 LAYOUT = Layout(("g", "g", "g", "h"))
 POLICY = Policy(

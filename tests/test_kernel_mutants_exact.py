@@ -15,14 +15,14 @@ from fractions import Fraction
 import pytest
 
 from dpmem_ref import InputError, TapeSource
-from dpmem_ref.em_sampler import ExactTable, build_table, exp_neg_bounds, residual_accept
-from dpmem_ref.exact import (
+from dpmem_ref.core.rational import (
     nonnegative_fraction,
     positive_fraction,
     require_positive_rational,
     to_fraction,
     unit_interval_fraction,
 )
+from dpmem_ref.em_sampler import ExactTable, build_table, exp_neg_bounds, residual_accept
 from dpmem_ref.mechanism import bucket_proposal, bucketed_round
 from dpmem_ref.randomness import TapeExhausted
 

@@ -377,7 +377,7 @@ def test_begin_turn_refuses_a_state_with_the_wrong_number_of_ledgers() -> None:
     import pytest
 
     from dpmem_ref import InterfaceState, begin_turn
-    from dpmem_ref.errors import InputError
+    from dpmem_ref.core.errors import InputError
     from tests.kernel_fixtures import two_attribute_interface
 
     interface, store, _ = two_attribute_interface()

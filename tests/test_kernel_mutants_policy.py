@@ -11,8 +11,8 @@ from fractions import Fraction
 import pytest
 
 from dpmem_ref import Attribute, ContractViolation, InputError, Layout, MemoryItem, OnlineBudget, Policy, Store
+from dpmem_ref.core.policy import MAX_ATTRIBUTES, MAX_POSITIONS
 from dpmem_ref.mechanism import ExponentialWeights, validate_em_inputs
-from dpmem_ref.policy import MAX_ATTRIBUTES, MAX_POSITIONS
 
 LAYOUT = Layout(("g", "g", "h"))
 A = Attribute("a", frozenset({1}), Fraction(1))

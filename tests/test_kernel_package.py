@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from dpmem_ref import InterfaceState, SeededRandomSource, plan_slot, run_turn
-from dpmem_ref.interface import PublicPrefix
+from dpmem_ref.core.transcript import PublicPrefix
 from dpmem_ref.turn import zero_ledgers
 from tests.kernel_fixtures import ROOT, figure2
 

@@ -44,7 +44,7 @@ from dpmem_ref import (
     View,
     Vocabulary,
 )
-from dpmem_ref.errors import CONDITIONS, InputError
+from dpmem_ref.core.errors import CONDITIONS, InputError
 from proofs_as_tests.strategies import BudgetStatusControl, HistoryRouter, ViewCountControl
 
 CAPS = {"a": Fraction(1), "b": Fraction(3, 2), "c": Fraction(2)}

@@ -24,8 +24,8 @@ from dpmem_ref import (
     plan_slot,
     run_turn,
 )
-from dpmem_ref.contract import Violation
-from dpmem_ref.errors import PART_LEVEL_CODES, split_code
+from dpmem_ref.contract import contract_violations
+from dpmem_ref.core.errors import PART_LEVEL_CODES, Violation, split_code
 from tests.kernel_fixtures import figure2, two_attribute_interface
 
 
@@ -89,10 +89,10 @@ def test_ledgers_off_the_catalogue_scale_widen_exactly() -> None:
 
 def test_violations_carry_registered_codes() -> None:
     interface, store, _ = two_attribute_interface(charge=frozenset({"a"}), cap_rule=NoCap())
-    codes = [v.code for v in interface.contract_violations()]
+    codes = [v.code for v in contract_violations(interface)]
     assert codes == ["C5.cap_rule", "C2.charge_omits_attribute"]
     assert all(code in VIOLATION_CODES for code in codes)
-    assert [v.part_level for v in interface.contract_violations()] == [True, False]
+    assert [v.part_level for v in contract_violations(interface)] == [True, False]
     with pytest.raises(ContractViolation) as refused:
         run_turn(interface, InterfaceState.initial(interface), "q", store, SeededRandomSource(0))
     assert refused.value.code == "C5.cap_rule" and refused.value.condition == "C5"

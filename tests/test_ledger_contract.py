@@ -18,8 +18,8 @@ from pathlib import Path
 import postgres_server
 import pytest
 
-from dpmem_ref.errors import ContractViolation, InputError
-from dpmem_ref.interface import TurnRecord
+from dpmem_ref.core.errors import ContractViolation, InputError
+from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger import (
     LedgerStore,
     LedgerStoreError,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
 from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.ledger.cli import EXIT_BAD_INPUT

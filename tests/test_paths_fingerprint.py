@@ -24,9 +24,11 @@ from kernel_fixtures import FIGURE2
 
 from dpmem_ref import FixedRouter, OnlineBudget, PreallocatedBudget, ProspectiveCap, View
 from dpmem_ref.config import load_interface_file
-from dpmem_ref.interface import Interface, NoCap, TurnRecord
+from dpmem_ref.core.transcript import TurnRecord
+from dpmem_ref.interface import Interface
 from dpmem_ref.ledger import SlotRelease, encode_turn, interface_fingerprint
 from dpmem_ref.ledger.records import release_values
+from dpmem_ref.parts.broken import NoCap
 
 Field = tuple[str, str]  # (record type name, field name)
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from runtime_fixtures import copy_example, open_runtime
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.runtime.channels import EchoChannel, make_channel
 
 

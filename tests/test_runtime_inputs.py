@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from runtime_fixtures import ROOT, copy_example, ledger_table, open_runtime
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.runtime import AgentRuntime
 
 SECRET = "zq-private-marker-81"  # in every memory text a case sends: never in an error

@@ -18,7 +18,7 @@ from runtime_fixtures import as_fractions, copy_example, open_runtime
 
 from dpmem_ref.analysis import replay_transcript, worst_case_loss
 from dpmem_ref.audit.check import check_interface
-from dpmem_ref.policy import EMPTY_ITEM
+from dpmem_ref.core.policy import EMPTY_ITEM
 from dpmem_ref.runtime.router import FreeTextRouter
 
 FREE_TEXT = [

@@ -28,7 +28,7 @@ from runtime_fixtures import (
     store_url,
 )
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import ReleaseRequest, open_ledger_store
 
 QUERIES = ["What should I cook for dinner tonight?", "Any advice before my doctor check-up?", "Budget tips please"]

@@ -16,8 +16,8 @@ import mpmath
 import pytest
 
 from dpmem_ref import SeededRandomSource, TapeSource, exponential_mechanism
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.em_sampler import ExactTable, build_table
-from dpmem_ref.errors import InputError
 from dpmem_ref.mechanism import ExponentialWeights
 
 P_MIN = 1e-6

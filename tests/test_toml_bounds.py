@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.limits import MAX_HEADER_CHARS, MAX_KEY_PARTS, MAX_TOML_DEPTH, MAX_TOML_KEYS
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.limits import MAX_HEADER_CHARS, MAX_KEY_PARTS, MAX_TOML_DEPTH, MAX_TOML_KEYS
 from dpmem_ref.toml_bounds import load_toml, prescan
 from tests.kernel_fixtures import FIGURE2, run_cli
 

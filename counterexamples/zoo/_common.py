@@ -6,12 +6,14 @@ from typing import Any
 
 from counterexamples.base import INDICATOR_SCORER, Construction, Setting, adjacent_pair, build_interface, read_query
 from dpmem_ref.budget import BudgetRule
-from dpmem_ref.interface import CapRule, Interface, PrivateHooks, Selector
-from dpmem_ref.policy import Store
+from dpmem_ref.core.policy import Store
+from dpmem_ref.core.views import Vocabulary
+from dpmem_ref.interface import Interface
+from dpmem_ref.parts.broken import PrivateHooks
+from dpmem_ref.parts.protocols import CapRule, Selector
 from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.scoring import Scorer
 from dpmem_ref.turn import InterfaceState, run_turn
-from dpmem_ref.views import Vocabulary
 
 __all__ = ["Construction", "admissions", "one_slot"]
 

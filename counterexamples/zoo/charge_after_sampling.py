@@ -33,8 +33,9 @@ from counterexamples.zoo._common import one_slot
 from dpmem_ref import analysis
 from dpmem_ref.analysis import ZERO
 from dpmem_ref.analysis.steps import StepTable
-from dpmem_ref.interface import Interface, PublicPrefix
-from dpmem_ref.policy import Store
+from dpmem_ref.core.policy import Store
+from dpmem_ref.core.transcript import PublicPrefix
+from dpmem_ref.interface import Interface
 from dpmem_ref.turn import plan_slot, zero_ledgers
 
 

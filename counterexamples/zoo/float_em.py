@@ -23,11 +23,11 @@ import mpmath
 
 from counterexamples.base import EVIDENCE, Construction, Setting, online
 from counterexamples.zoo._common import one_slot
+from dpmem_ref.core.policy import MemoryItem
+from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.mechanism import iv_precision
-from dpmem_ref.policy import MemoryItem
 from dpmem_ref.randomness import RandomSource
 from dpmem_ref.scoring import FunctionScorer
-from dpmem_ref.views import View, Vocabulary
 
 FAR_SCORE_WITH_EVIDENCE = Fraction(2554, 10000)
 FAR_SCORE_WITHOUT = Fraction(2544, 10000)

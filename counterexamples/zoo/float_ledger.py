@@ -27,8 +27,8 @@ import mpmath
 from counterexamples.base import Construction, Setting, online
 from counterexamples.zoo._common import admissions, one_slot
 from dpmem_ref.budget import OnlineBudget
-from dpmem_ref.errors import InputError
-from dpmem_ref.interface import ProspectiveCap
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.parts.caps import ProspectiveCap
 
 
 def float_ledger(exact: Fraction, epsilon: Fraction) -> float:

@@ -17,7 +17,8 @@ import mpmath
 from counterexamples.base import Construction, Setting, online
 from counterexamples.engine import event_probability
 from counterexamples.zoo._common import one_slot
-from dpmem_ref.interface import PrivateHooks, TurnRecord
+from dpmem_ref.core.transcript import TurnRecord
+from dpmem_ref.parts.broken import PrivateHooks
 
 
 def generic_wins(scores: Sequence[Fraction]) -> bool:

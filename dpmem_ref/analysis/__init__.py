@@ -33,10 +33,11 @@ from dpmem_ref.analysis.ledger import LedgerSearch
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, IV_DPS, ZERO, Loss
 from dpmem_ref.analysis.replay import Replay, enumerate_transcripts, replay_transcript
 from dpmem_ref.analysis.witness import Direction, WitnessTurn, WorstCase, flatten
-from dpmem_ref.errors import InputError
-from dpmem_ref.interface import Interface, Query
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.policy import Store
+from dpmem_ref.core.transcript import Query
+from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism import iv_precision
-from dpmem_ref.policy import Store
 
 MAX_HORIZON = 256
 # Memoized states before an audit is refused with exit 2 (`dpmem audit --max-states`):

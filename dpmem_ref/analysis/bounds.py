@@ -23,10 +23,12 @@ from collections.abc import Iterable
 from fractions import Fraction
 from math import gcd, lcm, prod
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.interface import Interface, Query
-from dpmem_ref.policy import Store
-from dpmem_ref.turn import InterfaceState, begin_turn
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.policy import Store
+from dpmem_ref.core.transcript import Query
+from dpmem_ref.interface import Interface
+from dpmem_ref.turn.planner import begin_turn
+from dpmem_ref.turn.state import InterfaceState
 
 # One read of a turn: (charge set, eps, whether its read set meets the differing positions).
 Read = tuple[frozenset[str], Fraction, bool]

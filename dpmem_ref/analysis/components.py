@@ -42,7 +42,7 @@ from dpmem_ref.analysis.loss import IMPOSSIBLE, ZERO, Loss
 from dpmem_ref.analysis.replay import witness_chain
 from dpmem_ref.analysis.steps import SearchProblem, StepTable
 from dpmem_ref.analysis.witness import Node
-from dpmem_ref.interface import Query
+from dpmem_ref.core.transcript import Query
 
 
 def components(whole: LedgerSearch) -> list[tuple[int, ...]]:

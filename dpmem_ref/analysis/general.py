@@ -16,8 +16,9 @@ from dpmem_ref.analysis.bounds import state_limit
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
 from dpmem_ref.analysis.steps import SearchProblem, StepTable
 from dpmem_ref.analysis.witness import Node, TurnEnd, ViewNode
-from dpmem_ref.interface import Query
-from dpmem_ref.turn import InterfaceState, TurnCursor, begin_turn
+from dpmem_ref.core.transcript import Query
+from dpmem_ref.turn.planner import TurnCursor, begin_turn
+from dpmem_ref.turn.state import InterfaceState
 
 
 class Best:

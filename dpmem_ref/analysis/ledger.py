@@ -53,8 +53,11 @@ from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
 from dpmem_ref.analysis.replay import witness_chain
 from dpmem_ref.analysis.steps import SearchProblem, StepTable
 from dpmem_ref.analysis.witness import Node
-from dpmem_ref.interface import Interface, NoCap, Query
-from dpmem_ref.turn import InterfaceState, begin_turn
+from dpmem_ref.core.transcript import Query
+from dpmem_ref.interface import Interface
+from dpmem_ref.parts.broken import NoCap
+from dpmem_ref.turn.planner import begin_turn
+from dpmem_ref.turn.state import InterfaceState
 
 
 def _public_control(interface: Interface) -> bool:

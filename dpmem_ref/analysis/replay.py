@@ -12,10 +12,13 @@ import mpmath
 
 from dpmem_ref.analysis.steps import StepTable
 from dpmem_ref.analysis.witness import Node, TurnEnd, ViewNode, WitnessTurn
-from dpmem_ref.interface import Interface, Query, TurnRecord
+from dpmem_ref.core.ledgers import Ledgers
+from dpmem_ref.core.policy import Store
+from dpmem_ref.core.transcript import Query, TurnRecord
+from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism import DEFAULT_DPS
-from dpmem_ref.policy import Store
-from dpmem_ref.turn import InterfaceState, Ledgers, TurnCursor, begin_turn
+from dpmem_ref.turn.planner import TurnCursor, begin_turn
+from dpmem_ref.turn.state import InterfaceState
 
 
 @attrs.frozen

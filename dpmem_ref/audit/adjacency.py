@@ -15,8 +15,8 @@ from fractions import Fraction
 import attrs
 
 from dpmem_ref.config import InterfaceFile
+from dpmem_ref.core.policy import adjacent_attributes, differing_positions
 from dpmem_ref.cover import minimum_cover
-from dpmem_ref.policy import adjacent_attributes, differing_positions
 
 
 @attrs.frozen

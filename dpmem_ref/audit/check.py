@@ -8,8 +8,10 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.core.fmt import fraction_text
-from dpmem_ref.interface import Interface, Violation
+from dpmem_ref.contract import contract_violations
+from dpmem_ref.core.errors import Violation
+from dpmem_ref.core.rational import fraction_text
+from dpmem_ref.interface import Interface
 from dpmem_ref.scoring import LinearTagScorer
 from dpmem_ref.sensitivity import SensitivityProof, prove_linear_sensitivity, z3_deadline
 
@@ -140,7 +142,7 @@ def check_interface(interface: Interface, use_z3: bool = True) -> CheckReport:
     scope = _global_scope(interface)
     violations = []
     found, proofs = sensitivity_violations(interface, use_z3=use_z3)
-    for violation in interface.contract_violations():
+    for violation in contract_violations(interface):
         kind = _violation_kind(violation)
         if proofs and kind == "sensitivity":
             continue  # the kernel's Eq. 6 finding; reported below with its counterexample pair

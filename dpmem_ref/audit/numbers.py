@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from dpmem_ref.analysis.loss import Loss
 from dpmem_ref.audit.digits import Certain, certain, decimal_exponent, format_units, quantum_text
-from dpmem_ref.core.fmt import fraction_text, significant_text
+from dpmem_ref.core.rational import fraction_text, significant_text
 from dpmem_ref.schemas import json_value as json_value  # one converter for every JSON output
 
 LOSS_DIGITS = 50  # significant digits of reported losses (the engine works at IV_DPS = 70 or more)

@@ -23,10 +23,12 @@ import attrs
 from dpmem_ref.analysis.loss import INFINITE, ZERO, Loss
 from dpmem_ref.analysis.steps import StepTable
 from dpmem_ref.analysis.witness import WitnessTurn
+from dpmem_ref.core.policy import Store
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism import ExponentialWeights
-from dpmem_ref.policy import Store
-from dpmem_ref.turn import InterfaceState, SlotPlan, begin_turn
+from dpmem_ref.turn.plan import SlotPlan
+from dpmem_ref.turn.planner import begin_turn
+from dpmem_ref.turn.state import InterfaceState
 
 RELEASES = ("em", "deterministic", "fallback")  # how a slot's view was released
 

@@ -20,7 +20,7 @@ from dpmem_ref.audit.numbers import (
     replayed_text,
 )
 from dpmem_ref.audit.witness_render import rows_json, rows_text
-from dpmem_ref.core.fmt import fraction_text
+from dpmem_ref.core.rational import fraction_text
 from dpmem_ref.schemas import envelope
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from typing import Any
 from dpmem_ref.analysis.loss import Loss
 from dpmem_ref.audit.numbers import json_value, loss_text
 from dpmem_ref.audit.record import SlotRow, WitnessRow
-from dpmem_ref.core.fmt import fraction_text
+from dpmem_ref.core.rational import fraction_text
 
 WITHHELD = "<withheld: derived from raw memory or scores>"
 STEP_DIGITS = 6  # significant digits of a step in the text table (proved digits only)

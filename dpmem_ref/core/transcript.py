@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 import attrs
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 
 
 def _relevance_items(

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import attrs
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.chain import (
     HIGH_WATER_SUFFIX,
     ChainKey,

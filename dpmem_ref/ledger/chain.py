@@ -35,7 +35,7 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, SlotRelease, fraction_to_text
 
 ENV_KEY = "DPMEM_LEDGER_KEY"

@@ -12,16 +12,16 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.policy import Store
 from dpmem_ref.durable import DurableSession, DurableTurn
-from dpmem_ref.errors import InputError
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.backup import LedgerReport, backup_sqlite, verify_sqlite
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.urls import open_ledger_store
-from dpmem_ref.policy import Store
 from dpmem_ref.randomness import RandomSource
 from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S
-from dpmem_ref.turn import LLMChannel
+from dpmem_ref.turn.channel import LLMChannel
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -26,9 +26,9 @@ from typing import Protocol
 
 import attrs
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.exact import require_positive_rational
-from dpmem_ref.interface import TurnRecord
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.rational import require_positive_rational
+from dpmem_ref.core.transcript import TurnRecord
 
 MAX_KEY_LENGTH = 256
 MAX_NAME_LENGTH = 256

@@ -8,8 +8,8 @@ from fractions import Fraction
 
 import attrs
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.interface import TurnRecord
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.contract import (
     ReleaseOutcome,
     ReleaseRequest,

@@ -27,7 +27,7 @@ import attrs
 import psycopg
 from psycopg import errors as pg_errors
 
-from dpmem_ref.interface import TurnRecord
+from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.chain import (
     ChainKey,
     bind_body,

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from dpmem_ref.errors import ContractViolation
+from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, genesis_body, rebind_body
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,

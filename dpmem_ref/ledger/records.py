@@ -14,8 +14,8 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.interface import TurnRecord
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.contract import (
     LedgerStoreError,
     SessionKey,

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.backup import (
     LedgerReport,
     _existing_file,

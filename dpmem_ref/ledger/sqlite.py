@@ -23,8 +23,8 @@ from typing import TypeVar
 
 import attrs
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.interface import TurnRecord
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.chain import (
     ChainKey,
     HighWater,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from fractions import Fraction
 
-from dpmem_ref.errors import ContractViolation
+from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, genesis_body
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,

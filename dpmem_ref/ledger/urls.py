@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStore
 from dpmem_ref.ledger.memory import MemoryLedgerStore
 from dpmem_ref.ledger.sqlite import SQLiteLedgerStore

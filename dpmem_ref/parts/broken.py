@@ -13,11 +13,11 @@ from typing import ClassVar
 
 import attrs
 
+from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query, TurnRecord
+from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.mechanism import ReleaseDistribution, argmax_view
 from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
-from dpmem_ref.policy import Store
-from dpmem_ref.views import Vocabulary
 
 
 @attrs.frozen

@@ -23,10 +23,10 @@ from typing import Protocol
 
 import attrs
 
+from dpmem_ref.core.policy import MemoryItem
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.mechanism import ReleaseDistribution
-from dpmem_ref.policy import MemoryItem
-from dpmem_ref.views import Vocabulary
 
 
 class Router(Protocol):

@@ -54,7 +54,7 @@ memory changes are serialised). Modules: scopes, router, tagger, similarity, mem
 evolution, binding, channels, settings, chat (`dpmem chat`), langchain (the adapter).
 """
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.runtime.agent import AgentRuntime, AgentTurn
 from dpmem_ref.runtime.memory import MemoryEntry

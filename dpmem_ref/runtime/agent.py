@@ -20,10 +20,12 @@ from typing import Any
 
 import attrs
 
+from dpmem_ref.contract import require_contract
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.durable import DurableSession
-from dpmem_ref.errors import InputError
 from dpmem_ref.interface import Interface
-from dpmem_ref.ledger import LedgerStore, fraction_to_text, open_ledger_store
+from dpmem_ref.ledger.contract import LedgerStore, fraction_to_text
+from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.runtime.binding import bind, epoch_log
 from dpmem_ref.runtime.channels import make_channel
@@ -41,8 +43,7 @@ from dpmem_ref.runtime.settings import AgentFile, check_user_caps, load_agent_fi
 from dpmem_ref.runtime.similarity import make_embedder
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
 from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
-from dpmem_ref.turn import LLMChannel
-from dpmem_ref.turn.channel import view_texts
+from dpmem_ref.turn.channel import LLMChannel, view_texts
 
 MAX_QUERY_CHARS = 4096
 
@@ -145,7 +146,7 @@ class AgentRuntime:
         `new_epoch` (a reason, recorded) starts a new budget epoch."""
         agent = config if isinstance(config, AgentFile) else load_agent_file(config)
         interface = agent.loaded.interface
-        interface.require_contract()  # strict: the served interface satisfies C1-C6
+        require_contract(interface)  # strict: the served interface satisfies C1-C6
         attributes = interface.policy.attribute_names
         if user_caps is None or user_caps is True:
             caps = None if agent.user_caps is None else check_user_caps(agent.user_caps, attributes)

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.interface import Interface
-from dpmem_ref.ledger import LedgerStore, SessionKey, fraction_to_text, interface_fingerprint
-from dpmem_ref.ledger.fingerprint import interface_description
+from dpmem_ref.ledger.contract import LedgerStore, SessionKey, fraction_to_text
+from dpmem_ref.ledger.fingerprint import interface_description, interface_fingerprint
 from dpmem_ref.runtime.evolution import Change, classify
 from dpmem_ref.runtime.scopes import parse_scope
 

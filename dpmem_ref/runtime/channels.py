@@ -22,8 +22,8 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.turn import LLMChannel
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.turn.channel import LLMChannel
 
 MAX_NEW_TOKENS = 96
 HISTORY_TURNS = 4

@@ -16,8 +16,8 @@ import json
 import sys
 from typing import Any
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.ledger import LedgerStoreError
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger.contract import LedgerStoreError
 
 MAX_LINES = 100_000
 

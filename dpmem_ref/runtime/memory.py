@@ -26,10 +26,10 @@ from pathlib import Path
 
 import attrs
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.limits import read_bounded
+from dpmem_ref.core.policy import MemoryItem, Store
 from dpmem_ref.interface import Interface
-from dpmem_ref.limits import read_bounded
-from dpmem_ref.policy import MemoryItem, Store
 from dpmem_ref.runtime.scopes import check_scope_id
 
 MAX_MEMORY_BYTES = 16 << 20

@@ -24,8 +24,9 @@ from typing import ClassVar
 
 import attrs
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.interface import Interface, TurnRecord
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.transcript import TurnRecord
+from dpmem_ref.interface import Interface
 from dpmem_ref.runtime.similarity import Embedder, keyword_pattern, matches
 
 
@@ -58,7 +59,7 @@ class FreeTextRouter:
     def from_spec(cls, spec: Mapping[str, object], interface: Interface, embedder: Embedder | None) -> FreeTextRouter:
         """[router] of the agent file: keywords = {query = [...]}, examples = {query = [...]},
         threshold."""
-        from dpmem_ref.exact import unit_interval_fraction
+        from dpmem_ref.core.rational import unit_interval_fraction
 
         names = tuple(q.name for q in interface.queries)
         keywords: dict[str, tuple[re.Pattern[str], ...]] = {}

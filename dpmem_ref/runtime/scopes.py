@@ -31,9 +31,9 @@ from fractions import Fraction
 
 import attrs
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.interface import TurnRecord
-from dpmem_ref.ledger import LedgerSession, ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.transcript import TurnRecord
+from dpmem_ref.ledger.contract import LedgerSession, ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot
 
 _SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 

@@ -29,9 +29,9 @@ import attrs
 
 from dpmem_ref.config import InterfaceFile, load_interface_file
 from dpmem_ref.config_fields import table, unknown_keys
-from dpmem_ref.errors import InputError
-from dpmem_ref.exact import positive_fraction
-from dpmem_ref.limits import MAX_CONFIG_BYTES, read_bounded
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.limits import MAX_CONFIG_BYTES, read_bounded
+from dpmem_ref.core.rational import positive_fraction
 
 
 @attrs.frozen

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, Protocol
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 
 QUANTUM = 1000
 """Cosine similarities are rounded to multiples of 1/QUANTUM and clamped to [0, 1]."""

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import attrs
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.interface import Interface
 from dpmem_ref.runtime.similarity import Embedder, keyword_pattern, matches
 
@@ -49,7 +49,7 @@ class Tagger:
     @classmethod
     def from_spec(cls, spec: Mapping[str, object], known: frozenset[str], embedder: Embedder | None) -> Tagger:
         """[tagger] of the agent file: rules = {tag = [keywords]}, threshold, descriptions."""
-        from dpmem_ref.exact import unit_interval_fraction
+        from dpmem_ref.core.rational import unit_interval_fraction
 
         rules: dict[str, tuple[re.Pattern[str], ...]] = {}
         raw_rules = spec.get("rules", {})

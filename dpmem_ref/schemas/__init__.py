@@ -17,7 +17,7 @@ from functools import cache
 from importlib import metadata, resources
 from typing import Any
 
-from dpmem_ref.core.fmt import fraction_text
+from dpmem_ref.core.rational import fraction_text
 
 SCHEMA_VERSION = "1"
 KINDS = ("check", "audit", "run", "counterexample", "table4")

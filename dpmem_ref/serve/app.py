@@ -32,7 +32,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
-from dpmem_ref.errors import ContractViolation, InputError, one_line
+from dpmem_ref.core.errors import ContractViolation, InputError, one_line
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.serve.gate import PRINCIPAL, Gate, log
 from dpmem_ref.serve.keys import Keys, Principal

@@ -21,7 +21,7 @@ import time
 from types import FrameType
 from typing import Any
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 
 MAX_REPLICAS = 64
 STOP_WAIT_S = 20.0

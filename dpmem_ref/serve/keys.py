@@ -27,8 +27,8 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.errors import InputError
-from dpmem_ref.limits import read_bounded
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.limits import read_bounded
 
 MAX_KEYS_FILE_BYTES = 1_048_576
 MAX_TOKEN_CHARS = 4096

@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import Any
 
-from dpmem_ref.errors import InputError, one_line
+from dpmem_ref.core.errors import InputError, one_line
 from dpmem_ref.ledger.contract import LedgerStoreError
 
 MAX_CONNECTIONS = 256

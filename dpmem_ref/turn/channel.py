@@ -7,8 +7,8 @@ from typing import Protocol
 
 import attrs
 
-from dpmem_ref.core.interface import Interface
 from dpmem_ref.core.transcript import Query, TurnRecord
+from dpmem_ref.interface import Interface
 
 
 class LLMChannel(Protocol):

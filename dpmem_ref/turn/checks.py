@@ -15,7 +15,7 @@ Ledgers (L_a in policy order, the kernel's one ledger shape):
   re-grant budget: run_turn would admit selections past B_a); lenient runs (strict=False,
   broken cap rules) only L_a >= 0;
 - each denominator of at most MAX_LEDGER_DIGITS digits (the exact-ledger bound of
-  dpmem_ref.limits; past it integer ledger arithmetic grows without bound).
+  dpmem_ref.core.limits; past it integer ledger arithmetic grows without bound).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from dpmem_ref.core.interface import Interface
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.ledgers import Ledgers, Units
+from dpmem_ref.core.limits import MAX_LEDGER_DIGITS, digits
+from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
-from dpmem_ref.errors import InputError
-from dpmem_ref.limits import MAX_LEDGER_DIGITS, digits
-from dpmem_ref.policy import Store
+from dpmem_ref.interface import Interface
 from dpmem_ref.randomness import RandomSource
 from dpmem_ref.turn.state import InterfaceState
 

@@ -13,16 +13,16 @@ from collections.abc import Hashable, Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
-from dpmem_ref.core.interface import ChargePlan, Interface, fallback_distribution
+from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, rescale, to_units
 from dpmem_ref.core.memo import KernelMemo
+from dpmem_ref.core.policy import MemoryItem, Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
-from dpmem_ref.errors import ContractViolation
+from dpmem_ref.core.views import Vocabulary
+from dpmem_ref.interface import ChargePlan, Interface, fallback_distribution
 from dpmem_ref.mechanism import ReleaseDistribution, validate_em_inputs
 from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
-from dpmem_ref.policy import MemoryItem, Store
 from dpmem_ref.turn import checks
-from dpmem_ref.views import Vocabulary
 
 _NO_CHARGE: frozenset[str] = frozenset()
 _ZERO = Fraction(0)

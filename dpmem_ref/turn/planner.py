@@ -36,11 +36,12 @@ from collections.abc import Hashable
 
 import attrs
 
-from dpmem_ref.core.interface import Interface
+from dpmem_ref.contract import require_contract
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, to_units
+from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
-from dpmem_ref.errors import InputError
-from dpmem_ref.policy import Store
+from dpmem_ref.interface import Interface
 from dpmem_ref.turn.checks import (
     require_exact_ledgers,
     require_interface,
@@ -240,7 +241,7 @@ def open_turn(
     if isinstance(query, str):
         query = interface.query(query)
     if strict:
-        interface.require_contract()
+        require_contract(interface)
     units, scale = state.units(interface.ledger_scale)
     if not state.built_by_planner:
         require_ledger_ranges(interface, units, scale, "state.ledgers", strict)

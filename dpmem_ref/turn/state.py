@@ -6,9 +6,9 @@ from fractions import Fraction
 
 import attrs
 
-from dpmem_ref.core.interface import Interface
 from dpmem_ref.core.ledgers import Ledgers, common_scale, to_units
 from dpmem_ref.core.transcript import TurnRecord
+from dpmem_ref.interface import Interface
 
 
 @attrs.frozen

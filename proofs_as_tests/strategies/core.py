@@ -51,7 +51,7 @@ from dpmem_ref import (
     View,
     Vocabulary,
 )
-from dpmem_ref.views import Vocabulary as _Vocabulary
+from dpmem_ref.core.views import Vocabulary as _Vocabulary
 from proofs_as_tests.strategies.parts import (
     CAPS,
     EPSILONS,

@@ -23,7 +23,7 @@ from dpmem_ref import (
     TurnRecord,
     Vocabulary,
 )
-from dpmem_ref.interface import PrivateTurnData
+from dpmem_ref.parts.protocols import PrivateTurnData
 
 # Small exact values keep shrunk cases readable and the exact engine fast.
 CAPS = (Fraction(1, 2), Fraction(2, 3), Fraction(1), Fraction(3, 2), Fraction(2), Fraction(3))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.serve.keys import MAX_TOKEN_CHARS, OWNER, Keys, load_keys, parse_keys, token_hash
 
 OWNER_TOKEN, CAL_TOKEN, MAIL_TOKEN = "owner-secret-1", "calendar-secret-2", "mail-secret-3"

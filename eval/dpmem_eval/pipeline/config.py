@@ -245,8 +245,8 @@ def resolve(preset: str, file: str | None = None, overrides: dict[str, Any] | No
     config = PRESETS[preset]
     if file is not None:
         from dpmem_eval.readers import InputFileError, display, read_bytes
-        from dpmem_ref.errors import InputError
-        from dpmem_ref.limits import MAX_CONFIG_BYTES
+        from dpmem_ref.core.errors import InputError
+        from dpmem_ref.core.limits import MAX_CONFIG_BYTES
         from dpmem_ref.toml_bounds import load_toml
 
         path = Path(file)

@@ -160,7 +160,7 @@ def _seed_int(*parts: object) -> int:
 
 def kernel_store(policy: PublicPolicy, store: Sequence[Any], name: str) -> Any:
     """A `dpmem_ref.Store` from a data-package store (store[i-1] has .tags and .text)."""
-    from dpmem_ref.policy import Layout, MemoryItem, Store
+    from dpmem_ref.core.policy import Layout, MemoryItem, Store
 
     layout = Layout(tuple(policy.layout))
     items = tuple(MemoryItem(tags=frozenset(item.tags), text=item.text) for item in store)
@@ -182,20 +182,15 @@ def planned_counts(pair: Any, horizon: int, groups: Mapping[str, Sequence[int]] 
 def kernel_interface(method: MethodSpec, pair: Any, policy: PublicPolicy, horizon: int) -> Any:
     """Assemble the method's `dpmem_ref.Interface` for one pair from kernel parts."""
     from dpmem_ref.budget import OnlineBudget, PreallocatedBudget
-    from dpmem_ref.interface import (
-        ArgmaxSelector,
-        ExponentialMechanismSelector,
-        FallbackControl,
-        Interface,
-        NoCap,
-        ProspectiveCap,
-        Query,
-        SlotRead,
-        TopScoreControl,
-    )
-    from dpmem_ref.policy import Attribute, Layout, Policy
+    from dpmem_ref.core.policy import Attribute, Layout, Policy
+    from dpmem_ref.core.transcript import Query, SlotRead
+    from dpmem_ref.core.views import View, Vocabulary
+    from dpmem_ref.interface import Interface
+    from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, TopScoreControl
+    from dpmem_ref.parts.caps import ProspectiveCap
+    from dpmem_ref.parts.controls import FallbackControl
+    from dpmem_ref.parts.selectors import ExponentialMechanismSelector
     from dpmem_ref.scoring import LinearTagScorer
-    from dpmem_ref.views import View, Vocabulary
 
     layout = Layout(tuple(policy.layout))
     groups = policy.groups_for(pair)
@@ -272,7 +267,7 @@ def kernel_trace(method: MethodSpec, pair: Any, side: str, seed: int, policy: Pu
     is strict (refuses any C1-C6 breach) except for the ablations, which are run with
     strict=False exactly as the kernel's counterexamples are.
     """
-    from dpmem_ref.interface import FixedRouter
+    from dpmem_ref.parts.routers import FixedRouter
     from dpmem_ref.randomness import SeededRandomSource
     from dpmem_ref.turn import InterfaceState, run_turn
 

@@ -25,10 +25,10 @@ from math import lcm
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 
 if TYPE_CHECKING:
-    from dpmem_ref.core.interface import Interface
+    from dpmem_ref.interface import Interface
 
 MAX_CONFIG_BYTES = 1_048_576
 """Largest interface description (TOML) accepted, in bytes (1 MiB)."""

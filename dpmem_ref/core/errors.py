@@ -1,10 +1,16 @@
 """Errors of the kernel: contract breaches (C1-C6) and bad input.
 
+A breach of Definition 1 is one concept with one code table (VIOLATION_CODES): the static
+check reports it as a `Violation` record (dpmem_ref.contract), the strict kernel raises it as
+a `ContractViolation`; both carry the same `code`, `condition` and `kind`.
+
 Both carry one-line messages that name *where* (slot, attribute, field) and *what*,
 and never contain raw memory or internal scores.
 """
 
 from __future__ import annotations
+
+import attrs
 
 CONDITIONS = ("C1", "C2", "C3", "C4", "C5", "C6")
 
@@ -63,6 +69,44 @@ class ContractViolation(Exception):
         self.kind = kind
         self.message = one_line(message)
         super().__init__(f"{condition}: {self.message}")
+
+
+@attrs.frozen
+class Violation:
+    """One breach of Definition 1: its condition, a human message, and the code's kind."""
+
+    condition: str
+    message: str
+    kind: str = ""
+    # Where it was found, when it concerns one read (structured, so no caller parses the message).
+    query: str | None = None
+    slot: str | None = None
+    attribute: str | None = None
+    positions: tuple[int, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        code: str,
+        message: str,
+        query: str | None = None,
+        slot: str | None = None,
+        attribute: str | None = None,
+        positions: tuple[int, ...] = (),
+    ) -> Violation:
+        condition, kind = split_code(code)
+        return cls(condition, message, kind, query, slot, attribute, positions)
+
+    @property
+    def code(self) -> str:
+        """"C2.charge_omits_attribute", or the bare condition when no kind was given."""
+        return f"{self.condition}.{self.kind}" if self.kind else self.condition
+
+    @property
+    def part_level(self) -> bool:
+        """True when the finding concerns a whole part (selector, cap rule, control), so it
+        applies to every charged selection rather than one query's read."""
+        return self.code in PART_LEVEL_CODES
 
 
 class InputError(ValueError):

@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 import attrs
 
-from dpmem_ref.errors import InputError
+from dpmem_ref.core.errors import InputError
 
 MAX_POSITIONS = 4096
 MAX_ATTRIBUTES = 64

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-from dpmem_ref.errors import ContractViolation, InputError
+from dpmem_ref.core.errors import ContractViolation, InputError
 
 MAX_VIEWS_PER_SLOT = 256
 
