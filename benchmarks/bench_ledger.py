@@ -53,7 +53,7 @@ def serial_worker(url: str, turns: int) -> None:
     """`--serial`: milliseconds per charged turn in one process, without the turn deadline."""
     from dpmem_ref.config import interface_from_dict
     from dpmem_ref.durable import DurableSession
-    from dpmem_ref.randomness import SeededRandomSource
+    from dpmem_ref.mechanism.randomness import SeededRandomSource
 
     loaded = interface_from_dict(INTERFACE)
     if url.startswith("postgresql://"):
@@ -86,7 +86,7 @@ def worker(url: str, selections: int, start_file: str, seed: int) -> None:
     """One client: open the session, wait for the common start, serve `selections` turns."""
     from dpmem_ref.config import interface_from_dict
     from dpmem_ref.durable import DurableSession
-    from dpmem_ref.randomness import SeededRandomSource
+    from dpmem_ref.mechanism.randomness import SeededRandomSource
 
     loaded = interface_from_dict(INTERFACE)
     if url.startswith("postgresql://"):

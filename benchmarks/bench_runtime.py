@@ -11,7 +11,7 @@ Columns (median and p95 milliseconds per call, best of --repeats):
   same SQLite settings, no release deadline;
 - router and tagger cost per call (keyword rules; with --minilm also the shipped MiniLM
   encoder on the CPU).
-The release deadline (dpmem_ref.timing) is off in both so the figures show compute and
+The release deadline (dpmem_ref.mechanism.timing) is off in both so the figures show compute and
 commit time, not the padding.
 """
 
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from dpmem_ref.durable import DurableSession  # noqa: E402
 from dpmem_ref.ledger import SQLiteLedgerStore  # noqa: E402
-from dpmem_ref.randomness import SeededRandomSource  # noqa: E402
+from dpmem_ref.mechanism.randomness import SeededRandomSource  # noqa: E402
 from dpmem_ref.runtime import AgentRuntime  # noqa: E402
 from dpmem_ref.runtime.tagger import slot_tags  # noqa: E402
 

@@ -4,7 +4,7 @@ For each setting, draws N releases under M and under M' (interleaved, so drift h
 alike), records the latency from start to release, and prints the two-sample KS
 statistic (scipy's p-value when scipy is installed) and the mean difference:
 - plain: the view is released as soon as the exact sampler returns;
-- deadline: `dpmem_ref.timing.DeadlineRelease` with a deadline calibrated on the public
+- deadline: `dpmem_ref.mechanism.timing.DeadlineRelease` with a deadline calibrated on the public
   worst-case distribution (eps, Delta and vocabulary size only).
 
 Observation points (`--turns`, one run): a 64-view pair (one view at score 1 under M, every
@@ -40,9 +40,9 @@ from dpmem_ref.config import interface_from_dict, load_interface_file
 from dpmem_ref.core.transcript import PublicPrefix
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SlotRelease
-from dpmem_ref.mechanism import ReleaseDistribution, exponential_mechanism
-from dpmem_ref.randomness import SeededRandomSource
-from dpmem_ref.timing import (
+from dpmem_ref.mechanism.em import ReleaseDistribution, exponential_mechanism
+from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.mechanism.timing import (
     DEFAULT_TURN_DEADLINE_S,
     DeadlineRelease,
     calibrate_deadline,

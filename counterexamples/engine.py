@@ -23,7 +23,7 @@ from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query, TurnRecord
 from dpmem_ref.interface import Interface
-from dpmem_ref.mechanism import DEFAULT_DPS
+from dpmem_ref.mechanism.em import DEFAULT_DPS
 
 
 @attrs.frozen

@@ -23,8 +23,8 @@ from dpmem_ref.audit.record import WitnessRow, witness_rows
 from dpmem_ref.contract import contract_violations, require_contract
 from dpmem_ref.core.errors import CONDITIONS, ContractViolation, Violation
 from dpmem_ref.core.rational import fraction_text
-from dpmem_ref.mechanism import iv_precision
-from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.mechanism.em import iv_precision
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn import InterfaceState, run_turn
 
 REPORT_DIGITS = 45

@@ -40,8 +40,8 @@ from dpmem_ref.core.policy import Layout, MemoryItem, Policy, Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
 from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.interface import Interface
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.parts.broken import ArgmaxSelector, NoCap
-from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.turn import InterfaceState, run_turn
 
 EVALUATION = Path(__file__).resolve().parents[1] / "examples" / "evaluation.toml"

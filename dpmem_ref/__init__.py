@@ -28,11 +28,13 @@ from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
 from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.cover import Cover, minimum_cover
 from dpmem_ref.interface import Interface
-from dpmem_ref.mechanism import (
-    ExponentialWeights,
-    PointMass,
-    bernoulli_exp_minus,
-    exponential_mechanism,
+from dpmem_ref.mechanism.em import ExponentialWeights, PointMass, bernoulli_exp_minus, exponential_mechanism
+from dpmem_ref.mechanism.randomness import (
+    RandomSource,
+    RecordingSource,
+    SeededRandomSource,
+    SystemRandomSource,
+    TapeSource,
 )
 from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, PrivateHooks, RawEvidenceControl, TopScoreControl
 from dpmem_ref.parts.caps import ProspectiveCap
@@ -40,13 +42,6 @@ from dpmem_ref.parts.controls import FallbackControl, NoControl
 from dpmem_ref.parts.protocols import CapRule, ControlContext, ControlRule, PrivateTurnData, Router, Selector
 from dpmem_ref.parts.routers import FixedRouter
 from dpmem_ref.parts.selectors import ExponentialMechanismSelector
-from dpmem_ref.randomness import (
-    RandomSource,
-    RecordingSource,
-    SeededRandomSource,
-    SystemRandomSource,
-    TapeSource,
-)
 from dpmem_ref.scoring import FunctionScorer, LinearTagScorer, LinearWeights, Scorer
 from dpmem_ref.turn import (
     InterfaceState,

@@ -6,7 +6,7 @@ no traceback: any unexpected exception reaching `main` is also reported on one l
 Every input is bounded before it is read (dpmem_ref.core.limits, docs/config-format.md "Limits").
 
 `dpmem run` releases turn k at a fixed time, start + k x deadline (timing side channel,
-dpmem_ref.timing): the output line of a turn is written only once its time has come,
+dpmem_ref.mechanism.timing): the output line of a turn is written only once its time has come,
 whatever the store. `--no-release-deadline` opts out.
 """
 
@@ -29,11 +29,16 @@ from dpmem_ref.core.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bound
 from dpmem_ref.core.rational import fraction_text
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments, durable_turns
+from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
+from dpmem_ref.mechanism.timing import (
+    DEFAULT_DURABLE_TURN_DEADLINE_S,
+    DEFAULT_TURN_DEADLINE_S,
+    check_deadline,
+    wait_until,
+)
 from dpmem_ref.parts.broken import PrivateHooks
-from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.schemas import envelope, json_value
 from dpmem_ref.serve.cli import add_serve_parser
-from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
 from dpmem_ref.turn.channel import TemplateChannel
 from dpmem_ref.turn.runner import run_turn
 from dpmem_ref.turn.state import InterfaceState

@@ -41,8 +41,8 @@ from dpmem_ref.core.transcript import Query, TurnRecord
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.contract import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease, check_key_part
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
-from dpmem_ref.randomness import RandomSource
-from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
+from dpmem_ref.mechanism.randomness import RandomSource
+from dpmem_ref.mechanism.timing import DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
 from dpmem_ref.turn.channel import LLMChannel, respond
 from dpmem_ref.turn.plan import SlotPlan
 from dpmem_ref.turn.planner import begin_turn
@@ -82,7 +82,7 @@ class DurableSession:
     "slot:before-release", "slot:released", "turn:before-record" and "turn:recorded";
     `on_release` receives every committed slot release when the turn is released.
 
-    Timing side channel (dpmem_ref.timing): by default a turn is handed out at a fixed
+    Timing side channel (dpmem_ref.mechanism.timing): by default a turn is handed out at a fixed
     deadline after it starts (`turn_deadline_s`, default DEFAULT_TURN_DEADLINE_S), and
     everything observable about its releases waits for that deadline: the `on_release`
     callbacks, the DEBUG log records and the return. `turn_deadline_s=None` opts out.
@@ -238,7 +238,7 @@ class DurableSession:
     def _release_at_deadline(self, started_ns: int, releases: list[SlotRelease], turn: int) -> bool:
         """Wait for the turn's deadline, then make its releases observable: callbacks and
         DEBUG log records only after it, so neither shows the data-dependent time
-        (dpmem_ref.timing). True if the turn overran its deadline."""
+        (dpmem_ref.mechanism.timing). True if the turn overran its deadline."""
         overran = False
         if self.turn_deadline_s is not None:
             overran = wait_until(started_ns + int(self.turn_deadline_s * 1e9))

@@ -21,7 +21,7 @@ from dpmem_ref.core.policy import MemoryItem, Policy, Store
 from dpmem_ref.core.rational import require_positive_rational
 from dpmem_ref.core.transcript import Query, SlotRead
 from dpmem_ref.core.views import Vocabulary
-from dpmem_ref.mechanism import PointMass
+from dpmem_ref.mechanism.em import PointMass
 from dpmem_ref.parts.broken import PrivateHooks
 from dpmem_ref.parts.caps import ProspectiveCap
 from dpmem_ref.parts.controls import FallbackControl

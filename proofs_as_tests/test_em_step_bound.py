@@ -19,7 +19,7 @@ import mpmath
 from hypothesis import event, given, note, target
 from hypothesis import strategies as st
 
-from dpmem_ref.mechanism import exponential_mechanism, iv_precision
+from dpmem_ref.mechanism.em import exponential_mechanism, iv_precision
 from proofs_as_tests import transcripts as tx
 from proofs_as_tests.strategies import EPSILONS, score_pairs
 from proofs_as_tests.strategies.hard import near_bound_score_pairs

@@ -19,7 +19,7 @@ import mpmath
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from dpmem_ref.mechanism import iv_precision
+from dpmem_ref.mechanism.em import iv_precision
 from proofs_as_tests import transcripts as tx
 from proofs_as_tests.strategies import cases
 

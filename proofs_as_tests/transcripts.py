@@ -27,7 +27,7 @@ import mpmath
 
 from dpmem_ref import InterfaceState, PublicPrefix, begin_turn
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, IV_DPS, ZERO, Loss, step_losses
-from dpmem_ref.mechanism import ExponentialWeights, PointMass, iv_precision
+from dpmem_ref.mechanism.em import ExponentialWeights, PointMass, iv_precision
 from dpmem_ref.turn import Ledgers, view_texts
 from proofs_as_tests.strategies import Case, PublicTurn
 

@@ -47,7 +47,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "Gamma*(R) keeps only one of the touched attributes (incomplete charge set, C2)",
         (
             (
-                "policy.py",
+                "core/policy.py",
                 r"frozenset\(a\.name for a in self\.attributes if a\.group & reads\)",
                 "frozenset(sorted(a.name for a in self.attributes if a.group & reads)[-1:])",
             ),
@@ -67,7 +67,7 @@ MUTATIONS: tuple[Mutation, ...] = (
                 r"return exponential_mechanism\(views, scores, epsilon, sensitivity\)",
                 "return argmax_view(views, scores)",
             ),
-            ("parts/selectors.py", r"^from dpmem_ref\.mechanism import ", "from dpmem_ref.mechanism import argmax_view, "),
+            ("parts/selectors.py", r"^from dpmem_ref\.mechanism\.em import ", "from dpmem_ref.mechanism.em import argmax_view, "),
         ),
     ),
     Mutation(
@@ -89,7 +89,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "eps-over-delta",
         "EM exponents eps * u / Delta instead of eps * u / (2 Delta)",
-        (("mechanism.py", r"\(2 \* sensitivity\)", "sensitivity"),),
+        (("mechanism/em.py", r"\(2 \* sensitivity\)", "sensitivity"),),
     ),
     Mutation(
         "charge-after-sampling",
@@ -135,7 +135,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "sampler-parity-flip",
         "Bernoulli(exp(-gamma)) accepts on even K (the exact sampler draws the wrong law)",
-        (("mechanism.py", r"return k % 2 == 1", "return k % 2 == 0"),),
+        (("mechanism/em.py", r"return k % 2 == 1", "return k % 2 == 0"),),
     ),
     # One mutant per consumer of the turn planner: each loop that drives the cursor.
     Mutation(

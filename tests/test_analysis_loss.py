@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, IV_DPS, PREC, ZERO, Loss, step_losses
-from dpmem_ref.mechanism import iv_precision
+from dpmem_ref.mechanism.em import iv_precision
 
 fractions = st.fractions(min_value=-50, max_value=50, max_denominator=10**6)
 # Half a unit in the last place at the working precision, relative: the widest an outward

@@ -319,7 +319,7 @@ def test_pruned_ledger_programme_agrees_with_the_full_one() -> None:
     """Dominance pruning and slicing change the states visited, never the value."""
     from dpmem_ref.analysis.ledger import LedgerSearch
     from dpmem_ref.analysis.loss import IV_DPS
-    from dpmem_ref.mechanism import iv_precision
+    from dpmem_ref.mechanism.em import iv_precision
 
     loaded = load_interface_file(EVALUATION)
     interface = loaded.interface

@@ -66,7 +66,7 @@ def test_early_stop_claims_only_this_horizon(a: str, b: str, capsys: pytest.Capt
     nothing beyond T (the state graph is built to depth T - 1 only)."""
     from dpmem_ref.analysis.ledger import LedgerSearch
     from dpmem_ref.analysis.loss import IV_DPS
-    from dpmem_ref.mechanism import iv_precision
+    from dpmem_ref.mechanism.em import iv_precision
 
     loaded = load_interface_file(FIGURE2)
     interface, store_a, store_b = loaded.interface, loaded.store(a), loaded.store(b)
@@ -182,7 +182,7 @@ def test_estimate_bounds_the_states_the_programme_builds() -> None:
     """The estimate is an upper bound: the ledger programme never builds more ledger states."""
     from dpmem_ref.analysis.ledger import LedgerSearch
     from dpmem_ref.analysis.loss import IV_DPS
-    from dpmem_ref.mechanism import iv_precision
+    from dpmem_ref.mechanism.em import iv_precision
 
     for path, pairs in (
         (FIGURE2, [("M", "M_no_diabetes"), ("M", "neutral"), ("M_no_debt", "M")]),

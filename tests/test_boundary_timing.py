@@ -1,4 +1,4 @@
-"""The timing bound helpers (dpmem_ref.timing) validate every input (issue 21, class 8).
+"""The timing bound helpers (dpmem_ref.mechanism.timing) validate every input (issue 21, class 8).
 
 Before: an eps / (2 Delta) past ~745 made exp(-gap) underflow to 0 and `public_round_bound`
 divide by zero; past 1e308 the float conversion overflowed; a huge int failure probability
@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.timing import (
+from dpmem_ref.mechanism.timing import (
     MAX_PUBLIC_GAP,
     ks_statistic,
     public_round_bound,

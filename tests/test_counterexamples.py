@@ -25,7 +25,7 @@ from counterexamples.runner import Finding, evaluate
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.contract import contract_violations, require_contract
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn import InterfaceState, run_turn
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from dpmem_ref.analysis import replay_transcript
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore
-from dpmem_ref.randomness import TapeExhausted, TapeSource
+from dpmem_ref.mechanism.randomness import TapeExhausted, TapeSource
 from dpmem_ref.turn import run_interaction, view_texts
 from proofs_as_tests.strategies import Case, QueryStrategy, cases
 from proofs_as_tests.strategies.hard import budget_cases

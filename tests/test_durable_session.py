@@ -16,7 +16,7 @@ from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.policy import Layout, Store
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import LedgerStore, MemoryLedgerStore, SlotRelease, SQLiteLedgerStore
-from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn import TemplateChannel, run_interaction
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +62,7 @@ def test_restart_in_a_new_process_continues_ledgers_and_history(tmp_path: Path) 
         "from dpmem_ref.config import load_interface_file\n"
         "from dpmem_ref.durable import DurableSession\n"
         "from dpmem_ref.ledger import SQLiteLedgerStore\n"
-        "from dpmem_ref.randomness import SeededRandomSource\n"
+        "from dpmem_ref.mechanism.randomness import SeededRandomSource\n"
         "f = load_interface_file(sys.argv[1])\n"
         "s = DurableSession.open(f.interface, SQLiteLedgerStore(sys.argv[2]), 'u', 'i', f.store('M'), SeededRandomSource(4))\n"
         "start = s.state()\n"

@@ -26,7 +26,7 @@ from dpmem_ref.core.limits import (
     ledger_digit_bound,
     read_bounded,
 )
-from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.sensitivity import prove_linear_sensitivity
 from dpmem_ref.turn import run_interaction
 from tests.kernel_fixtures import run_cli

@@ -18,9 +18,9 @@ from dpmem_ref.config import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SlotRelease
-from dpmem_ref.mechanism import exponential_mechanism
-from dpmem_ref.randomness import SeededRandomSource
-from dpmem_ref.timing import (
+from dpmem_ref.mechanism.em import exponential_mechanism
+from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.mechanism.timing import (
     DEFAULT_TURN_DEADLINE_S,
     DeadlineRelease,
     calibrate_deadline,

@@ -11,7 +11,7 @@ import pytest
 from dpmem_ref.config import load_interface_file
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SQLiteLedgerStore
-from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 
 FIGURE2 = Path(__file__).resolve().parents[1] / "examples" / "figure2.toml"
 

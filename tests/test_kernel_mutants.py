@@ -39,7 +39,7 @@ from dpmem_ref import (
     run_interaction,
 )
 from dpmem_ref.core.policy import MAX_ATTRIBUTES, MAX_POSITIONS, require_adjacent
-from dpmem_ref.mechanism import argmax_view
+from dpmem_ref.mechanism.em import argmax_view
 
 LAYOUT = Layout(("g", "g", "g", "h"))
 POLICY = Policy(
@@ -225,7 +225,7 @@ class _ScriptedSource:
 
 
 def test_bernoulli_rational_draws_below_the_denominator():
-    from dpmem_ref import mechanism
+    from dpmem_ref.mechanism import em as mechanism
 
     bernoulli_rational = getattr(mechanism, "bernoulli_rational", None)
     if bernoulli_rational is None:
@@ -429,7 +429,7 @@ def test_em_likelihoods_follow_the_working_precision():
     import mpmath
 
     from dpmem_ref import exponential_mechanism
-    from dpmem_ref.mechanism import iv_precision
+    from dpmem_ref.mechanism.em import iv_precision
 
     em = exponential_mechanism(("a", "b", "c"), (Fraction(0), Fraction(1, 2), Fraction(1)), Fraction(1), Fraction(1))
     with mpmath.workdps(15):

@@ -22,9 +22,9 @@ from dpmem_ref.core.rational import (
     to_fraction,
     unit_interval_fraction,
 )
-from dpmem_ref.em_sampler import ExactTable, build_table, exp_neg_bounds, residual_accept
-from dpmem_ref.mechanism import bucket_proposal, bucketed_round
-from dpmem_ref.randomness import TapeExhausted
+from dpmem_ref.mechanism.em import bucket_proposal, bucketed_round
+from dpmem_ref.mechanism.em_sampler import ExactTable, build_table, exp_neg_bounds, residual_accept
+from dpmem_ref.mechanism.randomness import TapeExhausted
 
 # ---------------------------------------------------------------------------------------
 # exact: the range checks and their messages
@@ -252,7 +252,7 @@ def test_the_uniform_proposal_serves_up_to_eight_views_or_a_spread_up_to_one():
     uniform proposal's first draw is an index below n, the bucketed proposal's a slot of
     its 64-bit table. Both are exact; the dispatch fixes how a seed or a tape is used."""
     from dpmem_ref import RecordingSource, SeededRandomSource
-    from dpmem_ref.mechanism import UNIFORM_PROPOSAL_MAX_SPREAD, UNIFORM_PROPOSAL_MAX_VIEWS, ExponentialWeights
+    from dpmem_ref.mechanism.em import UNIFORM_PROPOSAL_MAX_SPREAD, UNIFORM_PROPOSAL_MAX_VIEWS, ExponentialWeights
 
     assert (UNIFORM_PROPOSAL_MAX_VIEWS, UNIFORM_PROPOSAL_MAX_SPREAD) == (8, 1)
 

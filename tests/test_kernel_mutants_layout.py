@@ -416,7 +416,7 @@ def _preallocated_interface(router=None, **parts) -> Interface:
 
 def test_an_eps_off_the_ledger_scale_is_charged_exactly_on_a_wider_scale():
     from dpmem_ref import run_turn
-    from dpmem_ref.randomness import SeededRandomSource
+    from dpmem_ref.mechanism.randomness import SeededRandomSource
 
     interface = _preallocated_interface(_OffCatalogueRouter())
     assert interface.ledger_scale == 2

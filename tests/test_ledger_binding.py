@@ -39,8 +39,8 @@ from dpmem_ref.ledger import (
     open_ledger_store,
 )
 from dpmem_ref.ledger.backup import verify_sqlite
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.parts.broken import ArgmaxSelector
-from dpmem_ref.randomness import SeededRandomSource
 from dpmem_ref.turn import InterfaceState, begin_turn
 
 ROOT = Path(__file__).resolve().parents[1]

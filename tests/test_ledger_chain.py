@@ -29,7 +29,7 @@ from dpmem_ref.config import load_interface_file
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import open_ledger_store
 from dpmem_ref.ledger.backup import verify_sqlite
-from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE2 = ROOT / "examples" / "figure2.toml"

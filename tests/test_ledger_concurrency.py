@@ -21,7 +21,7 @@ from dpmem_ref.config import interface_from_dict
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SQLiteLedgerStore
 from dpmem_ref.ledger.backup import verify_sqlite
-from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 
 PROCESSES = 8
 SELECTIONS = 100

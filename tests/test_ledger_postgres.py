@@ -41,7 +41,7 @@ from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import interface_fingerprint, open_ledger_store
 from dpmem_ref.ledger.postgres import PostgresLedgerStore
 from dpmem_ref.ledger.postgres_verify import verify_postgres
-from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -26,7 +26,7 @@ from dpmem_ref.config import interface_from_dict
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import LedgerStoreError, SQLiteLedgerStore
 from dpmem_ref.ledger.backup import verify_sqlite
-from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 
 KEY = "restore-test-key-0123456789abcdef"
 

@@ -26,7 +26,7 @@ import pytest
 from dpmem_ref.config import InterfaceFile, interface_from_dict
 from dpmem_ref.durable import DurableSession, DurableTurn
 from dpmem_ref.ledger import LedgerStore, MemoryLedgerStore, SessionSnapshot, SQLiteLedgerStore, open_ledger_store
-from dpmem_ref.randomness import SeededRandomSource
+from dpmem_ref.mechanism.randomness import SeededRandomSource
 
 CAP = 100
 HALF = Fraction(CAP, 2)

@@ -17,8 +17,8 @@ import pytest
 
 from dpmem_ref import SeededRandomSource, TapeSource, exponential_mechanism
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.em_sampler import ExactTable, build_table
-from dpmem_ref.mechanism import ExponentialWeights
+from dpmem_ref.mechanism.em import ExponentialWeights
+from dpmem_ref.mechanism.em_sampler import ExactTable, build_table
 
 P_MIN = 1e-6
 
@@ -182,7 +182,7 @@ def test_sample_many_rejects_a_bad_count(count: object) -> None:
 def test_without_numpy_the_batch_takes_the_pure_path_and_draws_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     """numpy only speeds the batch up: with it missing, draw_many (numpy asked for or not)
     gives the draws it gives with numpy."""
-    import dpmem_ref.em_sampler as em
+    import dpmem_ref.mechanism.em_sampler as em
 
     table = build_table([1, 2, 1], [Fraction(0), Fraction(1, 3), Fraction(3)])
     with_numpy = table.draw_many(300, SeededRandomSource(6))
@@ -195,8 +195,8 @@ def test_new_sampler_paths_use_no_floats() -> None:
     """Trace the bucketed sampler, the table and the batch: no float local, integer arrays only."""
     distribution = exponential_mechanism(tuple(f"v{i}" for i in range(40)), _scores(40, "random"), Fraction(12), Fraction(3, 5))
     small = build_table([1, 2], [Fraction(0), Fraction(1, 3)], table_bits=6)
-    import dpmem_ref.em_sampler as em
-    import dpmem_ref.mechanism as mechanism
+    import dpmem_ref.mechanism.em as mechanism
+    import dpmem_ref.mechanism.em_sampler as em
 
     # Every frame of em_sampler, and the mechanism's batch and bucketed paths, by file and
     # function name (not code object: a wrapped or re-generated copy is watched as well).

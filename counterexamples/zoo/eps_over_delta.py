@@ -14,7 +14,7 @@ import attrs
 
 from counterexamples.base import Construction, Setting, online, spread_log_ratio, spread_vocabulary
 from counterexamples.zoo._common import one_slot
-from dpmem_ref.mechanism import ExponentialWeights
+from dpmem_ref.mechanism.em import ExponentialWeights
 
 
 @attrs.frozen

@@ -25,8 +25,8 @@ from counterexamples.base import EVIDENCE, Construction, Setting, online
 from counterexamples.zoo._common import one_slot
 from dpmem_ref.core.policy import MemoryItem
 from dpmem_ref.core.views import View, Vocabulary
-from dpmem_ref.mechanism import iv_precision
-from dpmem_ref.randomness import RandomSource
+from dpmem_ref.mechanism.em import iv_precision
+from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.scoring import FunctionScorer
 
 FAR_SCORE_WITH_EVIDENCE = Fraction(2554, 10000)

@@ -37,7 +37,7 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query
 from dpmem_ref.interface import Interface
-from dpmem_ref.mechanism import iv_precision
+from dpmem_ref.mechanism.em import iv_precision
 
 MAX_HORIZON = 256
 # Memoized states before an audit is refused with exit 2 (`dpmem audit --max-states`):

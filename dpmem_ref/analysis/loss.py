@@ -24,7 +24,7 @@ from typing import Any
 import mpmath
 from mpmath import libmp
 
-from dpmem_ref.mechanism import IV_DPS as IV_DPS  # one precision for every enclosure: the kernel's and the engine's
+from dpmem_ref.mechanism.em import IV_DPS as IV_DPS  # one precision for every enclosure: the kernel's and the engine's
 
 PREC = libmp.dps_to_prec(IV_DPS)
 

@@ -16,7 +16,7 @@ from dpmem_ref.core.ledgers import Ledgers
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query, TurnRecord
 from dpmem_ref.interface import Interface
-from dpmem_ref.mechanism import DEFAULT_DPS
+from dpmem_ref.mechanism.em import DEFAULT_DPS
 from dpmem_ref.turn.planner import TurnCursor, begin_turn
 from dpmem_ref.turn.state import InterfaceState
 

@@ -18,7 +18,7 @@ from dpmem_ref.analysis.loss import IMPOSSIBLE, IV_DPS, ZERO, Loss, step_losses
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query
 from dpmem_ref.interface import Interface
-from dpmem_ref.mechanism import iv_precision
+from dpmem_ref.mechanism.em import iv_precision
 from dpmem_ref.turn.plan import SlotPlan
 
 Step = tuple[str, Loss, Loss]  # (view, log Pr_A - log Pr_B, log Pr_B - log Pr_A)

@@ -25,7 +25,7 @@ from dpmem_ref.analysis.steps import StepTable
 from dpmem_ref.analysis.witness import WitnessTurn
 from dpmem_ref.core.policy import Store
 from dpmem_ref.interface import Interface
-from dpmem_ref.mechanism import ExponentialWeights
+from dpmem_ref.mechanism.em import ExponentialWeights
 from dpmem_ref.turn.plan import SlotPlan
 from dpmem_ref.turn.planner import begin_turn
 from dpmem_ref.turn.state import InterfaceState

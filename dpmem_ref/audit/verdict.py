@@ -25,7 +25,7 @@ from dpmem_ref.audit.numbers import LOSS_DIGITS
 from dpmem_ref.audit.record import WitnessRow, witness_rows
 from dpmem_ref.config import InterfaceFile
 from dpmem_ref.core.errors import Violation
-from dpmem_ref.mechanism import iv_precision
+from dpmem_ref.mechanism.em import iv_precision
 
 
 @attrs.frozen

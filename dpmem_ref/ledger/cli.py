@@ -19,8 +19,8 @@ from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.backup import LedgerReport, backup_sqlite, verify_sqlite
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.urls import open_ledger_store
-from dpmem_ref.randomness import RandomSource
-from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S
+from dpmem_ref.mechanism.randomness import RandomSource
+from dpmem_ref.mechanism.timing import DEFAULT_TURN_DEADLINE_S
 from dpmem_ref.turn.channel import LLMChannel
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2

@@ -26,7 +26,7 @@ import attrs
 from dpmem_ref.core.policy import MemoryItem
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
 from dpmem_ref.core.views import Vocabulary
-from dpmem_ref.mechanism import ReleaseDistribution
+from dpmem_ref.mechanism.em import ReleaseDistribution
 
 
 class Router(Protocol):

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import attrs
 
-from dpmem_ref.mechanism import ReleaseDistribution, exponential_mechanism
+from dpmem_ref.mechanism.em import ReleaseDistribution, exponential_mechanism
 
 
 @attrs.frozen

@@ -26,7 +26,7 @@ API (stable; additions only)
         new_epoch: None, or a reason (str): start a new recorded budget epoch when the
                    interface changed in a way that cannot carry the ledgers over
         turn_deadline_s: the kernel's release deadline of the mechanism part of a turn
-                   (dpmem_ref.timing); None = off (tests, benchmarks)
+                   (dpmem_ref.mechanism.timing); None = off (tests, benchmarks)
     rt.turn(user, app, interaction, query, respond=True) -> AgentTurn
         respond=False: release the views without calling the LLM channel (response "")
         AgentTurn: query, route (catalogue query name or None), response (str),

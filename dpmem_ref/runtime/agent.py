@@ -26,7 +26,8 @@ from dpmem_ref.durable import DurableSession
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.contract import LedgerStore, fraction_to_text
 from dpmem_ref.ledger.urls import open_ledger_store
-from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
+from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
+from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
 from dpmem_ref.runtime.binding import bind, epoch_log
 from dpmem_ref.runtime.channels import make_channel
 from dpmem_ref.runtime.memory import MemoryBook, MemoryEntry
@@ -42,7 +43,6 @@ from dpmem_ref.runtime.scopes import (
 from dpmem_ref.runtime.settings import AgentFile, check_user_caps, load_agent_file
 from dpmem_ref.runtime.similarity import make_embedder
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
-from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
 from dpmem_ref.turn.channel import LLMChannel, view_texts
 
 MAX_QUERY_CHARS = 4096

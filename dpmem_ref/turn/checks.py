@@ -29,7 +29,7 @@ from dpmem_ref.core.limits import MAX_LEDGER_DIGITS, digits
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
 from dpmem_ref.interface import Interface
-from dpmem_ref.randomness import RandomSource
+from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.turn.state import InterfaceState
 
 EXACT = "an exact rational (Fraction or int)"

@@ -20,7 +20,7 @@ from dpmem_ref.core.policy import MemoryItem, Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.interface import ChargePlan, Interface, fallback_distribution
-from dpmem_ref.mechanism import ReleaseDistribution, validate_em_inputs
+from dpmem_ref.mechanism.em import ReleaseDistribution, validate_em_inputs
 from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
 from dpmem_ref.turn import checks
 

@@ -267,8 +267,8 @@ def kernel_trace(method: MethodSpec, pair: Any, side: str, seed: int, policy: Pu
     is strict (refuses any C1-C6 breach) except for the ablations, which are run with
     strict=False exactly as the kernel's counterexamples are.
     """
+    from dpmem_ref.mechanism.randomness import SeededRandomSource
     from dpmem_ref.parts.routers import FixedRouter
-    from dpmem_ref.randomness import SeededRandomSource
     from dpmem_ref.turn import InterfaceState, run_turn
 
     interface = kernel_interface(method, pair, policy, horizon)

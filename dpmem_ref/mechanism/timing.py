@@ -28,8 +28,8 @@ import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.rational import require_positive_rational
-from dpmem_ref.mechanism import UNIFORM_PROPOSAL_MAX_SPREAD, ExponentialWeights, ReleaseDistribution
-from dpmem_ref.randomness import RandomSource
+from dpmem_ref.mechanism.em import UNIFORM_PROPOSAL_MAX_SPREAD, ExponentialWeights, ReleaseDistribution
+from dpmem_ref.mechanism.randomness import RandomSource
 
 MAX_DEADLINE_S = 10.0
 DEFAULT_TURN_DEADLINE_S = 0.005
@@ -100,7 +100,7 @@ def worst_case_distribution(views: int, epsilon: Fraction, sensitivity: Fraction
 
 def slowest_case_distributions(views: int, epsilon: Fraction, sensitivity: Fraction) -> tuple[ExponentialWeights, ...]:
     """Public candidates for the slowest draw, one per proposal the sampler can take
-    (dpmem_ref.mechanism): the one-hot case above (the bucketed proposal when there are
+    (dpmem_ref.mechanism.em): the one-hot case above (the bucketed proposal when there are
     more than UNIFORM_PROPOSAL_MAX_VIEWS views and a gap above 1), and one view on top with
     every other gap at min(eps/(2 Delta), 1) (the uniform proposal's slowest: each round
     accepts with probability about exp(-1)). Both depend on eps, Delta and the size only."""

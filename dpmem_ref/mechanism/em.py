@@ -22,8 +22,8 @@ import mpmath
 
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.rational import require_em_arguments
-from dpmem_ref.em_sampler import CHUNK_BITS, TABLE_BITS, ExactTable, build_table
-from dpmem_ref.randomness import RandomSource
+from dpmem_ref.mechanism.em_sampler import CHUNK_BITS, TABLE_BITS, ExactTable, build_table
+from dpmem_ref.mechanism.randomness import RandomSource
 
 DEFAULT_DPS = 60
 # The uniform proposal serves distributions whose largest gap x_max - x_v is at most 1 (a

@@ -36,7 +36,7 @@ from functools import lru_cache
 import attrs
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.randomness import RandomSource
+from dpmem_ref.mechanism.randomness import RandomSource
 
 TABLE_BITS = 64
 _GUARD = 16
