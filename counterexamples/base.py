@@ -27,19 +27,19 @@ from typing import Any
 import attrs
 import mpmath
 
-from dpmem_ref.budget import BudgetRule, OnlineBudget
 from dpmem_ref.core.errors import CONDITIONS
 from dpmem_ref.core.policy import Attribute, Layout, MemoryItem, Policy, Store
 from dpmem_ref.core.transcript import Query, SlotRead
 from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.interface import Interface
 from dpmem_ref.parts.broken import PrivateHooks
+from dpmem_ref.parts.budget import BudgetRule, OnlineBudget
 from dpmem_ref.parts.caps import ProspectiveCap
 from dpmem_ref.parts.controls import FallbackControl
 from dpmem_ref.parts.protocols import CapRule, ControlRule, Router, Selector
 from dpmem_ref.parts.routers import FixedRouter
+from dpmem_ref.parts.scoring import LinearTagScorer, LinearWeights, Scorer
 from dpmem_ref.parts.selectors import ExponentialMechanismSelector
-from dpmem_ref.scoring import LinearTagScorer, LinearWeights, Scorer
 
 EVIDENCE = "evidence"
 NO_EVIDENCE = "no-evidence"

@@ -10,7 +10,6 @@ Packages: `core` (transcript types, the interface record, exact ledgers, `fmt`),
 channel), `contract` (the static check of Definition 1, violations with codes).
 """
 
-from dpmem_ref.budget import BudgetRule, OnlineBudget, PreallocatedBudget
 from dpmem_ref.config import InterfaceFile, interface_from_dict, load_interface_file
 from dpmem_ref.core.errors import VIOLATION_CODES, ContractViolation, InputError, Violation
 from dpmem_ref.core.policy import (
@@ -37,12 +36,13 @@ from dpmem_ref.mechanism.randomness import (
     TapeSource,
 )
 from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, PrivateHooks, RawEvidenceControl, TopScoreControl
+from dpmem_ref.parts.budget import BudgetRule, OnlineBudget, PreallocatedBudget
 from dpmem_ref.parts.caps import ProspectiveCap
 from dpmem_ref.parts.controls import FallbackControl, NoControl
 from dpmem_ref.parts.protocols import CapRule, ControlContext, ControlRule, PrivateTurnData, Router, Selector
 from dpmem_ref.parts.routers import FixedRouter
+from dpmem_ref.parts.scoring import FunctionScorer, LinearTagScorer, LinearWeights, Scorer
 from dpmem_ref.parts.selectors import ExponentialMechanismSelector
-from dpmem_ref.scoring import FunctionScorer, LinearTagScorer, LinearWeights, Scorer
 from dpmem_ref.turn import (
     InterfaceState,
     LLMChannel,

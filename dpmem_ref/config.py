@@ -14,7 +14,6 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.budget import BudgetRule, OnlineBudget, PreallocatedBudget
 from dpmem_ref.config_fields import NOTHING, as_list, found, string, strings, unknown_keys
 from dpmem_ref.config_fields import stores as read_stores
 from dpmem_ref.config_fields import table as read_table
@@ -26,11 +25,12 @@ from dpmem_ref.core.transcript import Query, SlotRead
 from dpmem_ref.core.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
 from dpmem_ref.interface import Interface
 from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, RawEvidenceControl, TopScoreControl
+from dpmem_ref.parts.budget import BudgetRule, OnlineBudget, PreallocatedBudget
 from dpmem_ref.parts.caps import ProspectiveCap
 from dpmem_ref.parts.controls import FallbackControl, NoControl
 from dpmem_ref.parts.protocols import CapRule, ControlRule, Selector
+from dpmem_ref.parts.scoring import LinearTagScorer, LinearWeights
 from dpmem_ref.parts.selectors import ExponentialMechanismSelector
-from dpmem_ref.scoring import LinearTagScorer, LinearWeights
 from dpmem_ref.toml_bounds import load_toml
 
 TOP_LEVEL_KEYS = {

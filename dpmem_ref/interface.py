@@ -13,7 +13,6 @@ from fractions import Fraction
 
 import attrs
 
-from dpmem_ref.budget import BudgetRule
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.ledgers import FractionTable, common_scale
 from dpmem_ref.core.memo import KernelMemo
@@ -23,12 +22,13 @@ from dpmem_ref.core.transcript import Query, SlotRead
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.mechanism.em import PointMass
 from dpmem_ref.parts.broken import PrivateHooks
+from dpmem_ref.parts.budget import BudgetRule
 from dpmem_ref.parts.caps import ProspectiveCap
 from dpmem_ref.parts.controls import FallbackControl
 from dpmem_ref.parts.protocols import CapRule, ControlRule, Router, Selector
 from dpmem_ref.parts.routers import FixedRouter
+from dpmem_ref.parts.scoring import Scorer
 from dpmem_ref.parts.selectors import ExponentialMechanismSelector
-from dpmem_ref.scoring import Scorer
 
 
 @attrs.frozen

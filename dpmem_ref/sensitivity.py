@@ -27,7 +27,7 @@ import attrs
 
 from dpmem_ref.core.limits import Z3_BUDGET_S, Z3_MEMORY_MB
 from dpmem_ref.core.views import View, Vocabulary
-from dpmem_ref.scoring import LinearTagScorer
+from dpmem_ref.parts.scoring import LinearTagScorer
 
 
 @attrs.frozen

@@ -13,7 +13,7 @@ from dpmem_ref import VIOLATION_CODES
 from dpmem_ref.audit import check_interface
 from dpmem_ref.cli import main
 from dpmem_ref.config import load_interface_file
-from dpmem_ref.scoring import LinearTagScorer, LinearWeights
+from dpmem_ref.parts.scoring import LinearTagScorer, LinearWeights
 from dpmem_ref.sensitivity import prove_linear_sensitivity, z3_verdict
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -33,7 +33,7 @@ from dpmem_ref.core.transcript import PublicPrefix
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SQLiteLedgerStore
 from dpmem_ref.mechanism.randomness import SeededRandomSource
-from dpmem_ref.scoring import FunctionScorer
+from dpmem_ref.parts.scoring import FunctionScorer
 from dpmem_ref.turn import InterfaceState, TemplateChannel, plan_slot, run_turn
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from counterexamples.base import INDICATOR_SCORER, Construction, Setting, adjacent_pair, build_interface, read_query
-from dpmem_ref.budget import BudgetRule
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.parts.broken import PrivateHooks
+from dpmem_ref.parts.budget import BudgetRule
 from dpmem_ref.parts.protocols import CapRule, Selector
-from dpmem_ref.scoring import Scorer
+from dpmem_ref.parts.scoring import Scorer
 from dpmem_ref.turn import InterfaceState, run_turn
 
 __all__ = ["Construction", "admissions", "one_slot"]

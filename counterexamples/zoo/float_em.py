@@ -27,7 +27,7 @@ from dpmem_ref.core.policy import MemoryItem
 from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.mechanism.em import iv_precision
 from dpmem_ref.mechanism.randomness import RandomSource
-from dpmem_ref.scoring import FunctionScorer
+from dpmem_ref.parts.scoring import FunctionScorer
 
 FAR_SCORE_WITH_EVIDENCE = Fraction(2554, 10000)
 FAR_SCORE_WITHOUT = Fraction(2544, 10000)

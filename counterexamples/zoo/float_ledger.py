@@ -26,8 +26,8 @@ import mpmath
 
 from counterexamples.base import Construction, Setting, online
 from counterexamples.zoo._common import admissions, one_slot
-from dpmem_ref.budget import OnlineBudget
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.parts.budget import OnlineBudget
 from dpmem_ref.parts.caps import ProspectiveCap
 
 

@@ -21,7 +21,7 @@ from counterexamples.base import (
     spread_vocabulary,
 )
 from counterexamples.zoo._common import one_slot
-from dpmem_ref.scoring import LinearTagScorer, LinearWeights
+from dpmem_ref.parts.scoring import LinearTagScorer, LinearWeights
 
 HALVED_SCORER = LinearTagScorer(
     weights=LinearWeights(relevance=Fraction(0), compatibility=Fraction(1), specificity=Fraction(0)),

@@ -1,4 +1,6 @@
-"""The parts of Algorithm 1 an interface is assembled from.
+"""The parts of Algorithm 1 an interface is assembled from (floor 3, above `core` and
+`mechanism`): every part behind its protocol, budget rules (`budget`) and scorers (`scoring`)
+included.
 
 `protocols` declares what each part is and the capabilities it must state (what it reads,
 which condition it breaks); `routers`, `selectors`, `caps` and `controls` hold the

@@ -181,16 +181,16 @@ def planned_counts(pair: Any, horizon: int, groups: Mapping[str, Sequence[int]] 
 
 def kernel_interface(method: MethodSpec, pair: Any, policy: PublicPolicy, horizon: int) -> Any:
     """Assemble the method's `dpmem_ref.Interface` for one pair from kernel parts."""
-    from dpmem_ref.budget import OnlineBudget, PreallocatedBudget
     from dpmem_ref.core.policy import Attribute, Layout, Policy
     from dpmem_ref.core.transcript import Query, SlotRead
     from dpmem_ref.core.views import View, Vocabulary
     from dpmem_ref.interface import Interface
     from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, TopScoreControl
+    from dpmem_ref.parts.budget import OnlineBudget, PreallocatedBudget
     from dpmem_ref.parts.caps import ProspectiveCap
     from dpmem_ref.parts.controls import FallbackControl
+    from dpmem_ref.parts.scoring import LinearTagScorer
     from dpmem_ref.parts.selectors import ExponentialMechanismSelector
-    from dpmem_ref.scoring import LinearTagScorer
 
     layout = Layout(tuple(policy.layout))
     groups = policy.groups_for(pair)
