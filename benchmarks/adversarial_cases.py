@@ -71,7 +71,7 @@ def heavy_sensitivity(slots: int, views: int, tags: int, sensitivity: str) -> st
 
 
 def toml_cases() -> list[tuple[str, str]]:
-    """Pathological TOML for the pre-scan (dpmem_ref.toml_bounds), by the limit it passes."""
+    """Pathological TOML for the pre-scan (dpmem_ref.config.toml_bounds), by the limit it passes."""
     return [
         ("header of 100,000 dotted parts (200 KB)", "[" + ".".join(["a"] * 100_000) + "]\n"),
         ("array-of-tables header of 50,000 parts", "[[" + ".".join(["a"] * 50_000) + "]]\n"),
@@ -91,8 +91,8 @@ def toml_timings(cases: list[tuple[str, str]]) -> list[str]:
     the growth the pre-scan prevents)."""
     import tomllib
 
+    from dpmem_ref.config.toml_bounds import prescan
     from dpmem_ref.core.errors import InputError
-    from dpmem_ref.toml_bounds import prescan
 
     lines = []
     for label, text in cases:

@@ -40,7 +40,7 @@ import mpmath
 # The worker also runs against the old main (--base), so this tree's newer modules
 # (dpmem_ref.audit) are imported only where this tree alone is measured.
 from dpmem_ref.analysis import enumerate_transcripts, worst_case_loss
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = Path(__file__).resolve().parent
@@ -149,7 +149,7 @@ def worker(attributes: int, k: int, horizon: int, store_a: str, store_b: str, sh
     from audit_interfaces import all_differing_dict, interface_dict, two_slot_dict
 
     from dpmem_ref.analysis import worst_case_loss
-    from dpmem_ref.config import interface_from_dict
+    from dpmem_ref.config.load import interface_from_dict
 
     build = {"one": interface_dict, "all": all_differing_dict, "two": two_slot_dict}[shape]
     loaded = interface_from_dict(build(attributes, k))
@@ -214,8 +214,8 @@ def kappa_times() -> None:
     import random
     from fractions import Fraction
 
+    from dpmem_ref.audit.cover import minimum_cover
     from dpmem_ref.core.policy import Attribute, Layout, Policy
-    from dpmem_ref.cover import minimum_cover
 
     print(f"{'A':>3} {'seconds':>9} {'seconds (equal caps)':>21}  kappa")
     worst = 0.0

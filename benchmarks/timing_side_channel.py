@@ -36,7 +36,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from dpmem_ref.cli import main as dpmem_main
-from dpmem_ref.config import interface_from_dict, load_interface_file
+from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.core.transcript import PublicPrefix
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SlotRelease

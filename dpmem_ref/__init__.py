@@ -10,7 +10,8 @@ Packages: `core` (transcript types, the interface record, exact ledgers, `fmt`),
 channel), `contract` (the static check of Definition 1, violations with codes).
 """
 
-from dpmem_ref.config import InterfaceFile, interface_from_dict, load_interface_file
+from dpmem_ref.audit.cover import Cover, minimum_cover
+from dpmem_ref.config.load import InterfaceFile, interface_from_dict, load_interface_file
 from dpmem_ref.core.errors import VIOLATION_CODES, ContractViolation, InputError, Violation
 from dpmem_ref.core.policy import (
     Attribute,
@@ -25,7 +26,6 @@ from dpmem_ref.core.policy import (
 from dpmem_ref.core.rational import decimal_text, fraction_text
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
 from dpmem_ref.core.views import View, Vocabulary
-from dpmem_ref.cover import Cover, minimum_cover
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.em import ExponentialWeights, PointMass, bernoulli_exp_minus, exponential_mechanism
 from dpmem_ref.mechanism.randomness import (

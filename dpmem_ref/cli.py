@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 import attrs
 
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.contract import require_contract
 from dpmem_ref.core.errors import ContractViolation, InputError, one_line
 from dpmem_ref.core.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded

@@ -17,7 +17,7 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from dpmem_ref import differing_positions, minimum_cover
-from dpmem_ref.cover import minimum_cover_exhaustive, minimum_cover_z3
+from dpmem_ref.audit.cover import minimum_cover_exhaustive, minimum_cover_z3
 from proofs_as_tests import transcripts as tx
 from proofs_as_tests.strategies import cases, policies
 from proofs_as_tests.strategies.events import report_corollary1
@@ -25,7 +25,7 @@ from proofs_as_tests.strategies.hard import cover_pair_cases
 
 
 def brute_force_covers(policy, differing):
-    """Every cover of D, with its cost (independent of dpmem_ref.cover)."""
+    """Every cover of D, with its cost (independent of dpmem_ref.audit.cover)."""
     names = [a.name for a in policy.attributes]
     groups = {a.name: set(a.group) for a in policy.attributes}
     caps = {a.name: a.cap for a in policy.attributes}

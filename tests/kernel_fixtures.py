@@ -19,7 +19,7 @@ from dpmem_ref import (
     View,
     Vocabulary,
 )
-from dpmem_ref.config import InterfaceFile, load_interface_file
+from dpmem_ref.config.load import InterfaceFile, load_interface_file
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE2 = ROOT / "examples" / "figure2.toml"

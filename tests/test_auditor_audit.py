@@ -16,7 +16,7 @@ import pytest
 from dpmem_ref.analysis import enumerate_transcripts, replay_transcript, worst_case_loss
 from dpmem_ref.audit import decide_adjacency
 from dpmem_ref.cli import main
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -11,10 +11,10 @@ import pytest
 
 from dpmem_ref import VIOLATION_CODES
 from dpmem_ref.audit import check_interface
+from dpmem_ref.audit.sensitivity import prove_linear_sensitivity, z3_verdict
 from dpmem_ref.cli import main
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.parts.scoring import LinearTagScorer, LinearWeights
-from dpmem_ref.sensitivity import prove_linear_sensitivity, z3_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -15,7 +15,7 @@ from dpmem_ref.analysis import ledger, worst_case_loss
 from dpmem_ref.analysis.components import ComponentSearch, components
 from dpmem_ref.analysis.ledger import LedgerSearch
 from dpmem_ref.analysis.loss import IV_DPS, Loss
-from dpmem_ref.config import interface_from_dict, load_interface_file
+from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.mechanism.em import iv_precision
 
 SEEDS = range(210)

@@ -10,9 +10,9 @@ from fractions import Fraction
 
 import pytest
 
-from dpmem_ref import cover as cover_module
+from dpmem_ref.audit import cover as cover_module
+from dpmem_ref.audit.cover import minimum_cover, minimum_cover_exhaustive, minimum_cover_z3, useful_attributes
 from dpmem_ref.core.policy import Attribute, Layout, Policy
-from dpmem_ref.cover import minimum_cover, minimum_cover_exhaustive, minimum_cover_z3, useful_attributes
 
 
 def policy_of(groups: list[tuple[set[int], Fraction | int]], size: int) -> Policy:

@@ -18,7 +18,7 @@ from dpmem_ref.analysis import worst_case_loss
 from dpmem_ref.audit import audit, audit_json
 from dpmem_ref.audit.digits import certain, format_units, quantum_text
 from dpmem_ref.cli import main
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent

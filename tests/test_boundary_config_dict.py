@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpmem_ref.config import interface_from_dict
+from dpmem_ref.config.load import interface_from_dict
 from dpmem_ref.core.errors import ContractViolation, InputError
 from tests.kernel_fixtures import FIGURE2
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref.cli import main
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent

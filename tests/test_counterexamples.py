@@ -22,7 +22,7 @@ from counterexamples import incomplete_charging, no_cap, registry, table4
 from counterexamples.__main__ import main
 from counterexamples.engine import exact_worst_case
 from counterexamples.runner import Finding, evaluate
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.contract import contract_violations, require_contract
 from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.mechanism.randomness import SeededRandomSource

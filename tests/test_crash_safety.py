@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SessionSnapshot, SlotRelease, SQLiteLedgerStore
 from dpmem_ref.ledger.backup import verify_sqlite

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SQLiteLedgerStore

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref import durable
-from dpmem_ref.config import interface_from_dict, load_interface_file
+from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.policy import Layout, Store
 from dpmem_ref.durable import DurableSession
@@ -59,7 +59,7 @@ def test_restart_in_a_new_process_continues_ledgers_and_history(tmp_path: Path) 
     before = first.state()
     script = (
         "import json, sys\n"
-        "from dpmem_ref.config import load_interface_file\n"
+        "from dpmem_ref.config.load import load_interface_file\n"
         "from dpmem_ref.durable import DurableSession\n"
         "from dpmem_ref.ledger import SQLiteLedgerStore\n"
         "from dpmem_ref.mechanism.randomness import SeededRandomSource\n"

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.audit.sensitivity import prove_linear_sensitivity
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import (
     MAX_CONFIG_BYTES,
@@ -27,7 +28,6 @@ from dpmem_ref.core.limits import (
     read_bounded,
 )
 from dpmem_ref.mechanism.randomness import SeededRandomSource
-from dpmem_ref.sensitivity import prove_linear_sensitivity
 from dpmem_ref.turn import run_interaction
 from tests.kernel_fixtures import run_cli
 
@@ -152,7 +152,7 @@ def test_a_durable_session_refuses_coprime_caps_built_in_code() -> None:
     import attrs
 
     from dpmem_ref import Attribute, Policy, SeededRandomSource
-    from dpmem_ref.config import interface_from_dict
+    from dpmem_ref.config.load import interface_from_dict
     from dpmem_ref.durable import DurableSession
     from dpmem_ref.ledger import MemoryLedgerStore
 

@@ -26,7 +26,7 @@ import attrs
 import pytest
 
 from dpmem_ref.cli import main
-from dpmem_ref.config import InterfaceFile, interface_from_dict, load_interface_file
+from dpmem_ref.config.load import InterfaceFile, interface_from_dict, load_interface_file
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.policy import MemoryItem, Store
 from dpmem_ref.core.transcript import PublicPrefix

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref.cli import main
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SlotRelease

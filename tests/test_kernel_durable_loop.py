@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SQLiteLedgerStore
 from dpmem_ref.mechanism.randomness import SeededRandomSource

@@ -28,7 +28,7 @@ import pytest
 from kernel_fixtures import run_cli
 from test_ledger_fingerprint import BASE, variant
 
-from dpmem_ref.config import interface_from_dict, load_interface_file
+from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import (

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from kernel_fixtures import run_cli
 
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import open_ledger_store
 from dpmem_ref.ledger.backup import verify_sqlite

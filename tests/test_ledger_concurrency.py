@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from dpmem_ref.config import interface_from_dict
+from dpmem_ref.config.load import interface_from_dict
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SQLiteLedgerStore
 from dpmem_ref.ledger.backup import verify_sqlite

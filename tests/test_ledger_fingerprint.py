@@ -18,7 +18,7 @@ from typing import Any
 import postgres_server
 import pytest
 
-from dpmem_ref.config import interface_from_dict
+from dpmem_ref.config.load import interface_from_dict
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SQLiteLedgerStore, interface_fingerprint, open_ledger_store

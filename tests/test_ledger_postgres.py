@@ -36,7 +36,7 @@ from test_crash_safety import (
 )
 from test_ledger_concurrency import CAP, ONE_SLOT
 
-from dpmem_ref.config import interface_from_dict, load_interface_file
+from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import interface_fingerprint, open_ledger_store
 from dpmem_ref.ledger.postgres import PostgresLedgerStore

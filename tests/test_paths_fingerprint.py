@@ -23,7 +23,7 @@ import pytest
 from kernel_fixtures import FIGURE2
 
 from dpmem_ref import FixedRouter, OnlineBudget, PreallocatedBudget, ProspectiveCap, View
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger import SlotRelease, encode_turn, interface_fingerprint

@@ -14,7 +14,7 @@ import pytest
 from runtime_fixtures import copy_example, ledger_table, open_runtime
 
 from dpmem_ref.analysis import replay_transcript, worst_case_loss
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import EMPTY_ITEM, MemoryItem
 from dpmem_ref.runtime.binding import interface_record

@@ -21,9 +21,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dpmem_ref.config.toml_bounds import load_toml, prescan
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import MAX_HEADER_CHARS, MAX_KEY_PARTS, MAX_TOML_DEPTH, MAX_TOML_KEYS
-from dpmem_ref.toml_bounds import load_toml, prescan
 from tests.kernel_fixtures import FIGURE2, run_cli
 
 LIMITS = "expected TOML within the documented limits"

@@ -32,7 +32,7 @@ from dpmem_ref.audit.verdict import (
     audit,
     certify,
 )
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.config.load import load_interface_file
 
 __all__ = [
     "EXIT_BAD_INPUT",

@@ -14,9 +14,9 @@ from fractions import Fraction
 
 import attrs
 
-from dpmem_ref.config import InterfaceFile
+from dpmem_ref.audit.cover import minimum_cover
+from dpmem_ref.config.load import InterfaceFile
 from dpmem_ref.core.policy import adjacent_attributes, differing_positions
-from dpmem_ref.cover import minimum_cover
 
 
 @attrs.frozen

@@ -8,12 +8,12 @@ from typing import Any
 
 import attrs
 
+from dpmem_ref.audit.sensitivity import SensitivityProof, prove_linear_sensitivity, z3_deadline
 from dpmem_ref.contract import contract_violations
 from dpmem_ref.core.errors import Violation
 from dpmem_ref.core.rational import fraction_text
 from dpmem_ref.interface import Interface
 from dpmem_ref.parts.scoring import LinearTagScorer
-from dpmem_ref.sensitivity import SensitivityProof, prove_linear_sensitivity, z3_deadline
 
 CONDITION_ORDER = ("C1", "C2", "C3", "C4", "C5", "C6")
 

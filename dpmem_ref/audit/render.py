@@ -26,7 +26,7 @@ from dpmem_ref.schemas import envelope
 if TYPE_CHECKING:
     from dpmem_ref.audit.check import CheckReport
     from dpmem_ref.audit.verdict import AuditReport
-    from dpmem_ref.config import InterfaceFile
+    from dpmem_ref.config.load import InterfaceFile
 
 __all__ = ["LOSS_DIGITS", "audit_json", "audit_text", "bound_decimal", "bound_text", "check_text", "interval_text"]
 

@@ -23,7 +23,7 @@ from dpmem_ref.audit.check import check_interface
 from dpmem_ref.audit.digits import certain, decimal_exponent
 from dpmem_ref.audit.numbers import LOSS_DIGITS
 from dpmem_ref.audit.record import WitnessRow, witness_rows
-from dpmem_ref.config import InterfaceFile
+from dpmem_ref.config.load import InterfaceFile
 from dpmem_ref.core.errors import Violation
 from dpmem_ref.mechanism.em import iv_precision
 

@@ -4,7 +4,7 @@ Every command either finishes within these bounds or refuses with exit 2 (InputE
 - input files are opened without blocking, must be regular files, and are read only up to
   their limit (plus one byte, to tell "at the limit" from "over it"): a FIFO, a device
   (`/dev/zero`), a directory or an oversized file is refused before anything is parsed;
-- TOML files are pre-scanned in linear time before parsing (dpmem_ref.toml_bounds):
+- TOML files are pre-scanned in linear time before parsing (dpmem_ref.config.toml_bounds):
   nesting depth, key count, dotted parts per key and header length (the parser's work is
   quadratic in the dotted parts of one header);
 - exact ledgers stay exact: an interface whose ledger arithmetic could need more than
@@ -39,7 +39,7 @@ MAX_QUERY_LINES = 100_000
 MAX_KEY_CHARS = 200
 """Longest table key (store key, view, slot, attribute or query name) accepted."""
 MAX_TOML_DEPTH = 32
-"""Deepest nesting of arrays and inline tables in a TOML file (pre-scan, dpmem_ref.toml_bounds)."""
+"""Deepest nesting of arrays and inline tables in a TOML file (pre-scan, dpmem_ref.config.toml_bounds)."""
 MAX_TOML_KEYS = 200_000
 """Most keys (key/value pairs and table headers) in one TOML file (pre-scan)."""
 MAX_KEY_PARTS = 16

@@ -69,7 +69,7 @@ def command_restore(args: argparse.Namespace) -> int:
 
 
 def command_migrate(args: argparse.Namespace) -> int:
-    from dpmem_ref.config import load_interface_file
+    from dpmem_ref.config.load import load_interface_file
     from dpmem_ref.ledger.fingerprint import interface_fingerprint
     from dpmem_ref.ledger.restore import migrate_sqlite
 

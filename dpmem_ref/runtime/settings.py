@@ -27,8 +27,8 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.config import InterfaceFile, load_interface_file
-from dpmem_ref.config_fields import table, unknown_keys
+from dpmem_ref.config.fields import table, unknown_keys
+from dpmem_ref.config.load import InterfaceFile, load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import MAX_CONFIG_BYTES, read_bounded
 from dpmem_ref.core.rational import positive_fraction

@@ -72,7 +72,7 @@ def test_interface_toml_structure(built):
 
 
 def test_interface_toml_loads_with_the_kernel_loader(built):
-    config = pytest.importorskip("dpmem_ref.config")
+    config = pytest.importorskip("dpmem_ref.config.load")
     loaded = config.load_interface_file(built["a"] / "interface.toml")
     assert len(loaded.stores) == 16
 

@@ -30,7 +30,7 @@ def test_export_command_writes_the_same_bytes(tmp_path):
 
 
 def test_kernel_loads_the_eval_policy():
-    from dpmem_ref.config import load_interface_file
+    from dpmem_ref.config.load import load_interface_file
 
     loaded = load_interface_file(COMMITTED)
     policy = loaded.interface.policy

@@ -245,9 +245,9 @@ def resolve(preset: str, file: str | None = None, overrides: dict[str, Any] | No
     config = PRESETS[preset]
     if file is not None:
         from dpmem_eval.readers import InputFileError, display, read_bytes
+        from dpmem_ref.config.toml_bounds import load_toml
         from dpmem_ref.core.errors import InputError
         from dpmem_ref.core.limits import MAX_CONFIG_BYTES
-        from dpmem_ref.toml_bounds import load_toml
 
         path = Path(file)
         try:  # bounded: a regular file of at most 1 MiB, pre-scanned (depth, keys, dotted parts) before parsing

@@ -1,4 +1,4 @@
-"""Field readers shared by the interface-description loader (dpmem_ref.config).
+"""Field readers shared by the interface-description loader (dpmem_ref.config.load).
 
 Each names the field, what was expected and what was found. Values found under
 `[stores]` are memory contents: `stores()` reports only where and what kind of value it

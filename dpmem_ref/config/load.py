@@ -14,9 +14,10 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.config_fields import NOTHING, as_list, found, string, strings, unknown_keys
-from dpmem_ref.config_fields import stores as read_stores
-from dpmem_ref.config_fields import table as read_table
+from dpmem_ref.config.fields import NOTHING, as_list, found, string, strings, unknown_keys
+from dpmem_ref.config.fields import stores as read_stores
+from dpmem_ref.config.fields import table as read_table
+from dpmem_ref.config.toml_bounds import load_toml
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import MAX_CONFIG_BYTES, check_ledger_size, read_bounded
 from dpmem_ref.core.policy import Attribute, Layout, Policy, Store
@@ -31,7 +32,6 @@ from dpmem_ref.parts.controls import FallbackControl, NoControl
 from dpmem_ref.parts.protocols import CapRule, ControlRule, Selector
 from dpmem_ref.parts.scoring import LinearTagScorer, LinearWeights
 from dpmem_ref.parts.selectors import ExponentialMechanismSelector
-from dpmem_ref.toml_bounds import load_toml
 
 TOP_LEVEL_KEYS = {
     "name",
