@@ -21,7 +21,7 @@ from kernel_fixtures import run_cli
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import LedgerStoreError, open_ledger_store
-from dpmem_ref.ledger.urls import redact_url
+from dpmem_ref.ledger.url_forms import redact_url
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "Zq9SECRETpw"

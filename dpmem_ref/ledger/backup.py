@@ -40,7 +40,7 @@ from dpmem_ref.ledger.chain import (
 from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError
 from dpmem_ref.ledger.replay import LedgerRows, Replay, replay
 from dpmem_ref.ledger.sqlite_schema import COLUMNS, describe_sqlite_error
-from dpmem_ref.ledger.urls import redact_url
+from dpmem_ref.ledger.url_forms import redact_url
 
 SIDE_FILES = ("-wal", "-shm", "-journal", HIGH_WATER_SUFFIX)
 

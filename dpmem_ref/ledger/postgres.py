@@ -64,7 +64,7 @@ from dpmem_ref.ledger.postgres_schema import (
 )
 from dpmem_ref.ledger.records import LoadCache, decode_release, encode_turn, release_values
 from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, checked_rebind, committed_scopes, grouped_ledgers
-from dpmem_ref.ledger.urls import SecretURL, check_postgres_url, redact_url
+from dpmem_ref.ledger.url_forms import SecretURL, check_postgres_url, redact_url
 
 _T = TypeVar("_T")
 _JITTER = random.SystemRandom()

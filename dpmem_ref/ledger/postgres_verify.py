@@ -21,7 +21,7 @@ from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.migrate import Sql, migrate_rows
 from dpmem_ref.ledger.postgres_schema import COLUMNS, SCHEMA, append_event, describe_postgres_error, lock_chain
 from dpmem_ref.ledger.replay import LedgerRows, replay
-from dpmem_ref.ledger.urls import check_postgres_url, redact_url
+from dpmem_ref.ledger.url_forms import check_postgres_url, redact_url
 
 
 def _rows(connection: psycopg.Connection[Any]) -> LedgerRows | str:
