@@ -52,8 +52,8 @@ INTERFACE = {
 def serial_worker(url: str, turns: int) -> None:
     """`--serial`: milliseconds per charged turn in one process, without the turn deadline."""
     from dpmem_ref.config.load import interface_from_dict
-    from dpmem_ref.durable import DurableSession
     from dpmem_ref.mechanism.randomness import SeededRandomSource
+    from dpmem_ref.turn.durable import DurableSession
 
     loaded = interface_from_dict(INTERFACE)
     if url.startswith("postgresql://"):
@@ -85,8 +85,8 @@ def serial_cell(url: str, turns: int, pythonpath: str) -> float:
 def worker(url: str, selections: int, start_file: str, seed: int) -> None:
     """One client: open the session, wait for the common start, serve `selections` turns."""
     from dpmem_ref.config.load import interface_from_dict
-    from dpmem_ref.durable import DurableSession
     from dpmem_ref.mechanism.randomness import SeededRandomSource
+    from dpmem_ref.turn.durable import DurableSession
 
     loaded = interface_from_dict(INTERFACE)
     if url.startswith("postgresql://"):

@@ -29,11 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dpmem_ref.durable import DurableSession  # noqa: E402
 from dpmem_ref.ledger import SQLiteLedgerStore  # noqa: E402
 from dpmem_ref.mechanism.randomness import SeededRandomSource  # noqa: E402
 from dpmem_ref.runtime import AgentRuntime  # noqa: E402
 from dpmem_ref.runtime.tagger import slot_tags  # noqa: E402
+from dpmem_ref.turn.durable import DurableSession  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "agent"
 TEXT = "I check my glucose after lunch and money is tight."

@@ -38,7 +38,6 @@ from pathlib import Path
 from dpmem_ref.cli import main as dpmem_main
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.core.transcript import PublicPrefix
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SlotRelease
 from dpmem_ref.mechanism.em import ReleaseDistribution, exponential_mechanism
 from dpmem_ref.mechanism.randomness import SeededRandomSource
@@ -51,6 +50,7 @@ from dpmem_ref.mechanism.timing import (
     public_round_bound,
 )
 from dpmem_ref.turn import plan_slot, zero_ledgers
+from dpmem_ref.turn.durable import DurableSession
 
 ROOT = Path(__file__).resolve().parents[1]
 

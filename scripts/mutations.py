@@ -151,7 +151,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "durable-ignores-committed-ledgers",
         "the durable session releases on the plan's ledgers, not the ledgers its store committed",
-        (("durable.py", r"cursor = cursor\.release\(release\.view, ledgers=committed\)", "cursor = cursor.release(release.view)"),),
+        (("turn/durable.py", r"cursor = cursor\.release\(release\.view, ledgers=committed\)", "cursor = cursor.release(release.view)"),),
     ),
     # Issue 27: one mutant per class of path the suite used not to reach, each a plausible
     # privacy or audit bug, each killed by the tests that now take that path (noted).
@@ -181,7 +181,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         " (tests/test_paths_durable.py: eps large enough that every admitted draw is specific)",
         (
             (
-                "durable.py",
+                "turn/durable.py",
                 r"cursor = cursor\.release\(release\.view, ledgers=committed\)",
                 "cursor = cursor.release(request.view, ledgers=committed)",
             ),

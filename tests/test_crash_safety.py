@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref.config.load import load_interface_file
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SessionSnapshot, SlotRelease, SQLiteLedgerStore
 from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession
 
 FIGURE2 = Path(__file__).resolve().parents[1] / "examples" / "figure2.toml"
 QUERIES = ["affordable-dinner", "checkup-reminder", "affordable-dinner", "weeknight-plan", "checkup-reminder"]

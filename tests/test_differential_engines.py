@@ -18,10 +18,10 @@ from hypothesis import event, given, reject, target
 from hypothesis import strategies as st
 
 from dpmem_ref.analysis import replay_transcript
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore
 from dpmem_ref.mechanism.randomness import TapeExhausted, TapeSource
 from dpmem_ref.turn import run_interaction, view_texts
+from dpmem_ref.turn.durable import DurableSession
 from proofs_as_tests.strategies import Case, QueryStrategy, cases
 from proofs_as_tests.strategies.hard import budget_cases
 from proofs_as_tests.transcripts import enumerate_joint, log_fraction

@@ -21,9 +21,9 @@ import pytest
 
 from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SQLiteLedgerStore
 from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession
 
 FIGURE2 = Path(__file__).resolve().parents[1] / "examples" / "figure2.toml"
 

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from dpmem_ref import durable
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.policy import Layout, Store
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import LedgerStore, MemoryLedgerStore, SlotRelease, SQLiteLedgerStore
 from dpmem_ref.mechanism.randomness import SeededRandomSource
-from dpmem_ref.turn import TemplateChannel, run_interaction
+from dpmem_ref.turn import TemplateChannel, durable, run_interaction
+from dpmem_ref.turn.durable import DurableSession
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE2 = ROOT / "examples" / "figure2.toml"
@@ -60,7 +59,7 @@ def test_restart_in_a_new_process_continues_ledgers_and_history(tmp_path: Path) 
     script = (
         "import json, sys\n"
         "from dpmem_ref.config.load import load_interface_file\n"
-        "from dpmem_ref.durable import DurableSession\n"
+        "from dpmem_ref.turn.durable import DurableSession\n"
         "from dpmem_ref.ledger import SQLiteLedgerStore\n"
         "from dpmem_ref.mechanism.randomness import SeededRandomSource\n"
         "f = load_interface_file(sys.argv[1])\n"

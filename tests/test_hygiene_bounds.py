@@ -153,8 +153,8 @@ def test_a_durable_session_refuses_coprime_caps_built_in_code() -> None:
 
     from dpmem_ref import Attribute, Policy, SeededRandomSource
     from dpmem_ref.config.load import interface_from_dict
-    from dpmem_ref.durable import DurableSession
     from dpmem_ref.ledger import MemoryLedgerStore
+    from dpmem_ref.turn.durable import DurableSession
 
     small = tomllib.loads(coprime_caps(1))
     loaded = interface_from_dict(small, "caps.toml")

@@ -30,11 +30,11 @@ from dpmem_ref.config.load import InterfaceFile, interface_from_dict, load_inter
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.policy import MemoryItem, Store
 from dpmem_ref.core.transcript import PublicPrefix
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SQLiteLedgerStore
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.parts.scoring import FunctionScorer
 from dpmem_ref.turn import InterfaceState, TemplateChannel, plan_slot, run_turn
+from dpmem_ref.turn.durable import DurableSession
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ["figure2.toml", "evaluation.toml"]

@@ -16,7 +16,6 @@ import pytest
 from dpmem_ref.cli import main
 from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SlotRelease
 from dpmem_ref.mechanism.em import exponential_mechanism
 from dpmem_ref.mechanism.randomness import SeededRandomSource
@@ -30,6 +29,7 @@ from dpmem_ref.mechanism.timing import (
     slowest_case_distributions,
     worst_case_distribution,
 )
+from dpmem_ref.turn.durable import DurableSession
 
 VIEWS = tuple(f"v{i}" for i in range(16))
 HIGH = exponential_mechanism(VIEWS, [Fraction(1)] + [Fraction(0)] * 15, Fraction(2), Fraction(3, 5))

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref.config.load import load_interface_file
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import MemoryLedgerStore, SQLiteLedgerStore
 from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession
 
 FIGURE2 = Path(__file__).resolve().parents[1] / "examples" / "figure2.toml"
 

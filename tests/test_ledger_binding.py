@@ -30,7 +30,6 @@ from test_ledger_fingerprint import BASE, variant
 
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import (
     LedgerStoreError,
     ReleaseRequest,
@@ -42,6 +41,7 @@ from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.parts.broken import ArgmaxSelector
 from dpmem_ref.turn import InterfaceState, begin_turn
+from dpmem_ref.turn.durable import DurableSession
 
 ROOT = Path(__file__).resolve().parents[1]
 SWAPPED = variant(

@@ -26,10 +26,10 @@ import pytest
 from kernel_fixtures import run_cli
 
 from dpmem_ref.config.load import load_interface_file
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import open_ledger_store
 from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE2 = ROOT / "examples" / "figure2.toml"

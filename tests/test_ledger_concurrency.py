@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from dpmem_ref.config.load import interface_from_dict
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SQLiteLedgerStore
 from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession
 
 PROCESSES = 8
 SELECTIONS = 100

@@ -20,9 +20,9 @@ import pytest
 
 from dpmem_ref.config.load import interface_from_dict
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SQLiteLedgerStore, interface_fingerprint, open_ledger_store
 from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession
 
 CAP = 2
 BASE: dict[str, Any] = {

@@ -37,11 +37,11 @@ from test_crash_safety import (
 from test_ledger_concurrency import CAP, ONE_SLOT
 
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import interface_fingerprint, open_ledger_store
 from dpmem_ref.ledger.postgres import PostgresLedgerStore
 from dpmem_ref.ledger.postgres_verify import verify_postgres
 from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession
 
 ROOT = Path(__file__).resolve().parents[1]
 

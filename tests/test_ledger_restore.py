@@ -23,10 +23,10 @@ from kernel_fixtures import run_cli
 from test_ledger_concurrency import ONE_SLOT
 
 from dpmem_ref.config.load import interface_from_dict
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import LedgerStoreError, SQLiteLedgerStore
 from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession
 
 KEY = "restore-test-key-0123456789abcdef"
 

@@ -24,9 +24,9 @@ import postgres_server
 import pytest
 
 from dpmem_ref.config.load import InterfaceFile, interface_from_dict
-from dpmem_ref.durable import DurableSession, DurableTurn
 from dpmem_ref.ledger import LedgerStore, MemoryLedgerStore, SessionSnapshot, SQLiteLedgerStore, open_ledger_store
 from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession, DurableTurn
 
 CAP = 100
 HALF = Fraction(CAP, 2)

@@ -14,7 +14,6 @@ from typing import Any, NoReturn
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import Store
-from dpmem_ref.durable import DurableSession, DurableTurn
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.backup import LedgerReport, backup_sqlite, verify_sqlite
 from dpmem_ref.ledger.contract import LedgerStoreError
@@ -22,6 +21,7 @@ from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.mechanism.timing import DEFAULT_TURN_DEADLINE_S
 from dpmem_ref.turn.channel import LLMChannel
+from dpmem_ref.turn.durable import DurableSession, DurableTurn
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 

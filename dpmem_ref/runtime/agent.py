@@ -22,7 +22,6 @@ import attrs
 
 from dpmem_ref.contract import require_contract
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.durable import DurableSession
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.contract import LedgerStore, fraction_to_text
 from dpmem_ref.ledger.urls import open_ledger_store
@@ -44,6 +43,7 @@ from dpmem_ref.runtime.settings import AgentFile, check_user_caps, load_agent_fi
 from dpmem_ref.runtime.similarity import make_embedder
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
 from dpmem_ref.turn.channel import LLMChannel, view_texts
+from dpmem_ref.turn.durable import DurableSession
 
 MAX_QUERY_CHARS = 4096
 

@@ -1,9 +1,10 @@
-"""Algorithm 1: the slot plan, the turn planner, the runner and the LLM channel.
+"""Algorithm 1: the slot plan, the turn planner, the runner, the LLM channel and the durable session.
 
 - `plan`: `plan_slot`, the one exact description of a slot-level release (`SlotPlan`);
 - `planner`: `begin_turn` / `TurnCursor`, the one turn loop every consumer drives;
 - `runner`: `run_turn` / `run_interaction`, sampling through the planner;
-- `channel`: the LLM channel (Eq. 2); `state`: `InterfaceState`.
+- `channel`: the LLM channel (Eq. 2); `state`: `InterfaceState`;
+- `durable`: `DurableSession`, the turn loop over a ledger store (C5 across processes).
 """
 
 from dpmem_ref.core.ledgers import Ledgers

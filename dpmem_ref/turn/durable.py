@@ -51,7 +51,7 @@ from dpmem_ref.turn.state import InterfaceState
 MAX_TURNS_PER_INTERACTION = 100_000
 """The horizon limit of one durable interaction (turns); the next turn is refused."""
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("dpmem_ref.durable")  # the name operators configure: kept through the move to turn/
 
 Checkpoint = Callable[[str], None]
 ReleaseListener = Callable[[SlotRelease], None]
