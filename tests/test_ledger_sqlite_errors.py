@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.exits import EXIT_BAD_INPUT
 from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
 from dpmem_ref.ledger.backup import verify_sqlite
-from dpmem_ref.ledger.cli import EXIT_BAD_INPUT
 
 CAPS = {"diabetes": Fraction(1000)}
 ROOT = Path(__file__).resolve().parents[1]

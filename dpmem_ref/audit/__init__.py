@@ -1,4 +1,5 @@
-"""`dpmem check` and `dpmem audit`: the auditor's commands (DESIGN.md, "Command line").
+"""The auditor's engine behind `dpmem check` and `dpmem audit` (DESIGN.md, "Command line"; the
+commands themselves are parsed in `dpmem_ref.cli.audit`).
 
 - `check`: the static contract (C1-C6) with Eq. (6) proved (`dpmem_ref.audit.check`);
 - `audit`: the verdict for two stores (`adjacency`: kappa and its cover; `verdict`: the
@@ -14,25 +15,16 @@ violations, 2 malformed input.
 
 from __future__ import annotations
 
-import argparse
-import json
-from typing import Any
-
-from dpmem_ref.analysis import DEFAULT_MAX_STATES
 from dpmem_ref.audit.adjacency import Adjacency, decide_adjacency
 from dpmem_ref.audit.check import CheckReport, charged_reads, check_interface, sensitivity_violations
 from dpmem_ref.audit.render import audit_json, audit_text, check_text
 from dpmem_ref.audit.verdict import (
-    EXIT_BAD_INPUT,
-    EXIT_NO_GUARANTEE,
-    EXIT_OK,
-    EXIT_VIOLATION,
     AuditReport,
     CoverVerdict,
     audit,
     certify,
 )
-from dpmem_ref.config.load import load_interface_file
+from dpmem_ref.core.exits import EXIT_BAD_INPUT, EXIT_NO_GUARANTEE, EXIT_OK, EXIT_VIOLATION
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -43,58 +35,13 @@ __all__ = [
     "AuditReport",
     "CheckReport",
     "CoverVerdict",
-    "add_auditor_parsers",
     "audit",
     "audit_json",
     "audit_text",
     "certify",
     "charged_reads",
     "check_interface",
+    "check_text",
     "decide_adjacency",
     "sensitivity_violations",
 ]
-
-
-def command_check(args: argparse.Namespace) -> int:
-    loaded = load_interface_file(args.file)
-    report = check_interface(loaded.interface)
-    print(json.dumps(report.to_json(), indent=2) if args.json else check_text(loaded, report))
-    return EXIT_OK if report.ok else EXIT_VIOLATION
-
-
-def command_audit(args: argparse.Namespace) -> int:
-    loaded = load_interface_file(args.file)
-    report = audit(loaded, args.store_a, args.store_b, args.horizon, max_states=args.max_states)
-    print(json.dumps(audit_json(report), indent=2) if args.json else audit_text(report))
-    return report.exit_code
-
-
-def add_auditor_parsers(sub: Any) -> None:
-    """Register `check` and `audit` on the `dpmem` sub-command parser."""
-    check = sub.add_parser(
-        "check",
-        help="static contract check (C1-C6) with the sensitivity bound proved",
-        description="Exit 0 if the contract holds, 1 with every violation named, 2 for a malformed file.",
-    )
-    check.add_argument("file", help="interface description (TOML)")
-    check.add_argument("--json", action="store_true", help='machine-readable: {"ok": ..., "violations": [...]}')
-    check.set_defaults(handler=command_check)
-    audit_parser = sub.add_parser(
-        "audit",
-        help="exact worst-case privacy loss over all adaptive strategies for two stores",
-        description="Exit 0 if the loss is certified within the bound and the contract holds; 1 if the bound is "
-        "broken or not certified, or a contract violation leaves it unguaranteed beyond T; 2 for malformed input; "
-        "3 when no guarantee applies (the stores differ outside every protected group).",
-    )
-    audit_parser.add_argument("file", help="interface description (TOML)")
-    audit_parser.add_argument("--store-a", required=True, help="name of the first store (M)")
-    audit_parser.add_argument("--store-b", required=True, help="name of the second store (M')")
-    audit_parser.add_argument("--horizon", required=True, type=int, help="number of turns T")
-    audit_parser.add_argument(
-        "--max-states",
-        type=int,
-        default=DEFAULT_MAX_STATES,
-        help=f"stop with exit 2 past this many memoized states (default {DEFAULT_MAX_STATES})",
-    )
-    audit_parser.add_argument("--json", action="store_true", help="machine-readable output")
-    audit_parser.set_defaults(handler=command_audit)

@@ -25,6 +25,7 @@ from dpmem_ref.audit.numbers import LOSS_DIGITS
 from dpmem_ref.audit.record import WitnessRow, witness_rows
 from dpmem_ref.config.load import InterfaceFile
 from dpmem_ref.core.errors import Violation
+from dpmem_ref.core.exits import EXIT_NO_GUARANTEE, EXIT_OK, EXIT_VIOLATION
 from dpmem_ref.mechanism.em import iv_precision
 
 
@@ -38,7 +39,6 @@ class CoverVerdict:
     certified: bool
 
 
-EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_NO_GUARANTEE = 0, 1, 2, 3
 VERDICTS = ("holds", "contract violated", "not certified", "broken", "no guarantee")
 
 

@@ -9,7 +9,7 @@ share one ledger store (PostgreSQL across hosts).
 
 Modules: `keys` (keys file, constant-time token check; stdlib only), `models` (request and
 response bodies), `gate` (pure ASGI: body bound, authentication, no tracebacks, access log),
-`app` (the FastAPI routes), `server` (uvicorn on a bound socket), `cli` (the subcommand and
-the replica supervisor). Importing this package imports no web framework: fastapi and uvicorn
-(extra `serve`) load only in `app` and `server`.
+`app` (the FastAPI routes), `server` (uvicorn on a bound socket); the subcommand and the
+replica supervisor are `dpmem_ref.cli.serve`. Importing this package imports no web
+framework: fastapi and uvicorn (extra `serve`) load only in `app` and `server`.
 """

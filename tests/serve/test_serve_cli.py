@@ -142,7 +142,7 @@ def test_without_the_serve_extra_the_command_says_what_to_install(tmp_path: Path
 
 
 def test_dpmem_and_the_serve_package_import_no_web_framework() -> None:
-    probe = "import sys, dpmem_ref.cli, dpmem_ref.serve, dpmem_ref.serve.cli, dpmem_ref.serve.keys, dpmem_ref.serve.gate; "
+    probe = "import sys, dpmem_ref.cli, dpmem_ref.serve, dpmem_ref.cli.serve, dpmem_ref.serve.keys, dpmem_ref.serve.gate; "
     probe += "print(sorted(m for m in ('fastapi', 'starlette', 'uvicorn', 'pydantic') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, timeout=120)
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr

@@ -18,17 +18,22 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any, NoReturn
+from typing import Any
 
 import attrs
 
+from dpmem_ref.cli.audit import add_auditor_parsers
+from dpmem_ref.cli.errors import say, usage_error
+from dpmem_ref.cli.ledger import add_ledger_commands, add_store_url_arguments, durable_turns
+from dpmem_ref.cli.serve import add_serve_parser
 from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.contract import require_contract
-from dpmem_ref.core.errors import ContractViolation, InputError, one_line
+from dpmem_ref.core.errors import ContractViolation, InputError
+from dpmem_ref.core.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION
 from dpmem_ref.core.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
 from dpmem_ref.core.rational import fraction_text
 from dpmem_ref.interface import Interface
-from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments, durable_turns
+from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.mechanism.timing import (
     DEFAULT_DURABLE_TURN_DEADLINE_S,
@@ -38,12 +43,10 @@ from dpmem_ref.mechanism.timing import (
 )
 from dpmem_ref.parts.broken import PrivateHooks
 from dpmem_ref.schemas import envelope, json_value
-from dpmem_ref.serve.cli import add_serve_parser
 from dpmem_ref.turn.channel import TemplateChannel
 from dpmem_ref.turn.runner import run_turn
 from dpmem_ref.turn.state import InterfaceState
 
-EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 DEBUG_FLAG = "--debug-print-private-scores"
 DEBUG_WARNING = (
     f"dpmem: WARNING: {DEBUG_FLAG} breaks the DP guarantee: contract-breaking parts run and private "
@@ -121,7 +124,9 @@ def command_run(args: argparse.Namespace) -> int:
     overruns = 0
     # With --store-url a DurableSession runs each turn (charge committed before release);
     # the release grid below is this command's deadline for both paths.
-    durable = durable_turns(args, interface, store, source, channel, turn_deadline_s=None)
+    durable = durable_turns(
+        args.store_url, args.user, args.interaction, interface, store, source, channel, turn_deadline_s=None
+    )
     # Turn k is released at run_start + k * deadline: a fixed public grid, so neither the
     # turn's own work nor any work after an earlier release shifts when a line appears.
     run_start = time.perf_counter_ns()
@@ -231,9 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_store_url_arguments(run)
     run.set_defaults(handler=command_run)
-    _add_auditor_commands(sub)
+    add_auditor_parsers(sub)
     add_ledger_commands(sub)
-    from dpmem_ref.runtime.chat import add_chat_command  # `dpmem chat` (docs/agent.md)
+    from dpmem_ref.cli.chat import add_chat_command  # `dpmem chat` (docs/agent.md)
 
     add_chat_command(sub)
     add_serve_parser(sub)
@@ -255,31 +260,8 @@ def _version() -> str:
         return __version__
 
 
-def _add_auditor_commands(sub: Any) -> None:
-    """`check` and `audit` live in dpmem_ref.audit when present."""
-    try:
-        from dpmem_ref.audit import add_auditor_parsers  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return
-    add_auditor_parsers(sub)
-
-
-def _say(message: str) -> None:
-    """One line on stderr, whatever the encoding (file names may hold undecodable bytes)."""
-    line = one_line(message) + "\n"
-    stream = sys.stderr
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    stream.write(line.encode(encoding, "backslashreplace").decode(encoding))
-    stream.flush()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-
-    def usage_error(message: str) -> NoReturn:
-        _say(f"dpmem: error: {message}")  # one line, even for an argument holding a newline
-        raise SystemExit(EXIT_BAD_INPUT)
-
     parser.error = usage_error  # type: ignore[method-assign]  # exit 2 with a one-line message
     for action in parser._subparsers._group_actions if parser._subparsers else []:  # noqa: SLF001
         for subparser in getattr(action, "choices", {}).values():
@@ -295,25 +277,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
-    except InputError as error:
-        _say(f"dpmem: error: {error}")
+    except (InputError, LedgerStoreError) as error:  # a LedgerStoreError: an unusable --store-url ledger
+        say(f"dpmem: error: {error}")
         return EXIT_BAD_INPUT
     except ContractViolation as error:
-        _say(f"dpmem: contract violation: {error}")
+        say(f"dpmem: contract violation: {error}")
         return EXIT_VIOLATION
     except BrokenPipeError:  # output piped into `head`
         sys.stderr.close()
         return EXIT_OK
     except KeyboardInterrupt:
-        _say("dpmem: interrupted")
-        return 130
+        say("dpmem: interrupted")
+        return EXIT_INTERRUPTED
     except OSError as error:  # e.g. a path too long for the file system: bad input, one line
         # strerror only: the path itself may be huge or hold a secret (a store URL), so it is not echoed.
-        _say(f"dpmem: error: a path given on the command line cannot be used: {error.strerror or type(error).__name__}")
+        say(f"dpmem: error: a path given on the command line cannot be used: {error.strerror or type(error).__name__}")
         return EXIT_BAD_INPUT
     except (Exception, RecursionError) as error:  # noqa: BLE001  # never a traceback (issue 13.4)
         # The type and where it was raised, never its message: a message may quote a value.
-        _say(f"dpmem: error: internal error {type(error).__name__} at {_origin(error)}; please report it")
+        say(f"dpmem: error: internal error {type(error).__name__} at {_origin(error)}; please report it")
         return EXIT_BAD_INPUT
 
 
@@ -325,7 +307,3 @@ def _origin(error: BaseException) -> str:
         return "unknown"
     code = frame.tb_frame.f_code
     return f"{code.co_filename.rsplit('/', 1)[-1]}:{frame.tb_lineno} ({code.co_name})"
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

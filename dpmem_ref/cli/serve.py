@@ -21,6 +21,7 @@ import time
 from types import FrameType
 from typing import Any
 
+from dpmem_ref.cli.errors import say
 from dpmem_ref.core.errors import InputError
 
 MAX_REPLICAS = 64
@@ -113,7 +114,7 @@ def supervise(commands: list[list[str]]) -> int:
             children.append(child)
             if not _wait_listening(child):
                 stop(signal.SIGTERM, None)
-                print(f"dpmem: error: replica {len(children) - 1} did not start (see its log above)", file=sys.stderr)
+                say(f"dpmem: error: replica {len(children) - 1} did not start (see its log above)")
                 break
         codes = [child.wait() for child in children]
     finally:

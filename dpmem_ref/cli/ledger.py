@@ -1,5 +1,5 @@
 """`dpmem ledger backup | verify | restore | migrate` (issues 13.7, 21), and the
-`--store-url` option of `dpmem run`. `dpmem_ref.cli` calls `add_ledger_commands`.
+`--store-url` option of `dpmem run`. `dpmem_ref.cli.dpmem` calls `add_ledger_commands`.
 
 Exit codes as everywhere in `dpmem`: 0 ok, 1 a verified file breaks a ledger invariant,
 2 bad input (missing file, not a ledger, unreadable): one line, no traceback.
@@ -8,11 +8,12 @@ Exit codes as everywhere in `dpmem`: 0 ok, 1 a verified file breaks a ledger inv
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
+from dpmem_ref.cli.errors import say, usage_error
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.exits import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
 from dpmem_ref.core.policy import Store
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.backup import LedgerReport, backup_sqlite, verify_sqlite
@@ -23,11 +24,9 @@ from dpmem_ref.mechanism.timing import DEFAULT_TURN_DEADLINE_S
 from dpmem_ref.turn.channel import LLMChannel
 from dpmem_ref.turn.durable import DurableSession, DurableTurn
 
-EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
-
 
 def _fail(error: Exception) -> int:
-    print(f"dpmem: error: {error}", file=sys.stderr)
+    say(f"dpmem: error: {error}")
     return EXIT_BAD_INPUT
 
 
@@ -123,15 +122,7 @@ def add_ledger_commands(sub: Any) -> None:
     migrate.add_argument("--interface", required=True, help="the interface file (TOML) whose charges it holds")
     migrate.set_defaults(handler=command_migrate)
     for parser in (ledger, backup, verify, restore, migrate):  # usage errors: dpmem's one line, exit 2
-        parser.error = _delegate_error(sub)
-
-
-def _delegate_error(sub: Any) -> Callable[[str], NoReturn]:
-    def error(message: str) -> NoReturn:
-        print(f"dpmem: error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_BAD_INPUT)
-
-    return error
+        parser.error = usage_error
 
 
 def add_store_url_arguments(run: argparse.ArgumentParser) -> None:
@@ -146,37 +137,24 @@ def add_store_url_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--interaction", default="default", help="ledger key with --store-url (default: default)")
 
 
-def _ledger_failure(error: LedgerStoreError) -> NoReturn:
-    print(f"dpmem: error: {error}", file=sys.stderr)
-    raise SystemExit(EXIT_BAD_INPUT)
-
-
 def durable_turns(
-    args: argparse.Namespace,
+    url: str | None,
+    user: str,
+    interaction: str,
     interface: Interface,
     memory: Store,
     source: RandomSource,
     channel: LLMChannel,
     turn_deadline_s: float | None = DEFAULT_TURN_DEADLINE_S,
 ) -> Callable[[str], DurableTurn] | None:
-    """With `--store-url`: the turn function of a DurableSession on that ledger (charge
-    before release, bound to the interface's fingerprint); None without it.
-    `turn_deadline_s=None` when the caller releases on its own deadline grid (`dpmem run`)."""
-    url = getattr(args, "store_url", None)
+    """With a `--store-url` (`url`): the turn function of a DurableSession on that ledger
+    (charge before release, bound to the interface's fingerprint); None without one.
+    `turn_deadline_s=None` when the caller releases on its own deadline grid (`dpmem run`).
+    A ledger that fails raises LedgerStoreError; `dpmem_ref.cli.dpmem.main` reports it (exit 2)."""
     if url is None:
         return None
-    try:
-        store = open_ledger_store(url)
-        session = DurableSession.open(
-            interface, store, args.user, args.interaction, memory, source, channel=channel, turn_deadline_s=turn_deadline_s
-        )
-    except LedgerStoreError as error:
-        _ledger_failure(error)
-
-    def step(query: str) -> DurableTurn:
-        try:
-            return session.run_turn(query)
-        except LedgerStoreError as error:
-            _ledger_failure(error)
-
-    return step
+    store = open_ledger_store(url)
+    session = DurableSession.open(
+        interface, store, user, interaction, memory, source, channel=channel, turn_deadline_s=turn_deadline_s
+    )
+    return session.run_turn
