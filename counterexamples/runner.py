@@ -4,8 +4,10 @@ Nothing here types in a ratio: the worst case comes from the kernel's exact engi
 (`counterexamples.engine.exact_worst_case`), the event probabilities from replaying the
 engine's witness (`analysis.replay_transcript`) or from summing exact transcript
 probabilities (`analysis.enumerate_transcripts`), the kept conditions from
-`contract_violations(Interface)`, and the refusal from the strict kernel
-(`Interface.require_contract`, then `run_turn(strict=True)` along the witness).
+`dpmem_ref.contract.contract_violations`, and the refusal from the strict kernel
+(`dpmem_ref.contract.require_contract`, reported under its former name
+"Interface.require_contract" so the output stays byte-identical, then `run_turn(strict=True)`
+along the witness).
 """
 
 from __future__ import annotations

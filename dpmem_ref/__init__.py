@@ -25,6 +25,7 @@ from dpmem_ref.core.policy import (
 )
 from dpmem_ref.core.rational import decimal_text, fraction_text
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+from dpmem_ref.core.version import __version__ as __version__
 from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.em import ExponentialWeights, PointMass, bernoulli_exp_minus, exponential_mechanism
@@ -55,8 +56,6 @@ from dpmem_ref.turn import (
     run_interaction,
     run_turn,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ArgmaxSelector",

@@ -15,6 +15,7 @@ import attrs
 
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.ledgers import FractionTable, common_scale
+from dpmem_ref.core.limits import MAX_QUERY_LINES, check_ledger_digits
 from dpmem_ref.core.memo import KernelMemo
 from dpmem_ref.core.policy import MemoryItem, Policy, Store
 from dpmem_ref.core.rational import require_positive_rational
@@ -226,3 +227,16 @@ def _require_parts(interface: Interface) -> None:
 def fallback_distribution(vocabulary: Vocabulary) -> PointMass:
     """The fixed generic view at zero cost (Algorithm 1, line 10)."""
     return PointMass(views=vocabulary.names, view=vocabulary.generic)
+
+
+def check_ledger_size(interface: Interface, turns: int = MAX_QUERY_LINES) -> None:
+    """Refuse an interface whose exact ledgers could outgrow MAX_LEDGER_DIGITS (C5 stays
+    exact): every epsilon any read can be charged (singleton and declared charge sets;
+    both budget rules take a minimum over singletons), the caps, and at most `turns`
+    charges per slot."""
+    caps = interface.caps
+    charge_sets = {frozenset({a}) for a in caps}
+    charge_sets |= {read.charge for query in interface.queries for read in query.reads if read.charge}
+    epsilons = {interface.budget.epsilon(charge_set, caps) for charge_set in charge_sets}
+    charges = turns * max(1, len(interface.vocabularies))
+    check_ledger_digits(epsilons, caps.values(), charges, "attributes")

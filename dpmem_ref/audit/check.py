@@ -138,7 +138,7 @@ def _global_scope(interface: Interface) -> str:
 
 
 def check_interface(interface: Interface, use_z3: bool = True) -> CheckReport:
-    """Definition 1 on the declared parts (`Interface.contract_violations`) plus Eq. (6)."""
+    """Definition 1 on the declared parts (`dpmem_ref.contract.contract_violations`) plus Eq. (6)."""
     scope = _global_scope(interface)
     violations = []
     found, proofs = sensitivity_violations(interface, use_z3=use_z3)

@@ -252,7 +252,7 @@ def _version() -> str:
     """The installed distribution's version (the package's own when run from a checkout)."""
     import importlib.metadata
 
-    from dpmem_ref import __version__
+    from dpmem_ref.core.version import __version__
 
     try:
         return importlib.metadata.version("dpmem-ref")

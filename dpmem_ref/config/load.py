@@ -19,12 +19,12 @@ from dpmem_ref.config.fields import stores as read_stores
 from dpmem_ref.config.fields import table as read_table
 from dpmem_ref.config.toml_bounds import load_toml
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.core.limits import MAX_CONFIG_BYTES, check_ledger_size, read_bounded
+from dpmem_ref.core.limits import MAX_CONFIG_BYTES, read_bounded
 from dpmem_ref.core.policy import Attribute, Layout, Policy, Store
 from dpmem_ref.core.rational import positive_fraction, to_fraction, unit_interval_fraction
 from dpmem_ref.core.transcript import Query, SlotRead
 from dpmem_ref.core.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
-from dpmem_ref.interface import Interface
+from dpmem_ref.interface import Interface, check_ledger_size
 from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, RawEvidenceControl, TopScoreControl
 from dpmem_ref.parts.budget import BudgetRule, OnlineBudget, PreallocatedBudget
 from dpmem_ref.parts.caps import ProspectiveCap

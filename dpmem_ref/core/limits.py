@@ -9,7 +9,8 @@ Every command either finishes within these bounds or refuses with exit 2 (InputE
   quadratic in the dotted parts of one header);
 - exact ledgers stay exact: an interface whose ledger arithmetic could need more than
   `MAX_LEDGER_DIGITS` decimal digits (C5 sums of exact epsilons) is refused statically,
-  at load, before any turn (`ledger_digit_bound`);
+  at load, before any turn (`ledger_digit_bound`; `dpmem_ref.interface.check_ledger_size`
+  applies it to an interface);
 - the z3 cross-check of the sensitivity proof (Eq. 6) has a wall-clock budget per check
   (`Z3_BUDGET_S`); when it runs out the verdict is "unproved" (the exact argument still
   decides), never a hang and never "proved".
@@ -23,12 +24,8 @@ from collections.abc import Iterable
 from fractions import Fraction
 from math import lcm
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from dpmem_ref.core.errors import InputError
-
-if TYPE_CHECKING:
-    from dpmem_ref.interface import Interface
 
 MAX_CONFIG_BYTES = 1_048_576
 """Largest interface description (TOML) accepted, in bytes (1 MiB)."""
@@ -140,16 +137,3 @@ def check_ledger_digits(epsilons: Iterable[Fraction], caps: Iterable[Fraction], 
             f"caps and epsilons whose exact ledgers need at most {MAX_LEDGER_DIGITS} digits",
             f"up to {bound} digits (coprime denominators)",
         )
-
-
-def check_ledger_size(interface: Interface, turns: int = MAX_QUERY_LINES) -> None:
-    """Refuse an interface whose exact ledgers could outgrow MAX_LEDGER_DIGITS (C5 stays
-    exact): every epsilon any read can be charged (singleton and declared charge sets;
-    both budget rules take a minimum over singletons), the caps, and at most `turns`
-    charges per slot."""
-    caps = interface.caps
-    charge_sets = {frozenset({a}) for a in caps}
-    charge_sets |= {read.charge for query in interface.queries for read in query.reads if read.charge}
-    epsilons = {interface.budget.epsilon(charge_set, caps) for charge_set in charge_sets}
-    charges = turns * max(1, len(interface.vocabularies))
-    check_ledger_digits(epsilons, caps.values(), charges, "attributes")

@@ -35,10 +35,9 @@ import attrs
 
 from dpmem_ref.contract import require_contract
 from dpmem_ref.core.errors import ContractViolation, InputError
-from dpmem_ref.core.limits import check_ledger_size
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query, TurnRecord
-from dpmem_ref.interface import Interface
+from dpmem_ref.interface import Interface, check_ledger_size
 from dpmem_ref.ledger.contract import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease, check_key_part
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.mechanism.randomness import RandomSource
