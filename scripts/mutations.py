@@ -239,7 +239,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         " (tests/test_paths_durable.py: lost answer on a refused commit)",
         (
             (
-                "ledger/postgres.py",
+                "ledger/postgres_session.py",
                 r"return ReleaseOutcome\.of\(decode_release\(found\), ",
                 "return ReleaseOutcome.of(attrs.evolve(decode_release(found), view=request.view), ",
             ),

@@ -28,7 +28,8 @@ from dpmem_ref.ledger.contract import (
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.ledger.memory import MemoryLedgerSession, MemoryLedgerStore
 from dpmem_ref.ledger.records import decode_turn, encode_turn
-from dpmem_ref.ledger.sqlite import SQLiteLedgerSession, SQLiteLedgerStore
+from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
+from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession
 from dpmem_ref.ledger.urls import open_ledger_store
 
 __all__ = [
