@@ -93,7 +93,7 @@ def main() -> int:
         "per property, no shrinking); per mutant mutmut runs only the tests that reach the mutated function.",
         "",
         "Survivors of earlier runs were killed by behaviour tests through public names "
-        "(`tests/test_kernel_mutants*.py`, `tests/test_sampler_batch.py`); what still survives is listed below, "
+        "(`tests/*/test_kernel_mutants*.py`, `tests/mechanism/test_sampler_batch.py`); what still survives is listed below, "
         "each judged equivalent in `scripts/mutation_equivalents.toml` (one-line reason) or marked UNEXPLAINED. "
         "A timeout (the mutant made a test loop past mutmut's CPU limit) counts as killed.",
         "",

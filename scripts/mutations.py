@@ -21,7 +21,7 @@ class Mutation:
 # silently disarm a mutant: each must match exactly once, or the script stops.
 # The kernel decides admission on exact integer ledgers when the cap rule declares itself
 # `prospective` (dpmem_ref/turn/plan.py); ProspectiveCap.admits is the same test on
-# Fractions (held to it by tests/test_kernel_parts_contract.py). Cap mutants patch both.
+# Fractions (held to it by tests/parts/test_kernel_parts_contract.py). Cap mutants patch both.
 CAP = r"return all\(ledgers\[a\] \+ epsilon <= caps\[a\] for a in charge_set\)"
 CAP_UNITS = r"if units\[i\] \+ step > caps\[i\]:"
 C5_ASSERTION = r"if strict and after\[i\] > caps\[i\]:"
@@ -159,7 +159,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "c5-recheck-first-attribute",
         "the store's C5 re-check at commit looks at the first charged attribute only"
-        " (tests/test_paths_ledger.py: joint charges whose later attribute is full)",
+        " (tests/ledger/test_paths_ledger.py: joint charges whose later attribute is full)",
         (
             (
                 "ledger/contract.py",
@@ -171,14 +171,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "release-row-first-slot",
         "the committed release row records every slot as the turn's first (slot index 0)"
-        " (tests/test_paths_ledger.py: later slots of a turn)",
+        " (tests/ledger/test_paths_ledger.py: later slots of a turn)",
         (("ledger/contract.py", r"index=request\.index,", "index=0,"),),
     ),
     # (2) a seeded test whose seed drew the outcome that hides the bug
     Mutation(
         "lost-race-releases-candidate",
         "after a lost race (the store refused the charge) the privately drawn candidate is released"
-        " (tests/test_paths_durable.py: eps large enough that every admitted draw is specific)",
+        " (tests/turn/test_paths_durable.py: eps large enough that every admitted draw is specific)",
         (
             (
                 "turn/durable.py",
@@ -191,13 +191,13 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "ledger-programme-prunes-multislot",
         "the audit's dominance pruning is applied to multi-slot turns too"
-        " (tests/test_differential_audit.py)",
+        " (tests/analysis/test_differential_audit.py)",
         (("analysis/ledger.py", r"all\(len\(turn\) <= 1 for turn in reads\)", "True"),),
     ),
     Mutation(
         "ledger-programme-fixed-point-at-start",
         "the audit stops at the first r with V_r = V_(r-1) at the start state only (a later state may still grow)"
-        " (tests/test_differential_audit.py: the fixed-point-trap example)",
+        " (tests/analysis/test_differential_audit.py: the fixed-point-trap example)",
         (
             (
                 "analysis/ledger.py",
@@ -209,34 +209,34 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "ledger-programme-no-slice-closure",
         "the audit's attribute slice R is not closed under shared charge sets"
-        " (tests/test_differential_audit.py)",
+        " (tests/analysis/test_differential_audit.py)",
         (("analysis/ledger.py", r"^        grown = True$", "        grown = False"),),
     ),
     # (4) a hand-written variant table missing fields of the record it guards
     Mutation(
         "fingerprint-ignores-generic",
         "the ledger fingerprint leaves out each slot's generic view (two interfaces share a ledger)"
-        " (tests/test_paths_fingerprint.py)",
+        " (tests/ledger/test_paths_fingerprint.py)",
         (("ledger/fingerprint.py", r'^\s*"generic": vocabulary\.generic,\n', ""),),
     ),
     Mutation(
         "fingerprint-ignores-uncharged-epsilon",
         "the ledger fingerprint leaves out the eps of uncharged reads"
-        " (tests/test_paths_fingerprint.py)",
+        " (tests/ledger/test_paths_fingerprint.py)",
         (("ledger/fingerprint.py", r'^\s*"uncharged_epsilon": _canonical\(interface\.uncharged_epsilon\),\n', ""),),
     ),
     # (5) paths only non-strict (contract-breaking) interfaces reach
     Mutation(
         "ledger-programme-ignores-differing-control",
         "the audit's ledger programme scores a control that differs between the stores as no loss"
-        " (private-reading controls, strict off: tests/test_differential_audit.py)",
+        " (private-reading controls, strict off: tests/analysis/test_differential_audit.py)",
         (("analysis/ledger.py", r"terminal = cursor_a\.control\(\) != cursor_b\.control\(\)", "terminal = False"),),
     ),
     # (6) derandomized examples that never reach the shape the property is about
     Mutation(
         "retry-resolve-releases-candidate",
         "PostgreSQL's retry after a lost COMMIT answer releases the request's candidate, not the committed row"
-        " (tests/test_paths_durable.py: lost answer on a refused commit)",
+        " (tests/turn/test_paths_durable.py: lost answer on a refused commit)",
         (
             (
                 "ledger/postgres_session.py",

@@ -13,7 +13,7 @@ acceptance floors:
 
 Shares are over every test case Hypothesis ran in the generate phase, invalid ones
 included (the conservative denominator). Exit status 1 when a floor is missed.
-Then the same for the differential properties of issue 27 (tests/test_differential_*.py):
+Then the same for the differential properties of issue 27 (tests/analysis/test_differential_*.py):
 the shapes each reaches (multi-slot turns, broken parts with strict off, over- and
 under-charged declarations, preallocated plans, fallbacks on the tape's path), with floors.
 Usage: python scripts/proof_coverage.py [extra pytest args]
@@ -49,7 +49,7 @@ FLOORS = [
 ]
 WALL_LIMIT_S = 90.0
 
-# Issue 27: the differential properties (tests/test_differential_*.py) report the shapes
+# Issue 27: the differential properties (tests/analysis/test_differential_*.py) report the shapes
 # they reach; each floor is about half the share measured under the ci profile.
 AUDIT = "test_differential_audit.py::test_fast_audit_equals_general_search_and_the_witness_replays"
 ENGINES = "test_differential_engines.py::test_runner_durable_session_and_walker_agree_on_one_tape"
@@ -68,7 +68,7 @@ DIFFERENTIAL_FLOORS = [
     (ENGINES, "multi-slot turn on the tape's path", 7.0),
     (ENGINES, "a fallback on the tape's path", 35.0),
 ]
-DIFFERENTIAL_PATHS = ["tests/test_differential_audit.py", "tests/test_differential_engines.py"]
+DIFFERENTIAL_PATHS = ["tests/analysis/test_differential_audit.py", "tests/analysis/test_differential_engines.py"]
 
 
 def parse_statistics(output: str) -> dict[str, dict[str, float]]:

@@ -1,4 +1,4 @@
-"""Shared pieces of the runtime tests (tests/test_runtime_*.py): the example agent, a
+"""Shared pieces of the runtime tests (tests/runtime/test_runtime_*.py): the example agent, a
 runtime on each ledger backend, and exact sums over committed release rows."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import postgres_server
-
+import tests.postgres_server as postgres_server
 from dpmem_ref.runtime import AgentRuntime
 
 ROOT = Path(__file__).resolve().parent.parent

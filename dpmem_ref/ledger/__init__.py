@@ -3,7 +3,7 @@
 - `contract`: the public release facts, the `LedgerStore` / `LedgerSession` protocols,
   and `committed_charge` (the C5 re-check every backend runs at commit);
 - `memory`, `sqlite`, `postgres`: the backends (one contract suite for all,
-  tests/test_ledger_contract.py); `open_ledger_store(url)` picks one by URL;
+  tests/ledger/test_ledger_contract.py); `open_ledger_store(url)` picks one by URL;
 - `fingerprint`: the canonical interface fingerprint a ledger database is bound to;
 - `chain`, `replay`: the tamper-evident ledger (an HMAC hash chain over every committed
   row, keyed outside the database; `replay` re-derives every table from it);

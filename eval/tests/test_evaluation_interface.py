@@ -1,7 +1,7 @@
 """One evaluation configuration: `examples/evaluation.toml` is the data package's export.
 
 The kernel side (counterexamples/table4.py, benchmarks/bench_audit.py and bench_kernel.py,
-tests/test_auditor_*.py) loads the committed file; the kernel never imports dpmem_eval, so the
+tests/audit/test_auditor_*.py) loads the committed file; the kernel never imports dpmem_eval, so the
 direction is eval -> file -> kernel, and this test keeps the file equal to a fresh export."""
 
 from __future__ import annotations

@@ -1,0 +1,127 @@
+"""`dpmem check`: the static contract (C1-C6) and the Eq. (6) sensitivity proof."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import attrs
+import pytest
+
+from dpmem_ref import VIOLATION_CODES
+from dpmem_ref.audit import check_interface
+from dpmem_ref.audit.sensitivity import prove_linear_sensitivity, z3_verdict
+from dpmem_ref.cli import main
+from dpmem_ref.config.load import load_interface_file
+from dpmem_ref.parts.scoring import LinearTagScorer, LinearWeights
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+# Each broken variant and the one condition `dpmem check` must name.
+BROKEN = [
+    ("charge-omits-diabetes.toml", "C2"),
+    ("argmax.toml", "C3"),
+    ("sensitivity-too-small.toml", "C3"),
+    ("no-cap.toml", "C5"),
+    ("raw-evidence-control.toml", "C6"),
+    ("top-score-control.toml", "C6"),
+]
+
+
+@pytest.mark.parametrize("name", ["figure2.toml", "evaluation.toml"])
+def test_shipped_examples_pass(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(EXAMPLES / name), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is True and report["violations"] == []
+    # Issue 22.4: the envelope, and the sensitivity proofs the text prints.
+    assert (report["schema"], report["schema_version"], report["tool"]) == ("dpmem-check", "1", "dpmem-ref")
+    assert report["sensitivity"] and all(p["holds"] and p["z3"] == "proved" for p in report["sensitivity"])
+
+
+@pytest.mark.parametrize(("name", "condition"), BROKEN)
+def test_broken_variant_is_flagged_with_its_condition(
+    name: str, condition: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", str(EXAMPLES / "broken" / name), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert {"ok", "violations"} <= set(report)  # the stable keys (DESIGN.md); issue 22.4 adds the envelope
+    assert report["ok"] is False
+    assert {v["condition"] for v in report["violations"]} == {condition}
+    for violation in report["violations"]:
+        assert set(violation) == {"condition", "code", "query", "slot", "attribute", "positions", "message"}
+        # Machine-readable: "C2.charge_omits_attribute", a code from the kernel's registry.
+        assert violation["code"] in VIOLATION_CODES and violation["code"].split(".")[0] == condition
+
+
+def test_c2_message_names_query_slot_attribute() -> None:
+    loaded = load_interface_file(EXAMPLES / "broken" / "charge-omits-diabetes.toml")
+    (violation,) = check_interface(loaded.interface).violations
+    assert violation.condition == "C2"
+    assert violation.message == (
+        "query affordable-dinner, slot food, attribute diabetes: "
+        "read touches I_diabetes but the declared charge set omits it"
+    )
+
+
+def test_sensitivity_counterexample_is_reported() -> None:
+    loaded = load_interface_file(EXAMPLES / "broken" / "sensitivity-too-small.toml")
+    messages = {v.message for v in check_interface(loaded.interface).violations}
+    assert (
+        "query checkup-reminder, slot health, attribute diabetes: declared sensitivity 1/5 is below the true "
+        "bound 3/5 (Eq. 6); counterexample for view blood-sugar-conscious: a read position in I_a holding tags "
+        "[blood-sugar, medication] under M and [] under M' moves its score by 3/5"
+    ) in messages
+    assert len(messages) == 3  # food, finance and health are all charged slots
+
+
+def test_over_charging_is_allowed() -> None:
+    """C2 asks Gamma >= Gamma*: a superset is sound (Definition 1)."""
+    text = (EXAMPLES / "figure2.toml").read_text()
+    loaded = load_interface_file(EXAMPLES / "figure2.toml")
+    assert 'slot = "schedule"\npositions = [6]' in text
+    schedule_read = attrs.evolve(loaded.interface.queries[2].reads[0], charge=frozenset({"debt"}))
+    query = attrs.evolve(loaded.interface.queries[2], reads=(schedule_read,))
+    interface = attrs.evolve(loaded.interface, queries=(*loaded.interface.queries[:2], query))
+    assert check_interface(interface).ok
+
+
+def test_read_across_slots_is_c4(tmp_path: Path) -> None:
+    text = (EXAMPLES / "figure2.toml").read_text().replace("positions = [4, 5]", "positions = [4, 5, 6]")
+    path = tmp_path / "c4.toml"
+    path.write_text(text)
+    violations = check_interface(load_interface_file(path).interface).violations
+    assert [(v.condition, v.message) for v in violations] == [
+        ("C4", "query affordable-dinner, slot finance: read set includes positions of other slots [6]")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("weights", "declared", "exact"),
+    [
+        (LinearWeights(), Fraction(3, 5), Fraction(3, 5)),  # the paper: 0.4 c + 0.2 s
+        (LinearWeights(), Fraction(59, 100), Fraction(3, 5)),  # just below: refuted
+        (LinearWeights(Fraction(1, 2), Fraction(1, 4), Fraction(1, 4)), Fraction(1, 2), Fraction(1, 2)),
+        (LinearWeights(Fraction(0), Fraction(1, 2), Fraction(1, 2)), Fraction(9, 10), Fraction(1)),
+    ],
+)
+def test_sensitivity_proof_is_tight(weights: LinearWeights, declared: Fraction, exact: Fraction) -> None:
+    """The bound is proved at the true supremum and refuted just below it (z3 and exact)."""
+    vocabulary = load_interface_file(EXAMPLES / "figure2.toml").interface.vocabulary("food")
+    scorer = LinearTagScorer(weights=weights, declared_sensitivity=declared)
+    proof = prove_linear_sensitivity(scorer, vocabulary)
+    assert proof.exact == exact
+    assert proof.holds is (declared >= exact)
+    assert proof.z3 == ("proved" if declared >= exact else "refuted")
+    if not proof.holds:
+        assert proof.counterexample is not None and proof.counterexample.gap == exact
+        verdict, found = z3_verdict(scorer, vocabulary, declared, exact)
+        assert verdict == "refuted" and found is not None and found.gap > declared
+
+
+def test_human_output_lists_violations(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(EXAMPLES / "broken" / "no-cap.toml")]) == 1
+    out = capsys.readouterr().out
+    assert "1 violation(s)" in out
+    assert "  C5  cap rule 'none' does not keep L_a <= B_a on every path" in out

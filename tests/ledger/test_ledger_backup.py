@@ -1,0 +1,152 @@
+"""Issue 13.7: `dpmem ledger backup` keeps the charges that live only in the -wal file.
+
+A process commits charges and is SIGKILLed before any checkpoint: its commits are durable
+(in the WAL) but not yet in the .db file. Copying the .db alone loses them; the online
+backup API copies the database as a connection sees it, so the backup holds every charge.
+`dpmem ledger verify` checks schema, fingerprint, L <= B and the charge log in one line.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import secrets
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
+from dpmem_ref.ledger.backup import backup_sqlite, verify_sqlite
+
+ROOT = Path(__file__).resolve().parents[2]
+CAPS = {"diabetes": Fraction(2), "debt": Fraction(5)}
+CHARGES = 5
+FINGERPRINT = "c" * 64
+
+
+def request(attribute: str, eps: Fraction) -> ReleaseRequest:
+    return ReleaseRequest(
+        release_id=secrets.token_hex(8),
+        turn_id=secrets.token_hex(8),
+        index=0,
+        slot="food",
+        view="specific",
+        fallback_view="generic",
+        charge_set=frozenset({attribute}),
+        epsilon=eps,
+    )
+
+
+def _charge_then_wait(path: str, ready: object) -> None:
+    store = SQLiteLedgerStore(path)
+    session = store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT)
+    for _ in range(CHARGES):
+        session.charge_and_record(request("debt", Fraction(1)))
+    ready.set()  # type: ignore[attr-defined]
+    signal.pause()  # SIGKILLed here: no close, no checkpoint
+
+
+def dpmem(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dpmem_ref.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+
+
+def committed_releases(path: Path) -> int:
+    raw = sqlite3.connect(path)
+    try:
+        return int(raw.execute("SELECT count(*) FROM releases").fetchone()[0])
+    finally:
+        raw.close()
+
+
+def test_backup_keeps_charges_that_live_only_in_the_wal(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    SQLiteLedgerStore(path).close()  # an empty, checkpointed ledger file
+    context = multiprocessing.get_context("fork")
+    ready = context.Event()
+    child = context.Process(target=_charge_then_wait, args=(str(path), ready))
+    child.start()
+    assert ready.wait(60)
+    os.kill(child.pid or 0, signal.SIGKILL)
+    child.join(10)
+    assert Path(f"{path}-wal").stat().st_size > 0  # the commits are in the WAL only
+    # Copying the .db file alone (without its -wal) loses every committed charge.
+    naive = tmp_path / "copied.db"
+    shutil.copyfile(path, naive)
+    assert committed_releases(naive) == 0
+    # The online backup holds every one of them, and verifies.
+    run = dpmem("ledger", "backup", str(path), str(tmp_path / "backup.db"))
+    assert run.returncode == 0, run.stderr
+    assert len(run.stdout.strip().splitlines()) == 1 and "ok" in run.stdout
+    backup = tmp_path / "backup.db"
+    assert not Path(f"{backup}-wal").exists()  # one self-contained file
+    assert committed_releases(backup) == CHARGES
+    report = verify_sqlite(backup)
+    assert report.ok and report.releases == CHARGES and report.fingerprint == FINGERPRINT
+    restored = SQLiteLedgerStore(backup).open_session("u", "i", CAPS, fingerprint=FINGERPRINT).load()
+    assert restored.ledger_map() == {"diabetes": 0, "debt": CHARGES}
+    verify = dpmem("ledger", "verify", str(backup))
+    assert verify.returncode == 0 and verify.stdout.count("\n") == 1 and "c" * 12 in verify.stdout
+
+
+def test_backup_never_overwrites_and_leaves_nothing_on_failure(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    SQLiteLedgerStore(path).open_session("u", "i", CAPS).charge_and_record(request("debt", Fraction(1)))
+    existing = tmp_path / "existing.db"
+    existing.write_text("keep me")
+    assert dpmem("ledger", "backup", str(path), str(existing)).returncode == 2
+    assert existing.read_text() == "keep me"
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(os.urandom(8192))
+    run = dpmem("ledger", "backup", str(broken), str(tmp_path / "out.db"))
+    assert run.returncode == 2 and "Traceback" not in run.stderr and run.stderr.count("\n") == 1
+    assert not (tmp_path / "out.db").exists() and not (tmp_path / "out.db.partial").exists()
+
+
+def tamper(path: Path, statement: str) -> None:
+    raw = sqlite3.connect(path)
+    raw.execute(statement)
+    raw.commit()
+    raw.close()
+
+
+@pytest.mark.parametrize(
+    ("statement", "words"),
+    [
+        # Issue 21.5: the chain is replayed first and names the first row that differs from it.
+        ("UPDATE ledgers SET spent = '3/1' WHERE attribute = 'diabetes'", "ledgers row (u, i, diabetes): differs"),
+        ("UPDATE ledgers SET spent = '1/1' WHERE attribute = 'diabetes'", "ledgers row (u, i, diabetes): differs"),
+        ("UPDATE ledgers SET spent = '0/1' WHERE attribute = 'debt'", "ledgers row (u, i, debt): differs"),
+        ("UPDATE releases SET admitted = 0 WHERE seq = 1", "releases seq 1: differs from its chain event"),
+        ("UPDATE releases SET epsilon = '9/1' WHERE seq = 1", "releases seq 1: differs from its chain event"),
+        ("UPDATE releases SET charge_set = 'nonsense' WHERE seq = 1", "unreadable"),
+        ("UPDATE ledgers SET spent = '0.5' WHERE attribute = 'debt'", "p/q"),
+        ("DELETE FROM meta WHERE key = 'schema'", "meta.schema"),
+        ("ALTER TABLE turns ADD COLUMN extra TEXT", "foreign schema"),
+    ],
+)
+def test_verify_finds_an_inconsistent_ledger(tmp_path: Path, statement: str, words: str) -> None:
+    path = tmp_path / "l.db"
+    store = SQLiteLedgerStore(path)
+    session = store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT)
+    session.charge_and_record(request("debt", Fraction(2)))
+    store.close()
+    assert verify_sqlite(path).ok
+    tamper(path, statement)
+    run = dpmem("ledger", "verify", str(path))
+    assert run.returncode == 1, run.stderr
+    assert words in run.stdout and run.stdout.count("\n") == 1, run.stdout
+    with pytest.raises(LedgerStoreError, match="does not verify"):  # a backup of it is refused
+        backup_sqlite(path, tmp_path / "copy.db")
+    assert not (tmp_path / "copy.db").exists() and not (tmp_path / "copy.db.partial").exists()

@@ -1,0 +1,263 @@
+"""Issue 21.6: binding. A ledger without a fingerprint is refused; migration names the interface.
+
+The issue's run: a ledger written before the fingerprint existed (same schema version,
+no fingerprint row) was bound by whichever interface opened it first, and an interface
+with equal caps but other groups then released 6 views uncharged. Here every such
+database (a legacy schema-1 file with rows, a schema-2 file whose charges were written
+without a fingerprint, a file whose fingerprint row was deleted) is refused with one line
+that names `dpmem ledger migrate DB --interface FILE`; the migration binds and chains it
+to the interface the operator names, and then only that interface runs on it.
+
+The fingerprint is canonical over view order within a slot under the EM selector (whose
+release distribution gives each view a probability that depends on its score only:
+checked here), and keeps the order for the argmax selector, which reads it on ties.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import sqlite3
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from test_ledger_fingerprint import BASE, variant
+
+from dpmem_ref.config.load import interface_from_dict, load_interface_file
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger import (
+    LedgerStoreError,
+    ReleaseRequest,
+    SQLiteLedgerStore,
+    interface_fingerprint,
+    open_ledger_store,
+)
+from dpmem_ref.ledger.backup import verify_sqlite
+from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.parts.broken import ArgmaxSelector
+from dpmem_ref.turn import InterfaceState, begin_turn
+from dpmem_ref.turn.durable import DurableSession
+from tests.kernel_fixtures import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+SWAPPED = variant(
+    lambda d: d["attributes"].update({"diabetes": {"group": [2], "cap": 2}, "debt": {"group": [1], "cap": 2}})
+)
+
+
+@pytest.fixture(autouse=True)
+def _chain_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("DPMEM_LEDGER_KEY", "binding-test-key-0123456789abcdef")
+    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
+    yield
+
+
+LEGACY_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE ledgers (user TEXT NOT NULL, interaction TEXT NOT NULL, attribute TEXT NOT NULL,
+    spent TEXT NOT NULL, cap TEXT NOT NULL, PRIMARY KEY (user, interaction, attribute));
+CREATE TABLE releases (seq INTEGER PRIMARY KEY AUTOINCREMENT, user TEXT NOT NULL, interaction TEXT NOT NULL,
+    release_id TEXT NOT NULL UNIQUE, turn_id TEXT NOT NULL, slot_index INTEGER NOT NULL, slot TEXT NOT NULL,
+    view TEXT NOT NULL, admitted INTEGER NOT NULL CHECK (admitted IN (0, 1)), charge_set TEXT NOT NULL,
+    epsilon TEXT NOT NULL);
+CREATE TABLE turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, user TEXT NOT NULL, interaction TEXT NOT NULL,
+    turn_id TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
+INSERT INTO meta VALUES ('schema', '1');
+"""
+
+
+def legacy_ledger(path: Path, spent: str = "4/3", fingerprint: str | None = None) -> None:
+    """A file as the old main wrote it: schema 1, two charges of 2/3 to diabetes."""
+    raw = sqlite3.connect(path)
+    raw.executescript(LEGACY_SCHEMA)
+    if fingerprint is not None:
+        raw.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
+    raw.executemany(  # Figure 2's caps
+        "INSERT INTO ledgers VALUES ('user', 'chat', ?, ?, ?)", [("diabetes", spent, "2/1"), ("debt", "0/1", "8/1")]
+    )
+    for n in range(2):
+        raw.execute(
+            "INSERT INTO releases (user, interaction, release_id, turn_id, slot_index, slot, view, admitted, "
+            "charge_set, epsilon) VALUES ('user', 'chat', ?, ?, 0, 'food', 'low-glycemic', 1, '[\"diabetes\"]', '2/3')",
+            (f"{n}a", f"{n}b"),
+        )
+    raw.commit()
+    raw.close()
+
+
+def session(data: dict[str, Any], path: Path, seed: int = 0) -> DurableSession:
+    loaded = interface_from_dict(data)
+    store = SQLiteLedgerStore(path)
+    return DurableSession.open(
+        loaded.interface, store, "user", "chat", loaded.store("M"), SeededRandomSource(seed), turn_deadline_s=None
+    )
+
+
+def unbound_with_charges(path: Path) -> None:
+    """Schema 2, but charges written through the store API without a fingerprint."""
+    store = SQLiteLedgerStore(path)
+    opened = store.open_session("user", "chat", {"diabetes": Fraction(2), "debt": Fraction(2)})
+    for n in range(2):
+        opened.charge_and_record(
+            ReleaseRequest(f"{n}a", f"{n}b", 0, "food", "low-glycemic", "balanced", frozenset({"diabetes"}), Fraction(2, 3))
+        )
+    store.close()
+
+
+def deleted_fingerprint(path: Path) -> None:
+    session(BASE, path).run_turn("dinner")
+    raw = sqlite3.connect(path)
+    raw.execute("DELETE FROM meta WHERE key = 'fingerprint'")
+    raw.commit()
+    raw.close()
+
+
+UNBOUND = {
+    "legacy schema 1 with rows": lambda p: legacy_ledger(p),
+    "legacy schema 1 with a fingerprint row": lambda p: legacy_ledger(p, fingerprint="d" * 64),
+    "charges without a fingerprint": unbound_with_charges,
+    "fingerprint row deleted": deleted_fingerprint,
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNBOUND))
+def test_a_ledger_without_a_fingerprint_is_refused_with_the_migration_command(name: str, tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    UNBOUND[name](path)
+    for data in (BASE, SWAPPED):  # neither the right interface nor an impostor binds it
+        with pytest.raises(LedgerStoreError) as refused:
+            session(data, path)
+        message = str(refused.value)
+        assert f"dpmem ledger migrate {path} --interface FILE" in message and "\n" not in message
+    code, out, err = run_cli(["run", str(ROOT / "examples" / "figure2.toml"), "--store", "M", "--queries",
+                              str(_queries(tmp_path)), "--store-url", f"sqlite:///{path}"])  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "dpmem ledger migrate" in err and out == "", (code, out, err)
+
+
+def _queries(tmp_path: Path) -> Path:
+    queries = tmp_path / "q.txt"
+    queries.write_text("affordable-dinner\n")
+    return queries
+
+
+def test_the_issues_attack_equal_caps_other_groups_releases_nothing_uncharged(tmp_path: Path) -> None:
+    """Charges of `BASE` (diabetes reads position 1) and an impostor with swapped groups."""
+    path = tmp_path / "l.db"
+    unbound_with_charges(path)
+    with pytest.raises(LedgerStoreError, match="dpmem ledger migrate"):
+        session(SWAPPED, path)
+    raw = sqlite3.connect(path)
+    assert raw.execute("SELECT count(*) FROM releases").fetchone() == (2,)  # nothing more was released
+    raw.close()
+
+
+def test_migration_binds_the_named_interface_and_chains_every_row(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    legacy_ledger(path)
+    figure = ROOT / "examples" / "figure2.toml"
+    run = run_cli(["ledger", "migrate", str(path), "--interface", str(figure)])
+    assert run[0] == 0 and "migrated: ledger" in run[1] and "chain of" in run[1], run
+    report = verify_sqlite(path)
+    assert report.ok and report.chain is not None and report.chain.migrated and report.releases == 2
+    assert report.fingerprint == interface_fingerprint(load_interface_file(figure).interface)
+    loaded = load_interface_file(figure)
+    store = SQLiteLedgerStore(path)
+    resumed = DurableSession.open(loaded.interface, store, "user", "chat", loaded.store("M"), SeededRandomSource(0))
+    assert resumed.state().ledgers[loaded.interface.policy.attribute_names.index("diabetes")] == Fraction(4, 3)
+    store.close()
+    again = run_cli(["ledger", "migrate", str(path), "--interface", str(figure)])  # idempotent
+    assert again[0] == 0
+    with pytest.raises(Exception, match="a different interface"):
+        session(BASE, path)  # now bound: another interface is refused as ever
+
+
+def test_migration_refuses_an_inconsistent_or_foreign_ledger(tmp_path: Path) -> None:
+    figure = str(ROOT / "examples" / "figure2.toml")
+    bad = tmp_path / "bad.db"
+    legacy_ledger(bad, spent="1/3")  # the ledger disagrees with its charge log
+    code, out, err = run_cli(["ledger", "migrate", str(bad), "--interface", figure])
+    assert code == 2 and "not migrated" in err and err.count("\n") == 1
+    other = tmp_path / "other.db"
+    legacy_ledger(other, fingerprint="d" * 64)  # bound to another interface already
+    code, out, err = run_cli(["ledger", "migrate", str(other), "--interface", figure])
+    assert code == 2 and "a different interface" in err and err.count("\n") == 1
+    raw = sqlite3.connect(other)
+    assert raw.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("1",)  # untouched
+    raw.close()
+
+
+# ----------------------------------------------------------------------- view order
+
+
+def _permuted(interface: Any, order: tuple[int, ...]) -> Any:
+    vocabularies = tuple(
+        attrs.evolve(v, views=tuple(v.views[i % len(v.views)] for i in order[: len(v.views)]))
+        if len(v.views) == len(order)
+        else attrs.evolve(v, views=tuple(reversed(v.views)))
+        for v in interface.vocabularies
+    )
+    return attrs.evolve(interface, vocabularies=vocabularies)
+
+
+def test_view_order_never_changes_the_fingerprint_or_the_distribution_under_the_em() -> None:
+    loaded = load_interface_file(ROOT / "examples" / "figure2.toml")
+    interface = loaded.interface
+    base = interface_fingerprint(interface)
+    width = max(len(v.views) for v in interface.vocabularies)
+    for order in itertools.islice(itertools.permutations(range(width)), 1, 6):
+        permuted = _permuted(interface, order)
+        assert [v.names for v in permuted.vocabularies] != [v.names for v in interface.vocabularies]
+        assert interface_fingerprint(permuted) == base
+        for query in interface.queries:  # the EM's probability of each view name is the same
+            a = begin_turn(interface, InterfaceState.initial(interface), query, loaded.store("M")).plan()
+            b = begin_turn(permuted, InterfaceState.initial(permuted), query, loaded.store("M")).plan()
+            pa = dict(zip(a.distribution.views, a.distribution.probabilities(), strict=True))
+            pb = dict(zip(b.distribution.views, b.distribution.probabilities(), strict=True))
+            assert pa.keys() == pb.keys() and all(abs(pa[k] - pb[k]) < 1e-30 for k in pa)
+
+
+def test_view_order_is_kept_where_the_selector_reads_it() -> None:
+    data = copy.deepcopy(BASE)
+    interface = interface_from_dict(data).interface
+    argmax = attrs.evolve(interface, selector=ArgmaxSelector())
+    assert interface_fingerprint(_permuted(argmax, (1, 0))) != interface_fingerprint(argmax)
+    assert interface_fingerprint(_permuted(interface, (1, 0))) == interface_fingerprint(interface)
+
+
+
+def test_postgres_legacy_ledger_is_refused_then_migrated() -> None:
+    import psycopg
+
+    import tests.postgres_server as postgres_server
+
+    url = postgres_server.new_database()
+    figure = ROOT / "examples" / "figure2.toml"
+    loaded = load_interface_file(figure)
+    store = open_ledger_store(url)
+    session = DurableSession.open(
+        loaded.interface, store, "user", "chat", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
+    )
+    for query in ("affordable-dinner", "checkup-reminder"):
+        session.run_turn(query)
+    store.close()
+    with psycopg.connect(url, autocommit=True) as connection:  # as the old main left it: no chain, no fingerprint
+        connection.execute("DROP TABLE dpmem_chain")
+        connection.execute("UPDATE dpmem_meta SET value = '1' WHERE key = 'schema'")
+        connection.execute("DELETE FROM dpmem_meta WHERE key = 'fingerprint'")
+    with pytest.raises(LedgerStoreError, match="dpmem ledger migrate postgresql://") as refused:
+        open_ledger_store(url)
+    assert postgres_server.PASSWORD not in str(refused.value)
+    code, out, err = run_cli(["ledger", "migrate", url, "--interface", str(figure)])
+    assert code == 0 and "migrated: ledger" in out and postgres_server.PASSWORD not in out + err, (out, err)
+    store = open_ledger_store(url)
+    resumed = DurableSession.open(loaded.interface, store, "user", "chat", loaded.store("M"), SeededRandomSource(1))
+    assert len(resumed.state().history) == 2
+    with pytest.raises(InputError, match="a different interface"):
+        session_of_base = interface_from_dict(BASE)
+        DurableSession.open(session_of_base.interface, store, "user", "x", session_of_base.store("M"), SeededRandomSource(0))
+    store.close()
+    assert run_cli(["ledger", "verify", url])[0] == 0

@@ -1,0 +1,333 @@
+"""One contract suite for every LedgerStore backend (memory, SQLite, PostgreSQL).
+
+The transaction `charge_and_record` is Algorithm 1, line 15, against committed state: the
+plan (the kernel's cap rule) requested the charge; the store commits it to every charged a,
+all or none, iff L_a <= B_a still holds after it (C5 re-checked), and records the release
+row with it. Ledgers are exact: 2/3 + 2/3 + 2/3 == 2 is admitted, the 4th refused.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import sqlite3
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import tests.postgres_server as postgres_server
+from dpmem_ref.core.errors import ContractViolation, InputError
+from dpmem_ref.core.transcript import TurnRecord
+from dpmem_ref.ledger import (
+    LedgerStore,
+    LedgerStoreError,
+    MemoryLedgerStore,
+    ReleaseRequest,
+    SQLiteLedgerStore,
+    decode_turn,
+    encode_turn,
+)
+
+CAPS = {"diabetes": Fraction(2), "debt": Fraction(2)}
+EPS = Fraction(2, 3)
+
+
+def make_store(kind: str, tmp_path: Path) -> LedgerStore:
+    if kind == "memory":
+        return MemoryLedgerStore()
+    if kind == "sqlite":
+        return SQLiteLedgerStore(tmp_path / "l.db")
+    from dpmem_ref.ledger import open_ledger_store
+
+    return open_ledger_store(postgres_server.new_database())  # a real server (skips if none starts)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
+    backend = make_store(request.param, tmp_path)
+    yield backend
+    backend.close()
+
+
+def req(
+    charge: frozenset[str] = frozenset({"diabetes"}),
+    eps: Fraction = EPS,
+    requested: bool = True,
+    view: str = "low-glycemic",
+    release_id: str | None = None,
+) -> ReleaseRequest:
+    return ReleaseRequest(
+        release_id=release_id or secrets.token_hex(8),
+        turn_id=secrets.token_hex(8),
+        index=0,
+        slot="food",
+        view=view,
+        fallback_view="balanced-meals",
+        charge_set=charge,
+        epsilon=eps,
+        requested=requested,
+    )
+
+
+def test_open_starts_at_zero(store: LedgerStore) -> None:
+    snapshot = store.open_session("u", "i", CAPS).load()
+    assert snapshot.ledger_map() == {"diabetes": 0, "debt": 0}
+    assert dict(snapshot.caps) == CAPS
+    assert snapshot.history == () and snapshot.releases == ()
+
+
+def test_exact_thirds_fill_the_cap_and_the_fourth_falls_back(store: LedgerStore) -> None:
+    session = store.open_session("u", "i", CAPS)
+    outcomes = [session.charge_and_record(req()) for _ in range(5)]
+    assert [o.admitted for o in outcomes] == [True, True, True, False, False]
+    assert [o.view for o in outcomes] == ["low-glycemic"] * 3 + ["balanced-meals"] * 2
+    assert session.load().ledger_map()["diabetes"] == Fraction(2)  # exactly, not 2 + rounding
+    assert isinstance(session.load().ledger_map()["diabetes"], Fraction)
+    refused = session.load().releases[-1]
+    assert refused.charge_set == frozenset() and refused.epsilon == 0
+
+
+def test_charge_is_all_or_none(store: LedgerStore) -> None:
+    session = store.open_session("u", "i", CAPS)
+    for _ in range(3):
+        assert session.charge_and_record(req(frozenset({"debt"}))).admitted
+    outcome = session.charge_and_record(req(frozenset({"diabetes", "debt"})))
+    assert not outcome.admitted
+    assert session.load().ledger_map() == {"diabetes": 0, "debt": 2}
+
+
+def test_joint_charge_charges_every_attribute(store: LedgerStore) -> None:
+    session = store.open_session("u", "i", CAPS)
+    outcome = session.charge_and_record(req(frozenset({"diabetes", "debt"})))
+    assert outcome.admitted
+    assert outcome.ledger_map() == {"diabetes": EPS, "debt": EPS} == session.load().ledger_map()
+
+
+def test_unrequested_selection_records_the_fallback_without_charge(store: LedgerStore) -> None:
+    session = store.open_session("u", "i", CAPS)
+    outcome = session.charge_and_record(req(requested=False))
+    assert not outcome.admitted and outcome.view == "balanced-meals"
+    assert session.load().ledger_map()["diabetes"] == 0
+
+
+def test_uncharged_selection_costs_nothing(store: LedgerStore) -> None:
+    session = store.open_session("u", "i", CAPS)
+    outcome = session.charge_and_record(req(frozenset(), eps=Fraction(1)))
+    assert outcome.admitted and outcome.view == "low-glycemic"
+    assert session.load().ledger_map() == {"diabetes": 0, "debt": 0}
+
+
+def test_sessions_are_keyed_by_user_and_interaction(store: LedgerStore) -> None:
+    a = store.open_session("u", "i", CAPS)
+    b = store.open_session("u", "j", CAPS)
+    c = store.open_session("v", "i", CAPS)
+    a.charge_and_record(req())
+    assert b.load().ledger_map()["diabetes"] == 0 == c.load().ledger_map()["diabetes"]
+    assert store.open_session("u", "i", CAPS).load().ledger_map()["diabetes"] == EPS
+
+
+def test_history_round_trip(store: LedgerStore) -> None:
+    session = store.open_session("u", "i", CAPS)
+    record = TurnRecord(
+        query="affordable-dinner",
+        views=(("food", "low-glycemic"), ("finance", "finance-generic")),
+        control=(("food", "released"), ("finance", "fallback"), None, 3, Fraction(-1, 3), frozenset({"x"})),
+        response="Answer",
+        admitted=(True, False),
+        charges=(("food", frozenset({"diabetes", "debt"}), EPS), ("finance", frozenset(), Fraction(0))),
+    )
+    session.record_turn(secrets.token_hex(8), record)
+    assert session.load().history == (record,)
+    assert decode_turn(encode_turn(record)) == record
+
+
+def test_duplicate_ids_are_refused_and_nothing_is_charged(store: LedgerStore) -> None:
+    session = store.open_session("u", "i", CAPS)
+    session.charge_and_record(req(release_id="abc"))
+    with pytest.raises(InputError, match="^release_id: "):
+        session.charge_and_record(req(release_id="abc"))
+    assert session.load().ledger_map()["diabetes"] == EPS
+    assert len(session.load().releases) == 1
+    turn = TurnRecord(query="q", views=(), control=None, response="", admitted=(), charges=())
+    session.record_turn("aa", turn)
+    with pytest.raises(InputError, match="^turn_id: "):
+        session.record_turn("aa", turn)
+
+
+def test_unknown_attribute_is_refused_atomically(store: LedgerStore) -> None:
+    session = store.open_session("u", "i", CAPS)
+    with pytest.raises(InputError, match="^charge_set: "):
+        session.charge_and_record(req(frozenset({"diabetes", "pregnancy"})))
+    assert session.load().releases == ()
+    assert session.load().ledger_map()["diabetes"] == 0
+
+
+def test_caps_are_precommitted(store: LedgerStore) -> None:
+    store.open_session("u", "i", CAPS)
+    with pytest.raises(InputError, match="^caps: "):
+        store.open_session("u", "i", {"diabetes": Fraction(4), "debt": Fraction(2)})
+
+
+BAD_CAPS = [
+    ({"a": float("nan")}, "caps.a"),
+    ({"a": math.inf}, "caps.a"),
+    ({"a": 0.5}, "caps.a"),
+    ({"a": Fraction(0)}, "caps.a"),
+    ({"a": Fraction(-1)}, "caps.a"),
+    ({"a": True}, "caps.a"),
+    ({"a": "2"}, "caps.a"),
+    ({}, "caps"),
+    ({"": Fraction(1)}, "caps"),
+]
+
+
+@pytest.mark.parametrize(("caps", "field"), BAD_CAPS)
+def test_bad_caps_are_refused(store: LedgerStore, caps: dict[str, object], field: str) -> None:
+    with pytest.raises(InputError) as info:
+        store.open_session("u", "i", caps)  # type: ignore[arg-type]
+    assert str(info.value).startswith(field + ": ") and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("user", "interaction", "field"),
+    [("", "i", "user"), ("u", "", "interaction"), ("u\n", "i", "user"), ("u" * 257, "i", "user"), (3, "i", "user")],
+)
+def test_bad_keys_are_refused(store: LedgerStore, user: object, interaction: object, field: str) -> None:
+    with pytest.raises(InputError, match=f"^{field}: "):
+        store.open_session(user, interaction, CAPS)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"epsilon": math.inf}, "epsilon"),
+        ({"epsilon": 0.25}, "epsilon"),
+        ({"epsilon": Fraction(0)}, "epsilon"),
+        ({"epsilon": Fraction(-2, 3)}, "epsilon"),
+        ({"epsilon": True}, "epsilon"),
+        ({"release_id": "XYZ"}, "release_id"),
+        ({"turn_id": ""}, "turn_id"),
+        ({"index": -1}, "index"),
+        ({"slot": ""}, "slot"),
+        ({"view": "v" * 300}, "view"),
+        ({"charge_set": {"diabetes"}}, "charge_set"),
+        ({"requested": 1}, "requested"),
+    ],
+)
+def test_bad_release_requests_are_refused(changes: dict[str, object], field: str) -> None:
+    fields: dict[str, object] = {
+        "release_id": "ab",
+        "turn_id": "cd",
+        "index": 0,
+        "slot": "food",
+        "view": "v",
+        "fallback_view": "g",
+        "charge_set": frozenset({"diabetes"}),
+        "epsilon": EPS,
+        "requested": True,
+    }
+    fields.update(changes)
+    with pytest.raises(InputError, match=f"^{field}: "):
+        ReleaseRequest(**fields)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- SQLite specifics
+
+
+def test_sqlite_settings_and_exact_text(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    store = SQLiteLedgerStore(path)
+    session = store.open_session("u", "i", CAPS)
+    session.charge_and_record(req())
+    store.close()
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    rows = dict(raw.execute("SELECT attribute, spent FROM ledgers").fetchall())
+    assert rows == {"diabetes": "2/3", "debt": "0/1"}
+    assert raw.execute("SELECT typeof(spent) FROM ledgers").fetchone()[0] == "text"
+    raw.close()
+    again = SQLiteLedgerStore(path)
+    connection = again.connect()
+    assert connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert again.integrity_check() == "ok"
+    assert again.open_session("u", "i", CAPS).load().ledger_map()["diabetes"] == EPS
+
+
+@pytest.mark.parametrize("spent", ["0.6666", "nan", "2/0", "-1/3", "1e3", ""])
+def test_sqlite_refuses_corrupt_ledger_text(tmp_path: Path, spent: str) -> None:
+    path = tmp_path / "l.db"
+    SQLiteLedgerStore(path).open_session("u", "i", CAPS)
+    raw = sqlite3.connect(path)
+    raw.execute("UPDATE ledgers SET spent = ? WHERE attribute = 'diabetes'", (spent,))
+    raw.commit()
+    raw.close()
+    session = SQLiteLedgerStore(path).open_session("u", "i", CAPS)
+    with pytest.raises(LedgerStoreError, match="^ledgers.spent: "):
+        session.load()
+    with pytest.raises(LedgerStoreError):
+        session.charge_and_record(req())
+
+
+def test_sqlite_refuses_a_stored_ledger_above_its_cap(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    SQLiteLedgerStore(path).open_session("u", "i", CAPS)
+    raw = sqlite3.connect(path)
+    raw.execute("UPDATE ledgers SET spent = '7/3' WHERE attribute = 'diabetes'")
+    raw.commit()
+    raw.close()
+    with pytest.raises(ContractViolation, match="^C5: "):
+        SQLiteLedgerStore(path).open_session("u", "i", CAPS).load()
+
+
+def test_sqlite_fault_inside_the_transaction_rolls_back(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+
+    def fail(point: str) -> None:
+        if point == "charge:inside":
+            raise RuntimeError("injected")
+
+    session = SQLiteLedgerStore(path, fault_hook=fail).open_session("u", "i", CAPS)
+    with pytest.raises(RuntimeError):
+        session.charge_and_record(req())
+    snapshot = SQLiteLedgerStore(path).open_session("u", "i", CAPS).load()
+    assert snapshot.ledger_map()["diabetes"] == 0 and snapshot.releases == ()
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), math.inf, True, "5"])
+def test_sqlite_refuses_bad_busy_timeouts(tmp_path: Path, timeout: object) -> None:
+    with pytest.raises(InputError, match="^busy_timeout_s: "):
+        SQLiteLedgerStore(tmp_path / "l.db", busy_timeout_s=timeout)  # type: ignore[arg-type]
+
+
+FP_A, FP_B = "a" * 64, "b" * 64
+
+
+def test_fingerprint_binds_the_database_to_one_interface(store: LedgerStore) -> None:
+    first = store.open_session("u", "i", CAPS, fingerprint=FP_A)
+    first.charge_and_record(req())
+    store.open_session("u", "other", CAPS, fingerprint=FP_A)  # same interface: any session
+    for key in (("u", "i"), ("v", "j")):  # an existing and a new session alike
+        with pytest.raises(InputError) as refused:
+            store.open_session(*key, CAPS, fingerprint=FP_B)
+        message = str(refused.value)
+        assert "\n" not in message and "ledger database" in message and "different interface" in message
+    # Nothing was half-written by the refusals: the refused new session has no ledgers.
+    assert first.load().ledger_map()["diabetes"] == EPS
+    assert store.open_session("v", "j", CAPS, fingerprint=FP_A).load().ledger_map() == {a: 0 for a in CAPS}
+
+
+@pytest.mark.parametrize("fingerprint", ["", "A" * 64, "a" * 63, "g" * 64, 7, b"a" * 64])
+def test_bad_fingerprints_are_refused(store: LedgerStore, fingerprint: object) -> None:
+    with pytest.raises(InputError, match="fingerprint"):
+        store.open_session("u", "i", CAPS, fingerprint=fingerprint)  # type: ignore[arg-type]
+
+
+def test_sqlite_fingerprint_survives_reopening(tmp_path: Path) -> None:
+    SQLiteLedgerStore(tmp_path / "l.db").open_session("u", "i", CAPS, fingerprint=FP_A)
+    again = SQLiteLedgerStore(tmp_path / "l.db")
+    assert again.fingerprint == FP_A
+    with pytest.raises(InputError, match=r"ledger database .*l\.db.*different interface"):
+        again.open_session("u", "i", CAPS, fingerprint=FP_B)

@@ -1,0 +1,255 @@
+"""PostgresLedgerStore against a real server (issue 17): races, faults, restarts, misuse.
+
+- races: P processes x N charged selections on a tight cap (B = 2, eps = 2/3): exactly
+  floor(B / eps) = 3 admitted, 0 overruns at any prefix of the commit order, in every
+  repetition (default 8 x 25, twice; `-m slow`: the acceptance figure, 16 x 100, 5 repetitions);
+- faults: a client SIGKILLed at every kill point of the charge path (and at the 2nd hit
+  of each): every released view has its committed row and charge, L <= B, the
+  interaction continues; a server restart in the middle of a run: the client reconnects,
+  an ambiguous COMMIT is resolved, the run completes with every release charged;
+- bad input: wrong password, unknown role, missing database, foreign schema, another
+  interface's fingerprint: `dpmem run --store-url` says one line, exits 2, releases nothing.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_crash_safety import (
+    FIGURE2,
+    POINTS,
+    QUERIES,
+    check_every_release_charged,
+    kill_at,
+    read_released,
+    release_reporter,
+)
+from test_ledger_concurrency import CAP, ONE_SLOT
+
+import tests.postgres_server as postgres_server
+from dpmem_ref.config.load import interface_from_dict, load_interface_file
+from dpmem_ref.ledger import interface_fingerprint, open_ledger_store
+from dpmem_ref.ledger.postgres import PostgresLedgerStore
+from dpmem_ref.ledger.postgres_verify import verify_postgres
+from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chain on, keyed (issue 21.5): forked workers inherit the key."""
+    monkeypatch.setenv("DPMEM_LEDGER_KEY", "crash-and-race-key-0123456789abcdef")
+    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
+
+
+def _racer(url: str, seed: int, selections: int, barrier: Any, results: Any) -> None:
+    loaded = interface_from_dict(ONE_SLOT)
+    store = open_ledger_store(url)
+    session = DurableSession.open(loaded.interface, store, "user", "race", loaded.store("M"), SeededRandomSource(seed))
+    barrier.wait()
+    admitted = sum(sum(session.run_turn("dinner").record.admitted) for _ in range(selections))
+    results.put(admitted)
+    store.close()
+
+
+def race(processes: int, selections: int) -> int:
+    url = postgres_server.new_database()
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(processes), context.Queue()
+    workers = [context.Process(target=_racer, args=(url, i, selections, barrier, results)) for i in range(processes)]
+    for worker in workers:
+        worker.start()
+    admitted = [results.get(timeout=600) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    loaded = interface_from_dict(ONE_SLOT)
+    store = open_ledger_store(url)
+    snapshot = store.open_session("user", "race", loaded.interface.caps).load()
+    store.close()
+    assert len(snapshot.releases) == len(snapshot.history) == processes * selections
+    running = Fraction(0)
+    for release in snapshot.releases:  # 0 overruns at any prefix of the commit order
+        running += release.epsilon
+        assert running <= CAP
+    assert running == snapshot.ledger_map()["diabetes"] == CAP
+    assert sum(r.admitted for r in snapshot.releases) == sum(admitted)
+    report = verify_postgres(url)  # the keyed chain of every replica's commits verifies
+    assert report.ok and report.chain is not None and report.chain.releases == len(snapshot.releases), report.line()
+    return sum(admitted)
+
+
+def test_race_admits_exactly_floor_b_over_eps() -> None:
+    postgres_server.server()
+    assert [race(8, 25) for _ in range(2)] == [3, 3]
+
+
+@pytest.mark.slow
+def test_race_16_processes_x_100_selections() -> None:
+    postgres_server.server()
+    started = time.perf_counter()
+    totals = [race(16, 100) for _ in range(5)]
+    print(f"\npostgres race: 16 x 100, admitted per repetition {totals} in {time.perf_counter() - started:.1f} s")
+    assert totals == [3] * 5
+
+
+# ----------------------------------------------------------------------------- faults
+
+
+def _victim(url: str, interaction: str, point: str, nth: int, fd: int) -> None:
+    loaded = load_interface_file(FIGURE2)
+    maybe_die, report = kill_at(point, nth), release_reporter(fd)
+    store = PostgresLedgerStore(url, fault_hook=maybe_die)
+    session = DurableSession.open(
+        loaded.interface, store, "user", interaction, loaded.store("M"), SeededRandomSource(nth),
+        checkpoint=maybe_die, on_release=report,
+    )  # fmt: skip
+    for query in QUERIES:
+        session.run_turn(query)
+    os._exit(0)
+
+
+def verify(url: str, interaction: str, released: list[list[str]]) -> None:
+    loaded = load_interface_file(FIGURE2)
+    store = PostgresLedgerStore(url)
+    snapshot = store.open_session("user", interaction, loaded.interface.caps).load()
+    store.close()
+    check_every_release_charged(snapshot, loaded.interface.caps, released)
+    report = verify_postgres(url)  # the chain verifies after every kill
+    assert report.ok, report.line()
+
+
+@pytest.mark.parametrize("nth", [1, 2])
+def test_sigkill_at_every_kill_point_loses_no_charge(nth: int) -> None:
+    url = postgres_server.new_database()
+    context = multiprocessing.get_context("fork")
+    killed = []
+    for point in POINTS:
+        interaction = f"{point}-{nth}"
+        read_fd, write_fd = os.pipe()
+        worker = context.Process(target=_victim, args=(url, interaction, point, nth, write_fd))
+        worker.start()
+        os.close(write_fd)
+        worker.join(timeout=120)
+        assert worker.exitcode in (0, -signal.SIGKILL)
+        killed.append(worker.exitcode == -signal.SIGKILL)
+        verify(url, interaction, read_released(read_fd))
+        # Restart path: a new process continues the crashed interaction to its end.
+        loaded = load_interface_file(FIGURE2)
+        store = PostgresLedgerStore(url)
+        session = DurableSession.open(
+            loaded.interface, store, "user", interaction, loaded.store("M"), SeededRandomSource(9)
+        )
+        session.run_turn("affordable-dinner")
+        store.close()
+        verify(url, interaction, [])
+    assert all(killed)  # every point was reached and killed
+
+
+def _runner(url: str, turns: int, fd: int) -> None:
+    loaded = load_interface_file(FIGURE2)
+    report = release_reporter(fd)
+    store = PostgresLedgerStore(url, reconnect_timeout_s=60)
+    session = DurableSession.open(
+        loaded.interface, store, "user", "restart", loaded.store("M"), SeededRandomSource(4), on_release=report
+    )
+    for turn in range(turns):
+        session.run_turn(QUERIES[turn % len(QUERIES)])
+        time.sleep(0.01)
+    os._exit(0)
+
+
+def test_server_restart_mid_run_continues_with_every_release_charged() -> None:
+    url = postgres_server.new_database()
+    context = multiprocessing.get_context("fork")
+    read_fd, write_fd = os.pipe()
+    worker = context.Process(target=_runner, args=(url, 120, write_fd))
+    worker.start()
+    os.close(write_fd)
+    time.sleep(0.5)
+    assert worker.is_alive()
+    postgres_server.restart()
+    assert worker.is_alive()  # the restart happened in the middle of the run
+    worker.join(timeout=240)
+    assert worker.exitcode == 0  # the run continued across the restart
+    released = read_released(read_fd)
+    assert len(released) >= 120
+    verify(url, "restart", released)
+
+
+def test_a_connection_lost_inside_the_charge_is_retried_exactly_once() -> None:
+    url = postgres_server.new_database()
+    terminated: list[int] = []
+
+    def cut(point: str) -> None:  # the server kills this client's backend before COMMIT
+        if point == "charge:inside" and not terminated:
+            terminated.append(store.connect().info.backend_pid)
+            postgres_server.admin_execute(url, f"SELECT pg_terminate_backend({terminated[0]})")
+
+    store = PostgresLedgerStore(url, fault_hook=cut)
+    loaded = interface_from_dict(ONE_SLOT)
+    session = DurableSession.open(loaded.interface, store, "user", "cut", loaded.store("M"), SeededRandomSource(1))
+    turn = session.run_turn("dinner")
+    assert terminated and store.connect().info.backend_pid != terminated[0]  # it did reconnect
+    snapshot = session.ledgers.load()
+    assert len(snapshot.releases) == 1 and snapshot.releases[0].release_id == turn.releases[0].release_id
+    assert snapshot.ledger_map()["diabetes"] == (Fraction(CAP, 3) if turn.record.admitted[0] else 0)
+    store.close()
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def dpmem_run(url: str, store: str = "M") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dpmem_ref.cli", "run", str(FIGURE2), "--store", store,
+         "--queries", str(ROOT / "examples" / "figure2-queries.txt"), "--seed", "0", "--store-url", url],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+    )  # fmt: skip
+
+
+def _foreign_schema() -> str:
+    url = postgres_server.new_database()
+    postgres_server.admin_execute(url, "CREATE TABLE dpmem_ledgers (owner TEXT, spent REAL)")
+    return url
+
+
+def _other_interface() -> str:
+    url = postgres_server.new_database()
+    data = interface_from_dict(ONE_SLOT)
+    store = PostgresLedgerStore(url)
+    store.open_session("user", "default", data.interface.caps, fingerprint=interface_fingerprint(data.interface))
+    store.close()
+    return url
+
+
+BAD = {
+    "wrong password": (lambda: postgres_server.url(postgres_server.SHARED, password="wrong"), "authentication"),
+    "unknown role": (lambda: postgres_server.url(postgres_server.SHARED, user="nobody"), "authentication"),
+    "missing database": (lambda: postgres_server.url("no_such_database"), "does not exist"),
+    "foreign schema": (_foreign_schema, "foreign schema"),
+    "another interface": (_other_interface, "different interface"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_input_is_one_line_exit_2_and_nothing_released(name: str) -> None:
+    postgres_server.new_database()  # the server and the shared database exist
+    make_url, words = BAD[name]
+    url = make_url()
+    run = dpmem_run(url)
+    assert run.returncode == 2, run.stderr
+    assert run.stdout == ""  # nothing released
+    assert run.stderr.count("\n") == 1 and words in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert postgres_server.PASSWORD not in run.stderr  # the password never appears

@@ -1,0 +1,235 @@
+"""Issue 13.4 (SQLite): a broken ledger file is refused with the store's own one line.
+
+Classes: not a database (random bytes, text, zeroed header, truncated), corrupted pages,
+foreign schema (other tables, our tables with other columns, another schema version), a
+directory in its place, read-only, disk full. Each: `LedgerStoreError` (or `dpmem`
+exit 2) with one line naming the file, never a raw sqlite3 exception; nothing
+half-written and no committed charge lost. An empty file is a new, empty database.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.exits import EXIT_BAD_INPUT
+from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
+from dpmem_ref.ledger.backup import verify_sqlite
+
+CAPS = {"diabetes": Fraction(1000)}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def request(response_bytes: int = 0) -> ReleaseRequest:
+    return ReleaseRequest(
+        release_id=secrets.token_hex(8),
+        turn_id=secrets.token_hex(8),
+        index=0,
+        slot="food",
+        view="v" * max(1, response_bytes),
+        fallback_view="generic",
+        charge_set=frozenset({"diabetes"}),
+        epsilon=Fraction(1, 3),
+    )
+
+
+def populated(path: Path, charges: int = 40) -> None:
+    store = SQLiteLedgerStore(path)
+    session = store.open_session("u", "i", CAPS)
+    for _ in range(charges):
+        session.charge_and_record(request(200))
+    store.close()  # last connection: checkpointed into the .db file
+
+
+def use(path: Path) -> None:
+    """Everything a session does: open, load, charge."""
+    store = SQLiteLedgerStore(path)
+    session = store.open_session("u", "i", CAPS)
+    session.load()
+    session.charge_and_record(request())
+    store.close()
+
+
+def truncated(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+
+
+def random_bytes(path: Path) -> None:
+    path.write_bytes(os.urandom(path.stat().st_size))
+
+
+def zeroed_header(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[:100] = bytes(100)
+    path.write_bytes(bytes(data))
+
+
+def garbage_pages(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    for page in range(1, len(data) // 4096):  # every page but the header page
+        data[page * 4096 : page * 4096 + 512] = os.urandom(512)
+    path.write_bytes(bytes(data))
+
+
+def text_file(path: Path) -> None:
+    path.write_text("user,interaction,spent\nu,i,1/3\n" * 50)
+
+
+def other_tables(path: Path) -> None:
+    path.unlink()
+    raw = sqlite3.connect(path)
+    raw.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance REAL)")
+    raw.commit()
+    raw.close()
+
+
+def other_columns(path: Path) -> None:
+    path.unlink()
+    raw = sqlite3.connect(path)
+    raw.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    raw.execute("INSERT INTO meta VALUES ('schema', '1')")
+    raw.execute("CREATE TABLE ledgers (user TEXT, attribute TEXT, spent REAL)")
+    raw.commit()
+    raw.close()
+
+
+def other_version(path: Path) -> None:
+    raw = sqlite3.connect(path)
+    raw.execute("UPDATE meta SET value = '99' WHERE key = 'schema'")
+    raw.commit()
+    raw.close()
+
+
+def directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+BROKEN: dict[str, Callable[[Path], None]] = {
+    "truncated": truncated,
+    "random bytes": random_bytes,
+    "zeroed header": zeroed_header,
+    "garbage pages": garbage_pages,
+    "text file": text_file,
+    "foreign tables": other_tables,
+    "our tables, other columns": other_columns,
+    "other schema version": other_version,
+    "a directory": directory,
+}
+
+
+def one_line(error: BaseException, path: Path) -> None:
+    message = str(error)
+    assert "\n" not in message and str(path) in message, message
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_files_are_refused_with_one_line(name: str, tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    populated(path)
+    BROKEN[name](path)
+    with pytest.raises(LedgerStoreError) as refused:
+        use(path)
+    one_line(refused.value, path)
+    error = refused.value  # no chained driver traceback either
+    assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_verify_and_the_cli_refuse_broken_files(name: str, tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    populated(path)
+    BROKEN[name](path)
+    try:
+        report = verify_sqlite(path)
+        assert not report.ok and "\n" not in report.line()
+    except (LedgerStoreError, InputError) as error:
+        assert "\n" not in str(error)
+    run = subprocess.run(
+        [sys.executable, "-m", "dpmem_ref.cli", "ledger", "verify", str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert run.returncode in (1, EXIT_BAD_INPUT), run.stderr
+    output = (run.stdout + run.stderr).strip()
+    assert "Traceback" not in output and len(output.splitlines()) == 1, output
+
+
+def test_an_empty_file_is_a_new_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    path.touch()
+    use(path)
+    assert verify_sqlite(path).ok
+
+
+def _mount_tmpfs(folder: Path, size: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (no CAP_SYS_ADMIN)")
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        folder = tmp_path / f"disk{len(mounted)}"
+        folder.mkdir()
+        _mount_tmpfs(folder, size)
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_read_only_file_system_is_refused_and_keeps_its_charges(tmpfs: Callable[[str], Path]) -> None:
+    folder = tmpfs("4m")
+    path = folder / "l.db"
+    populated(path, charges=3)
+    before = verify_sqlite(path)
+    # A read-only mount: unlike file modes, it also binds root (CI runs as root).
+    subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+    with pytest.raises(LedgerStoreError) as refused:
+        use(path)
+    one_line(refused.value, path)
+    assert "read-only" in str(refused.value) or "cannot open" in str(refused.value)
+    subprocess.run(["mount", "-o", "remount,rw", str(folder)], check=True)
+    after = verify_sqlite(path)
+    assert after.ok and after.releases == before.releases == 3
+
+
+def test_disk_full_is_refused_and_no_committed_charge_is_lost(tmpfs: Callable[[str], Path]) -> None:
+    path = tmpfs("1m") / "l.db"
+    store = SQLiteLedgerStore(path)
+    session = store.open_session("u", "i", CAPS)
+    committed = 0
+    with pytest.raises(LedgerStoreError) as full:
+        for _ in range(10_000):
+            session.charge_and_record(request(200))
+            committed += 1
+    one_line(full.value, path)
+    assert "disk full" in str(full.value) or "I/O" in str(full.value)
+    assert committed > 10, committed
+    store.close()
+    # Every charge that returned is in the ledger; the refused one wrote nothing.
+    reopened = SQLiteLedgerStore(path)
+    snapshot = reopened.open_session("u", "i", CAPS).load()
+    assert len(snapshot.releases) == committed
+    assert snapshot.ledger_map()["diabetes"] == committed * Fraction(1, 3)
+    reopened.close()
+    assert verify_sqlite(path).ok

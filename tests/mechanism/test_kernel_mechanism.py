@@ -1,0 +1,166 @@
+"""Eq. (7): the exact description, the exact sampler, and its independence from floats."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from fractions import Fraction
+
+import mpmath
+import pytest
+
+from dpmem_ref import SeededRandomSource, bernoulli_exp_minus, exponential_mechanism, plan_slot
+from dpmem_ref.core.transcript import PublicPrefix
+from dpmem_ref.mechanism.em import ExponentialWeights, _bernoulli_exp_minus_unit, uniform_proposal_round
+from dpmem_ref.turn import zero_ledgers
+from tests.kernel_fixtures import figure2
+
+CASES = [
+    ("paper-like", [Fraction(4, 5), Fraction(2, 5), Fraction(3, 5), Fraction(0), Fraction(1, 5)], Fraction(2, 3), Fraction(3, 5)),
+    ("ties", [Fraction(1, 2)] * 4, Fraction(2, 3), Fraction(3, 5)),
+    ("ties with a winner", [Fraction(1), Fraction(1), Fraction(0)], Fraction(1), Fraction(3, 5)),
+    ("extreme eps", [Fraction(1), Fraction(0), Fraction(1, 2)], Fraction(12), Fraction(1)),
+    ("tiny eps", [Fraction(1), Fraction(0)], Fraction(1, 1000), Fraction(3, 5)),
+]
+
+
+def independent_eq7(scores: list[Fraction], epsilon: Fraction, sensitivity: Fraction) -> list[mpmath.mpf]:
+    """Eq. (7) written out directly, at 80 digits."""
+    with mpmath.workdps(80):
+        weights = [mpmath.exp(mpmath.mpf(epsilon.numerator) / epsilon.denominator * (mpmath.mpf(u.numerator) / u.denominator)
+                              / (2 * mpmath.mpf(sensitivity.numerator) / sensitivity.denominator)) for u in scores]
+        total = mpmath.fsum(weights)
+        return [w / total for w in weights]
+
+
+@pytest.mark.parametrize("label, scores, epsilon, sensitivity", CASES, ids=[c[0] for c in CASES])
+def test_exact_distribution_matches_eq7_to_40_digits(label, scores, epsilon, sensitivity) -> None:
+    views = tuple(f"v{i}" for i in range(len(scores)))
+    distribution = exponential_mechanism(views, scores, epsilon, sensitivity)
+    expected = independent_eq7(scores, epsilon, sensitivity)
+    with mpmath.workdps(60):
+        got = distribution.probabilities()
+        for view, p, q in zip(views, got, expected, strict=True):
+            assert abs(p - q) < mpmath.mpf(10) ** -40, view
+            assert abs(mpmath.exp(distribution.log_probability(view)) - q) < mpmath.mpf(10) ** -40
+        assert abs(mpmath.fsum(got) - 1) < mpmath.mpf(10) ** -50
+
+
+def test_plan_slot_distribution_is_eq7_for_figure2_food_slot() -> None:
+    loaded = figure2()
+    interface = loaded.interface
+    query = interface.query("affordable-dinner")
+    plan = plan_slot(interface, zero_ledgers(interface), PublicPrefix(history=(), query=query), "food", loaded.store("M"))
+    # u = 0.4 r + 0.4 c + 0.2 s over the read items {2, 3} of store M (tags blood-sugar,
+    # carb-counting, tight-budget): balanced-meals 0, low-glycemic 0.2+0.4+0.2, budget-friendly 0.4+0.4+0.1.
+    scores = [Fraction(0), Fraction(4, 5), Fraction(9, 10)]
+    expected = independent_eq7(scores, Fraction(2, 3), Fraction(3, 5))
+    with mpmath.workdps(60):
+        for view, q in zip(plan.vocabulary.names, expected, strict=True):
+            assert abs(mpmath.exp(plan.distribution.log_probability(view)) - q) < mpmath.mpf(10) ** -40
+
+
+def chi_square_p_value(observed: list[int], probabilities: list[mpmath.mpf]) -> float:
+    total = sum(observed)
+    statistic = sum((o - total * p) ** 2 / (total * p) for o, p in zip(observed, probabilities, strict=True))
+    degrees = len(observed) - 1
+    return float(mpmath.gammainc(mpmath.mpf(degrees) / 2, statistic / 2, mpmath.inf, regularized=True))
+
+
+@pytest.mark.parametrize("label, scores, epsilon, sensitivity", CASES, ids=[c[0] for c in CASES])
+def test_exact_sampler_passes_chi_square_over_200k_draws(label, scores, epsilon, sensitivity) -> None:
+    views = tuple(f"v{i}" for i in range(len(scores)))
+    distribution = exponential_mechanism(views, scores, epsilon, sensitivity)
+    source = SeededRandomSource(20261129)
+    counts = Counter(distribution.sample(source) for _ in range(200_000))
+    probabilities = [mpmath.mpf(p) for p in independent_eq7(scores, epsilon, sensitivity)]
+    observed = [counts[v] for v in views]
+    # Views whose expected count is tiny are pooled so that the chi-square approximation holds.
+    significant = [(o, p) for o, p in zip(observed, probabilities, strict=True) if 200_000 * p >= 5]
+    pooled_o = sum(observed) - sum(o for o, _ in significant)
+    pooled_p = 1 - mpmath.fsum(p for _, p in significant)
+    if pooled_o or pooled_p * 200_000 >= 1e-9:
+        significant.append((pooled_o, pooled_p))
+    if len(significant) < 2:
+        assert max(observed) == 200_000
+        return
+    p_value = chi_square_p_value([o for o, _ in significant], [p for _, p in significant])
+    assert p_value > 0.001, (label, observed)
+
+
+def test_chi_square_rejects_a_wrong_distribution() -> None:
+    """The statistical check has power: a sampler drawing uniformly is rejected."""
+    views = ("v0", "v1", "v2")
+    distribution = exponential_mechanism(views, [Fraction(1), Fraction(0), Fraction(0)], Fraction(4), Fraction(1))
+    source = SeededRandomSource(5)
+    counts = Counter(views[source.randbelow(3)] for _ in range(200_000))
+    with mpmath.workdps(30):
+        p_value = chi_square_p_value([counts[v] for v in views], list(distribution.probabilities()))
+    assert p_value < 1e-6
+
+
+def test_sampler_decisions_use_no_floats() -> None:
+    """Trace every line of the uniform-proposal sampler: no local variable is ever a float, and
+    the random source is only asked for integers below integer bounds (the bucketed sampler and
+    the batch: tests/mechanism/test_sampler_batch.py)."""
+    distribution = exponential_mechanism(("a", "b", "c"), [Fraction(1), Fraction(1, 3), Fraction(0)], Fraction(5, 2), Fraction(3, 5))
+    watched = {
+        ExponentialWeights.sample.__code__,
+        uniform_proposal_round.__code__, bernoulli_exp_minus.__code__, _bernoulli_exp_minus_unit.__code__,
+    }
+    seen_floats: list[str] = []
+    bounds: list[object] = []
+
+    class CheckingSource:
+        def __init__(self) -> None:
+            self.inner = SeededRandomSource(3)
+
+        def randbelow(self, bound: int) -> int:
+            bounds.append(bound)
+            value = self.inner.randbelow(bound)
+            assert type(value) is int
+            return value
+
+    def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
+        if frame.f_code in watched:
+            for name, value in frame.f_locals.items():
+                if isinstance(value, float):
+                    seen_floats.append(f"{frame.f_code.co_name}.{name}")
+            return tracer
+        return None
+
+    source = CheckingSource()
+    previous = sys.gettrace()  # coverage.py's tracer, when the suite runs under it
+    sys.settrace(tracer)
+    try:
+        draws = [distribution.sample(source) for _ in range(2_000)]
+    finally:
+        sys.settrace(previous)  # restored: else branch coverage stops here for the rest of the run
+    assert set(draws) == {"a", "b", "c"}
+    assert seen_floats == []
+    assert bounds and all(type(b) is int for b in bounds)
+
+
+@pytest.mark.parametrize("gamma", [Fraction(0), Fraction(1, 7), Fraction(1), Fraction(5, 2), Fraction(9, 4)])
+def test_bernoulli_exp_minus_frequency(gamma: Fraction) -> None:
+    source = SeededRandomSource(11)
+    trials = 100_000
+    hits = sum(bernoulli_exp_minus(gamma, source) for _ in range(trials))
+    expected = float(mpmath.exp(-mpmath.mpf(gamma.numerator) / gamma.denominator))
+    sigma = (expected * (1 - expected) / trials) ** 0.5
+    assert abs(hits / trials - expected) <= 5 * sigma + 1e-12
+
+
+def test_seeded_source_reproduces_draws() -> None:
+    distribution = exponential_mechanism(("a", "b"), [Fraction(1), Fraction(0)], Fraction(1), Fraction(1))
+    first = [distribution.sample(SeededRandomSource(7)) for _ in range(1)]
+    a = SeededRandomSource(7)
+    b = SeededRandomSource(7)
+    assert [distribution.sample(a) for _ in range(500)] == [distribution.sample(b) for _ in range(500)]
+    assert first
+
+
+def test_distribution_repr_hides_exponents() -> None:
+    distribution = exponential_mechanism(("a", "b"), [Fraction(7, 9), Fraction(0)], Fraction(1), Fraction(1))
+    assert "7/9" not in repr(distribution) and "7, 9" not in repr(distribution)
+    assert "private" in repr(distribution)

@@ -1,0 +1,205 @@
+"""Interface evolution (issue 23.3): every change classified; safe ones carry the ledgers
+over, unsafe ones are refused (one line, nothing changed) unless a recorded new budget
+epoch starts. Safe changes are checked with the exact engine where it applies: the old
+transcript replays under the new interface and the worst case over the new catalogue
+(which contains every old strategy) bounds the loss of the whole concatenated transcript."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import mpmath
+import pytest
+
+from dpmem_ref.analysis import replay_transcript, worst_case_loss
+from dpmem_ref.config.load import load_interface_file
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.policy import EMPTY_ITEM, MemoryItem
+from dpmem_ref.runtime.binding import interface_record
+from dpmem_ref.runtime.evolution import RULES, classify
+from tests.runtime_fixtures import copy_example, ledger_table, open_runtime
+
+NEW_ROUTE = """
+[[queries]]
+name = "late-snack"
+text = "Any idea for a late snack?"
+[[queries.reads]]
+slot = "health"
+positions = [1, 2, 12]
+"""
+APPENDED = (
+    '"schedule", "schedule"]',
+    '"schedule", "schedule", "health"]',
+)
+
+EDITS: dict[str, list[tuple[str, str]]] = {
+    "route-added": [("[[queries]]\nname = \"weeknight-plan\"", NEW_ROUTE.replace("12", "3") + "\n[[queries]]\nname = \"weeknight-plan\"")],
+    "position-appended": [APPENDED, ("group = [1, 2, 3, 4, 5, 6]", "group = [1, 2, 3, 4, 5, 6, 12]")],
+    "view-added": [("[slots.finance]", '[slots.food.views.home-cooked]\ntext = "Favour simple recipes."\n\n[slots.finance]')],
+    "cap-lowered": [("group = [1, 2, 3, 4, 5, 6]\ncap = 2", 'group = [1, 2, 3, 4, 5, 6]\ncap = "3/2"')],
+    "budget-parameter-changed": [("K = 4", "K = 5")],
+    "cap-raised": [("group = [1, 2, 3, 4, 5, 6]\ncap = 2", "group = [1, 2, 3, 4, 5, 6]\ncap = 4")],
+    "existing-position-joined-group": [("group = [1, 2, 3, 4, 5, 6]", "group = [1, 2, 3, 4, 5, 6, 10]")],
+    "view-removed": [('[slots.health.views.active-lifestyle]\ntext = "Build on an existing exercise habit."\n'
+                      'compatible = ["exercise"]\nspecific = ["exercise"]\n', "")],
+    "position-left-group": [("group = [4, 5, 6, 7, 8, 9]", "group = [4, 5, 6, 7, 8]")],
+    "attribute-removed": [("[attributes.debt]\ndescription = \"severe unsecured debt\"\ngroup = [4, 5, 6, 7, 8, 9]\ncap = 2\n", "")],
+}
+
+
+def _edit(path: Path, kind: str) -> None:
+    text = path.read_text()
+    for old, new in EDITS[kind]:
+        assert old in text, (kind, old)
+        text = text.replace(old, new)
+    if kind == "position-appended":
+        text += NEW_ROUTE
+    path.write_text(text)
+    if kind == "view-removed":  # no view reads the exercise tag any more: drop its tagger rule
+        agent = path.parent / "assistant.toml"
+        agent.write_text("".join(line for line in agent.read_text().splitlines(True) if not line.startswith("exercise")))
+
+
+@pytest.mark.parametrize("kind", sorted(EDITS))
+def test_each_change_is_classified(kind: str, tmp_path: Path) -> None:
+    agent, _ = copy_example(tmp_path)
+    interface_path = tmp_path / "interface.toml"
+    before = interface_record(load_interface_file(interface_path).interface, None)
+    _edit(interface_path, kind)
+    after = interface_record(load_interface_file(interface_path).interface, None)
+    kinds = {c.kind for c in classify(before, after)}
+    assert kind in kinds
+    assert all(RULES[k][0] for k in kinds) == RULES[kind][0]
+
+
+SAFE = sorted(k for k in EDITS if RULES[k][0])
+UNSAFE = sorted(k for k in EDITS if not RULES[k][0])
+
+
+def _spend(runtime: object, turns: int = 3) -> None:
+    for n in range(turns):
+        runtime.turn("alice", "recipes", f"i{n}", "What should I cook for dinner tonight?")  # type: ignore[attr-defined]
+        runtime.turn("alice", "recipes", f"i{n}", "doctor check-up")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("kind", SAFE)
+def test_safe_change_carries_the_ledgers(kind: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    runtime = open_runtime(agent, memory, url)
+    _spend(runtime, 1)
+    spent = ledger_table(runtime, "alice")
+    runtime.close()
+    _edit(tmp_path / "interface.toml", kind)
+    runtime = open_runtime(agent, memory, url)
+    carried = ledger_table(runtime, "alice")
+    assert carried == spent and runtime.epoch == 0
+    assert runtime.epochs()[-1]["reason"] == "carried over"
+    assert kind in {c["kind"] for c in runtime.epochs()[-1]["changes"]}
+    _spend(runtime, 6)
+    caps = runtime.interface.caps
+    after = ledger_table(runtime, "alice")[(0, "recipes")]
+    assert all(after[a] <= caps[a] for a in caps)
+    rows = {row["scope"]["app"]: row for row in runtime.ledgers("alice")}
+    assert {a: Fraction(c) for a, c in rows["recipes"]["caps"].items()} == dict(caps)
+    runtime.close()
+
+
+@pytest.mark.parametrize("kind", UNSAFE)
+def test_unsafe_change_refused_then_new_epoch(kind: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    runtime = open_runtime(agent, memory, url)
+    _spend(runtime, 1)
+    spent = ledger_table(runtime, "alice")
+    runtime.close()
+    database = (tmp_path / "l.db").read_bytes()
+    _edit(tmp_path / "interface.toml", kind)
+    options = {"user_caps": False} if kind == "attribute-removed" else {}  # the file's user caps name debt
+    with pytest.raises(InputError) as caught:
+        open_runtime(agent, memory, url, **options)
+    assert "\n" not in str(caught.value) and "--new-epoch" in str(caught.value)
+    assert (tmp_path / "l.db").read_bytes() == database  # nothing changed
+    runtime = open_runtime(agent, memory, url, new_epoch=f"operator: {kind}", **options)
+    assert runtime.epoch == 1
+    log = runtime.epochs()
+    assert log[-1]["epoch"] == 1 and log[-1]["reason"] == f"operator: {kind}"
+    assert kind in {c["kind"] for c in log[-1]["changes"]}
+    table = ledger_table(runtime, "alice")
+    assert {k: v for k, v in table.items() if k[0] == 0} == spent  # the old epoch stays recorded
+    runtime.remaining("alice", "recipes")  # opens the new epoch's scopes: fresh, at zero
+    fresh = {k: v for k, v in ledger_table(runtime, "alice").items() if k[0] == 1}
+    assert (1, "recipes") in fresh and all(value == 0 for row in fresh.values() for value in row.values())
+    runtime.close()
+
+
+def test_user_cap_raised_is_unsafe(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    open_runtime(agent, memory, url).close()
+    with pytest.raises(InputError, match="user-cap-raised"):
+        open_runtime(agent, memory, url, user_caps={"diabetes": 4, "debt": 3})
+    lowered = open_runtime(agent, memory, url, user_caps={"diabetes": "5/2", "debt": 3})
+    assert lowered.epoch == 0 and lowered.epochs()[-1]["changes"][0]["kind"] == "user-cap-lowered"
+    lowered.close()
+
+
+def _neighbours(runtime: object, attribute: str) -> tuple[object, object]:
+    store = runtime.memory.store("alice")  # type: ignore[attr-defined]
+    group = runtime.interface.policy.attribute(attribute).group  # type: ignore[attr-defined]
+    full = store.replace({p: MemoryItem(tags=frozenset({"blood-sugar", "medication"})) for p in group if p <= 3})
+    return full, store.replace({p: EMPTY_ITEM for p in group})
+
+
+@pytest.mark.parametrize("kind", ["route-added", "position-appended"])
+def test_safe_change_exact_engine(kind: str, tmp_path: Path) -> None:
+    """Old-then-new is one strategy of the new interface (its catalogue contains the old
+    one, and the old transcript never read the new position): the whole concatenated
+    transcript replays under the new interface, and the worst case over the new
+    catalogue bounds its exact loss by B_a."""
+    agent, memory = copy_example(tmp_path)
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    runtime = open_runtime(agent, memory, url, user_caps=False)
+    _spend(runtime, 2)
+    runtime.close()
+    _edit(tmp_path / "interface.toml", kind)
+    runtime = open_runtime(agent, memory, url, user_caps=False)
+    for n in range(3):
+        runtime.turn("alice", "recipes", f"j{n}", "Any idea for a late snack?")
+    scoped, _ = runtime._scope("alice", "recipes")  # noqa: SLF001
+    history = scoped.load().history
+    new = runtime.interface
+    store_a, store_b = _neighbours(runtime, "diabetes")
+    worst = worst_case_loss(new, store_a, store_b, horizon=len(history))
+    assert worst.holds(Fraction(2))
+    loss = abs(replay_transcript(new, store_a, history).log_probability
+               - replay_transcript(new, store_b, history).log_probability)
+    assert loss <= worst.worst.upper + mpmath.mpf("1e-30")
+    runtime.close()
+
+
+def test_charge_removed_is_a_safe_route_change(tmp_path: Path) -> None:
+    """A declared charge set wider than Gamma*(R) dropped back to the minimal one (Eq. 4):
+    still complete (C2, re-checked at open), so safe; the ledgers carry over."""
+    agent, memory = copy_example(tmp_path)
+    path = tmp_path / "interface.toml"
+    original = path.read_text()
+    marker = 'positions = [1, 2, 3]\nrelevance = { blood-sugar-conscious = "1/2" }'
+    assert marker in original
+    path.write_text(original.replace(marker, marker + '\ncharge = ["diabetes", "debt"]'))
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    runtime = open_runtime(agent, memory, url)
+    before = interface_record(runtime.interface, None)
+    runtime.turn("alice", "recipes", "i", "doctor check-up")  # charges diabetes AND debt (declared)
+    spent = ledger_table(runtime, "alice")
+    assert spent[(0, "recipes")]["debt"] > 0
+    runtime.close()
+    path.write_text(original)
+    after = interface_record(load_interface_file(path).interface, None)
+    assert [(c.kind, c.safe) for c in classify(before, after)] == [("route-changed", True)]
+    runtime = open_runtime(agent, memory, url)
+    assert ledger_table(runtime, "alice") == spent
+    runtime.turn("alice", "recipes", "i", "doctor check-up")  # now charges diabetes only
+    assert ledger_table(runtime, "alice")[(0, "recipes")]["debt"] == spent[(0, "recipes")]["debt"]
+    runtime.close()

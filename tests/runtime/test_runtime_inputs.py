@@ -1,0 +1,128 @@
+"""Bad input gets one line and changes nothing (issue 23 acceptance).
+
+Each case: the kernel's InputError (one line naming the field, no memory text), and
+afterwards the memory file, the runtime's memory and every ledger are as before. The CLI
+turns the same cases into one stderr line and exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.runtime import AgentRuntime
+from tests.runtime_fixtures import ROOT, copy_example, ledger_table, open_runtime
+
+SECRET = "zq-private-marker-81"  # in every memory text a case sends: never in an error
+
+Case = Callable[[AgentRuntime, Path], object]
+
+
+def _append(memory: Path, line: str) -> None:
+    with memory.open("a", encoding="utf-8") as out:
+        out.write(line + "\n")
+
+
+CASES: list[tuple[str, str, Case]] = [
+    ("unknown slot", "slot", lambda rt, _: rt.add_memory("alice", "garden", f"I grow {SECRET}")),
+    ("item over capacity", "capacity", lambda rt, _: rt.add_memory("alice", "schedule", f"{SECRET} 2")),
+    (
+        "tag outside the vocabulary",
+        "tags",
+        lambda rt, _: rt.add_memory("alice", "health", f"{SECRET}", tags=["blood-sugar", f"x-{SECRET}"]),
+    ),
+    ("text too long", "text", lambda rt, _: rt.add_memory("alice", "health", SECRET * 1000)),
+    ("unknown item id", "item_id", lambda rt, _: rt.update_memory("alice", "nope", f"{SECRET}")),
+    ("bad user id", "user", lambda rt, _: rt.turn("al/ice", "recipes", "i", "dinner?")),
+    ("bad app id", "app", lambda rt, _: rt.turn("alice", "rec ipes", "i", "dinner?")),
+    ("bad interaction id", "interaction", lambda rt, _: rt.turn("alice", "recipes", "i:1", "dinner?")),
+    ("empty query", "query", lambda rt, _: rt.turn("alice", "recipes", "i", "   ")),
+]
+
+
+@pytest.mark.parametrize(("name", "field", "case"), CASES, ids=[c[0] for c in CASES])
+def test_bad_input_one_line_nothing_changed(name: str, field: str, case: Case, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}")
+    runtime.turn("alice", "recipes", "i", "dinner tonight?")  # some state to keep
+    runtime.add_memory("alice", "schedule", "I cook on Sundays.")  # the schedule slot is now full (2 of 2)
+    before_file = memory.read_bytes()
+    before_items = runtime.memory_items("alice")
+    before_ledgers = ledger_table(runtime, "alice")
+    with pytest.raises(InputError) as caught:
+        case(runtime, memory)
+    message = str(caught.value)
+    assert "\n" not in message and field in message and SECRET not in message
+    assert memory.read_bytes() == before_file
+    assert runtime.memory_items("alice") == before_items
+    assert ledger_table(runtime, "alice") == before_ledgers
+    runtime.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "field"),
+    [
+        ("malformed memory line", '{"slot": "health", "text": "' + SECRET, "memory line 7"),
+        ("not an object", json.dumps([SECRET]), "memory line 7"),
+        ("unknown key", json.dumps({"slot": "health", "text": SECRET, "secret": 1}), "memory line 7"),
+        ("unknown slot in the file", json.dumps({"slot": "garden", "text": SECRET}), "memory line 7.slot"),
+        ("tag outside the vocabulary", json.dumps({"slot": "food", "text": SECRET, "tags": ["zz"]}), "tags"),
+        ("over capacity", "\n".join(json.dumps({"slot": "schedule", "text": SECRET}) for _ in range(2)), "capacity"),
+    ],
+)
+def test_bad_memory_file_refused_at_open(name: str, line: str, field: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    _append(memory, line)
+    before = memory.read_bytes()
+    with pytest.raises(InputError) as caught:
+        open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}")
+    message = str(caught.value)
+    assert "\n" not in message and field in message and SECRET not in message
+    assert memory.read_bytes() == before
+    assert not (tmp_path / "l.db").exists()  # refused before the ledger database was touched
+
+
+def _chat(args: list[str], stdin: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PYTHONPATH": f"{ROOT}{':' + str(ROOT / 'eval')}", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, "-m", "dpmem_ref.cli", "chat", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_cli_bad_input_exit_2_one_line(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    _append(memory, '{"slot": "health", "text": "' + SECRET)
+    done = _chat([str(agent), "--memory", str(memory), "--user", "alice", "--app", "recipes"], "dinner?\n", tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "memory line 7" in done.stderr and SECRET not in done.stderr
+    bad_id = _chat([str(agent), "--user", "al ice", "--app", "recipes"], "dinner?\n", tmp_path)
+    assert bad_id.returncode == 2 and bad_id.stderr.count("\n") == 1 and "--user" in bad_id.stderr
+
+
+def test_cli_second_run_continues_the_scope(tmp_path: Path) -> None:
+    """`dpmem chat` twice for the same user and app, other interaction ids: one scope."""
+    agent, memory = copy_example(tmp_path)
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    common = [str(agent), "--memory", str(memory), "--user", "alice", "--app", "recipes", "--store-url", url]
+    first = _chat([*common, "--interaction", "monday", "--seed", "1"], "dinner tonight?\nbudget tips\n", tmp_path)
+    second = _chat([*common, "--interaction", "tuesday", "--seed", "2"], "dinner tonight?\n", tmp_path)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    lines = [json.loads(line) for line in first.stdout.splitlines() + second.stdout.splitlines()]
+    assert [line["interaction"] for line in lines] == ["monday", "monday", "tuesday"]
+    assert all(set(line) >= {"query", "route", "response", "control", "remaining"} for line in lines)
+    spent = [{a: 2 - Fraction(v) for a, v in line["remaining"].items()} for line in lines]
+    assert spent[0]["debt"] == Fraction(1) and spent[1]["debt"] == Fraction(3, 2)  # 1/2 per charged slot
+    assert spent[2]["debt"] == Fraction(2) and spent[2]["diabetes"] == Fraction(1)  # continued, not reset

@@ -1,0 +1,202 @@
+"""Budget scopes (issue 23.1), exact with Fractions on every ledger backend.
+
+- N interactions of one application never spend more than B_a in total: the ledger of the
+  (user, app) scope equals the exact sum of the eps charged by its committed releases,
+  whatever the interaction ids, and it reaches B_a exactly (tight), then every charged
+  slot falls back.
+- Two applications together never exceed the per-user cap U_a: the per-user ledger equals
+  the sum of both applications' charges and reaches U_a exactly.
+- One charge debits every scope in one transaction, or none (C5 per scope).
+"""
+
+from __future__ import annotations
+
+import secrets
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger import ReleaseRequest, open_ledger_store
+from tests.runtime_fixtures import (
+    BACKENDS,
+    as_fractions,
+    charged,
+    copy_example,
+    ledger_table,
+    open_runtime,
+    store_url,
+)
+
+QUERIES = ["What should I cook for dinner tonight?", "Any advice before my doctor check-up?", "Budget tips please"]
+B = Fraction(2)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_interactions_of_one_app_share_the_lifetime_cap(backend: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    url = store_url(backend, tmp_path)
+    runtime = open_runtime(agent, memory, url, user_caps=False)
+    fallbacks = 0
+    for n in range(12):  # 12 interactions x 3 turns: far more than B_a = 2 allows
+        if backend != "memory" and n % 4 == 3:  # a restart continues the same scope
+            runtime.close()
+            runtime = open_runtime(agent, memory, url, user_caps=False, seed=n)
+        for query in QUERIES:
+            turn = runtime.turn("alice", "recipes", f"chat-{n}", query)
+            fallbacks += sum(1 for _, state in turn.control if state == "fallback")
+    ledgers = ledger_table(runtime, "alice")[(0, "recipes")]
+    assert ledgers == charged(runtime, "alice", "recipes")  # the ledger is the exact sum
+    assert all(value <= B for value in ledgers.values())
+    assert ledgers == {"diabetes": B, "debt": B}  # tight: the cap is reached exactly
+    assert as_fractions(runtime.remaining("alice", "recipes")) == {"diabetes": 0, "debt": 0}
+    assert fallbacks > 0
+    runtime.close()
+
+
+def test_two_apps_together_never_exceed_the_user_cap(backend: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, store_url(backend, tmp_path))  # user caps 3 (the file)
+    for n in range(6):
+        for app in ("recipes", "bank"):
+            for query in QUERIES:
+                runtime.turn("alice", app, f"i{n}", query)
+    table = ledger_table(runtime, "alice")
+    user, recipes, bank = table[(0, None)], table[(0, "recipes")], table[(0, "bank")]
+    assert user == {a: recipes[a] + bank[a] for a in user}  # one debit per scope per charge
+    assert recipes == charged(runtime, "alice", "recipes") and bank == charged(runtime, "alice", "bank")
+    assert all(user[a] <= 3 and recipes[a] <= B and bank[a] <= B for a in user)
+    assert user == {"diabetes": Fraction(3), "debt": Fraction(3)}  # tight at U_a = 3 < 2 B_a
+    for app in ("recipes", "bank"):
+        assert as_fractions(runtime.remaining("alice", app)) == {"diabetes": 0, "debt": 0}
+    # Another user's scopes are untouched.
+    assert as_fractions(runtime.remaining("bob", "recipes")) == {"diabetes": B, "debt": B}
+    runtime.close()
+
+
+def _request(eps: Fraction) -> ReleaseRequest:
+    return ReleaseRequest(
+        release_id=secrets.token_hex(8),
+        turn_id=secrets.token_hex(8),
+        index=0,
+        slot="food",
+        view="low-glycemic",
+        fallback_view="balanced-meals",
+        charge_set=frozenset({"diabetes"}),
+        epsilon=eps,
+    )
+
+
+def test_a_charge_debits_every_scope_or_none(backend: str, tmp_path: Path) -> None:
+    store = open_ledger_store(store_url(backend, tmp_path))
+    app = store.open_session("u", "e0:app:a", {"diabetes": Fraction(2)})
+    user = store.open_session("u", "e0:user", {"diabetes": Fraction(1)})
+    first = app.charge_and_record(_request(Fraction(2, 3)), also=(user.key,))
+    assert first.admitted and first.ledger_map() == {"diabetes": Fraction(2, 3)}
+    assert dict(first.scopes[0]) == {"diabetes": Fraction(2, 3)}
+    second = app.charge_and_record(_request(Fraction(2, 3)), also=(user.key,))  # 4/3 > U = 1
+    assert not second.admitted and second.view == "balanced-meals"
+    assert app.load().ledger_map() == user.load().ledger_map() == {"diabetes": Fraction(2, 3)}
+    third = app.charge_and_record(_request(Fraction(1, 3)), also=(user.key,))  # exactly U = 1: tight
+    assert third.admitted and user.load().ledger_map() == {"diabetes": Fraction(1)}
+    with pytest.raises(InputError, match="also"):
+        app.charge_and_record(_request(Fraction(1, 3)), also=(app.key,))
+    store.close()
+
+
+def test_interface_change_carries_or_refuses_on_every_backend(backend: str, tmp_path: Path) -> None:
+    """The store primitives behind interface evolution (rebind, meta rows, carried caps)."""
+    if backend == "memory":
+        pytest.skip("an in-process store does not outlive its runtime")
+    agent, memory = copy_example(tmp_path)
+    url = store_url(backend, tmp_path)
+    runtime = open_runtime(agent, memory, url)
+    for query in QUERIES:
+        runtime.turn("alice", "recipes", "i", query)
+    spent = ledger_table(runtime, "alice")
+    runtime.close()
+    interface = tmp_path / "interface.toml"
+    original = interface.read_text()
+    interface.write_text(original.replace("group = [1, 2, 3, 4, 5, 6]\ncap = 2", 'group = [1, 2, 3, 4, 5, 6]\ncap = "3/2"'))
+    runtime = open_runtime(agent, memory, url)  # cap lowered: safe, carried over
+    assert ledger_table(runtime, "alice") == spent and runtime.epochs()[-1]["reason"] == "carried over"
+    caps = {row["scope"]["app"]: row["caps"] for row in runtime.ledgers("alice")}
+    assert caps["recipes"]["diabetes"] == "3/2" and caps[None]["diabetes"] == "3/1"
+    runtime.close()
+    interface.write_text(original.replace("group = [1, 2, 3, 4, 5, 6]\ncap = 2", "group = [1, 2, 3, 4, 5, 6]\ncap = 3"))
+    with pytest.raises(InputError, match="cap-raised"):
+        open_runtime(agent, memory, url)
+    runtime = open_runtime(agent, memory, url, new_epoch="raise the diabetes cap")
+    assert runtime.epoch == 1 and ledger_table(runtime, "alice") == spent  # epoch 0 kept as recorded
+    runtime.close()
+
+
+_QUERY = st.sampled_from([*QUERIES, "Plan my weeknight evenings", "tell me a joke"])
+
+
+@settings(max_examples=25)
+@given(
+    turns=st.lists(st.tuples(st.sampled_from(["a1", "a2", "a3"]), st.sampled_from(["x", "y"]), _QUERY), max_size=40),
+    user_cap=st.sampled_from([Fraction(1), Fraction(5, 2), Fraction(3), Fraction(6)]),
+    seed=st.integers(0, 2**16),
+)
+def test_property_every_scope_within_its_cap(
+    turns: list[tuple[str, str, str]], user_cap: Fraction, seed: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Any sequence of turns of several applications and interactions: every scope's
+    ledger equals the exact sum of its charges and stays within its cap; the per-user
+    ledger is the sum over the applications and stays within U_a."""
+    folder = tmp_path_factory.mktemp("prop")
+    agent, memory = copy_example(folder)
+    caps = {"diabetes": user_cap, "debt": user_cap}
+    runtime = open_runtime(agent, memory, "memory:", user_caps=caps, seed=seed)
+    for app, interaction, query in turns:
+        turn = runtime.turn("alice", app, interaction, query)
+        assert all(Fraction(v) >= 0 for v in turn.remaining.values())
+    table = ledger_table(runtime, "alice")
+    apps = {app for app, _, _ in turns}
+    for app in apps:
+        assert table[(0, app)] == charged(runtime, "alice", app)
+        assert all(value <= B for value in table[(0, app)].values())
+    if apps:
+        user = table[(0, None)]
+        assert user == {a: sum((table[(0, app)][a] for app in apps), Fraction(0)) for a in user}
+        assert all(value <= user_cap for value in user.values())
+    runtime.close()
+
+
+def test_runtime_databases_verify(backend: str, tmp_path: Path) -> None:
+    """The tamper-evident chain records multi-scope charges and rebinds: a database the
+    runtime wrote (two apps, the per-user scope, a carried-over interface change and a new
+    epoch) passes `dpmem ledger verify`'s replay."""
+    if backend == "memory":
+        pytest.skip("no chain in an in-process store")
+    from dpmem_ref.ledger.backup import verify_sqlite
+    from dpmem_ref.ledger.postgres_verify import verify_postgres
+
+    agent, memory = copy_example(tmp_path)
+    url = store_url(backend, tmp_path)
+    runtime = open_runtime(agent, memory, url)
+    for app in ("recipes", "bank"):
+        for query in QUERIES * 2:
+            runtime.turn("alice", app, "i", query)
+    runtime.close()
+    interface = tmp_path / "interface.toml"
+    original = interface.read_text()
+    interface.write_text(original.replace("K = 4", "K = 5"))  # safe: carried over
+    runtime = open_runtime(agent, memory, url)
+    runtime.turn("alice", "recipes", "j", QUERIES[0])
+    runtime.close()
+    interface.write_text(original.replace("K = 4", "K = 5").replace("cap = 2", "cap = 3", 1))  # unsafe
+    runtime = open_runtime(agent, memory, url, new_epoch="a bigger cap")
+    runtime.turn("alice", "recipes", "k", QUERIES[0])
+    runtime.close()
+    report = verify_sqlite(tmp_path / "ledgers.db") if backend == "sqlite" else verify_postgres(url)
+    assert report.problem is None, report.problem

@@ -1,0 +1,93 @@
+"""Issue 21.7 (the DurableSession.open part): one validated boundary, nothing half-written.
+
+Every argument of `DurableSession.open` is checked before the ledger store is touched: a
+wrong type or range raises `InputError` naming the argument (one line), and the database
+holds no session afterwards. On the old main a bad `turn_deadline_s` was refused only
+after the session's ledger rows were written, and a non-callable hook, a channel without
+`respond`, a non-store or a non-string user reached the store or failed later with a raw
+AttributeError / TypeError.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dpmem_ref.config.load import load_interface_file
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger import SQLiteLedgerStore
+from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.turn.durable import DurableSession
+
+FIGURE2 = Path(__file__).resolve().parents[2] / "examples" / "figure2.toml"
+
+BAD: list[tuple[str, Any]] = [
+    ("store", None),
+    ("store", "sqlite:///l.db"),
+    ("store", SQLiteLedgerStore),
+    ("user", 7),
+    ("user", ""),
+    ("user", "x" * 257),
+    ("user", "line\nbreak"),
+    ("user", b"bytes"),
+    ("interaction", None),
+    ("interaction", "tab\there"),
+    ("source", 42),
+    ("memory", {}),
+    ("channel", "echo"),
+    ("channel", object()),
+    ("checkpoint", "not callable"),
+    ("on_release", 3),
+    ("turn_deadline_s", 0),
+    ("turn_deadline_s", -1.0),
+    ("turn_deadline_s", math.nan),
+    ("turn_deadline_s", math.inf),
+    ("turn_deadline_s", True),
+    ("turn_deadline_s", "5"),
+    ("turn_deadline_s", Decimal("0.005")),
+    ("turn_deadline_s", Fraction(1, 200)),
+    ("interface", "figure2.toml"),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), BAD, ids=[f"{f}={v!r}"[:40] for f, v in BAD])
+def test_every_bad_argument_is_refused_before_anything_is_written(field: str, value: Any, tmp_path: Path) -> None:
+    loaded = load_interface_file(FIGURE2)
+    path = tmp_path / "l.db"
+    store = SQLiteLedgerStore(path)
+    arguments: dict[str, Any] = {
+        "interface": loaded.interface,
+        "store": store,
+        "user": "u",
+        "interaction": "i",
+        "memory": loaded.store("M"),
+        "source": SeededRandomSource(0),
+        field: value,
+    }
+    with pytest.raises(InputError) as refused:
+        DurableSession.open(**arguments)
+    message = str(refused.value)
+    assert message.startswith(f"{field}:") and "\n" not in message, message
+    raw = sqlite3.connect(path)
+    try:
+        assert raw.execute("SELECT count(*) FROM ledgers").fetchone() == (0,)  # nothing half-written
+    finally:
+        raw.close()
+    store.close()
+
+
+def test_the_good_arguments_still_open(tmp_path: Path) -> None:
+    loaded = load_interface_file(FIGURE2)
+    store = SQLiteLedgerStore(tmp_path / "l.db")
+    session = DurableSession.open(
+        loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(0),
+        checkpoint=lambda _: None, on_release=lambda _: None, turn_deadline_s=0.001,
+    )  # fmt: skip
+    assert session.run_turn("affordable-dinner").record.query == "affordable-dinner"
+    store.close()
