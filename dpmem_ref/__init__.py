@@ -4,10 +4,13 @@ One turn of Algorithm 1 is driven by one planner (`begin_turn` -> `TurnCursor`),
 the runner (`run_turn`), the durable session, the exact engine and the proofs all drive;
 `plan_slot` gives the exact description of every slot-level release.
 
-Packages: `core` (transcript types, the interface record, exact ledgers, `fmt`), `parts`
-(part protocols with declared capabilities; routers, selectors, cap rules, controls;
-`parts.broken` for the contract-breaking variants), `turn` (plan, planner, runner,
-channel), `contract` (the static check of Definition 1, violations with codes).
+The one public face: every public name is importable from here; kernel modules import the
+defining modules instead. Floors, bottom first (docs/development.md, "Layers"): `core`
+(errors, exact rationals, transcript, ledgers, policy, views), `mechanism` (the EM, its exact
+tables, randomness, timing), `parts` (every part behind its protocol, budget rules and scorers
+included), `interface` (the Interface record), `contract` (the static check of Definition 1),
+`ledger`, `turn` (plan, planner, runner, channel, durable session), `analysis`, `config`,
+`audit`, `runtime`, `serve`, and `cli` (the command line).
 """
 
 from dpmem_ref.audit.cover import Cover, minimum_cover
