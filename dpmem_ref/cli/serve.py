@@ -59,7 +59,18 @@ def command_serve(args: argparse.Namespace) -> int:
     if args.replicas == 1:
         from dpmem_ref.serve.server import serve_one
 
-        return serve_one(args)
+        return serve_one(
+            args.config,
+            keys_path=args.keys,
+            memory=args.memory,
+            store_url=args.store_url,
+            llm=args.llm,
+            seed=args.seed,
+            host=args.host,
+            port=args.port,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+        )
     if args.store_url is None or args.store_url == "memory:":
         raise InputError("--replicas", "a shared --store-url (postgresql://... or sqlite:///PATH)", "in-process ledgers")
     if args.port and args.port + args.replicas - 1 > 65535:

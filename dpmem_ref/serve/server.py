@@ -10,7 +10,6 @@ tokens nor bodies nor memory text are ever logged.
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import logging
 import signal
@@ -85,24 +84,37 @@ def _configure_logging() -> None:
     root.setLevel(logging.INFO)
 
 
-def serve_one(args: argparse.Namespace) -> int:
-    """Serve until SIGINT/SIGTERM (graceful: requests in flight finish), then close the runtime."""
+def serve_one(
+    config_path: str,
+    *,
+    keys_path: str,
+    memory: str | None,
+    store_url: str | None,
+    llm: str,
+    seed: int | None,
+    host: str,
+    port: int,
+    tls_cert: str | None,
+    tls_key: str | None,
+) -> int:
+    """Serve until SIGINT/SIGTERM (graceful: requests in flight finish), then close the runtime.
+    The options are `dpmem serve`'s (parsed in dpmem_ref.cli.serve)."""
     uvicorn, create_app = _import_serving()
     from dpmem_ref.serve.keys import load_keys
 
-    keys = load_keys(args.keys)
-    if (args.tls_cert is None) != (args.tls_key is None):
+    keys = load_keys(keys_path)
+    if (tls_cert is None) != (tls_key is None):
         raise InputError("--tls-cert/--tls-key", "both or neither", "only one")
     from dpmem_ref.runtime import AgentRuntime
 
     _configure_logging()
     try:
-        runtime = AgentRuntime.open(args.config, memory=args.memory, store_url=args.store_url, llm=args.llm, seed=args.seed)
+        runtime = AgentRuntime.open(config_path, memory=memory, store_url=store_url, llm=llm, seed=seed)
     except LedgerStoreError as error:  # "ledger database NAME: why": the why (the name is the option's)
         raise InputError("--store-url", "a ledger store that opens", one_line(str(error)).rsplit(": ", 1)[-1]) from None
     runtime.channel = SerialChannel(runtime.channel)
     try:
-        sock = bind(args.host, args.port)
+        sock = bind(host, port)
         config = uvicorn.Config(
             create_app(runtime, keys),
             log_config=None,
@@ -111,13 +123,13 @@ def serve_one(args: argparse.Namespace) -> int:
             server_header=False,
             limit_concurrency=MAX_CONNECTIONS,
             timeout_graceful_shutdown=10,
-            ssl_certfile=args.tls_cert,
-            ssl_keyfile=args.tls_key,
+            ssl_certfile=tls_cert,
+            ssl_keyfile=tls_key,
         )
         host, port = sock.getsockname()[:2]
-        scheme = "https" if args.tls_cert else "http"
+        scheme = "https" if tls_cert else "http"
         shown = f"[{host}]" if ":" in host else host
-        if not is_loopback(host) and args.tls_cert is None:
+        if not is_loopback(host) and tls_cert is None:
             logging.getLogger("dpmem.serve").warning(
                 "listening on a non-loopback address without TLS: tokens travel in clear (docs/serve.md, TLS)"
             )
