@@ -4,7 +4,8 @@ the repository: no import runs here, so the test is fast and sees lazy imports t
 - each kernel layer imports only the layers below it (`KERNEL_LAYERS`, bottom first);
 - no import cycle anywhere (module-level imports: kernel, eval, counterexamples, proofs,
   tests, benchmarks, scripts);
-- nothing imports the command line (`dpmem_ref.cli`) but the entry points;
+- nothing imports the command line (`dpmem_ref.cli`) but the entry points, and only the command
+  line parses arguments or exits the process;
 - no shim module (a module whose body is only re-exports; a package's `__init__.py`, the
   package's face, may re-export);
 - kernel modules never import the face (`dpmem_ref` itself).
@@ -366,6 +367,25 @@ def test_nothing_imports_the_command_line_but_its_entry_points() -> None:
             if library or not entry_point:
                 found.append(f"{module} line {i.line}: {i.target} {list(i.names)}")
     assert not found, "imports of the command line:\n" + "\n".join(found)
+
+
+def test_only_the_command_line_parses_arguments_and_exits() -> None:
+    """Library code (every kernel module outside `dpmem_ref.cli`) neither imports argparse nor
+    exits the process (`sys.exit`, `os._exit`, `raise SystemExit`, `exit()`, `quit()`)."""
+    found = []
+    for module in kernel_modules():
+        if module == CLI or module.startswith(CLI + "."):
+            continue
+        found += [f"{module} line {i.line}: imports argparse" for i in imports_of(module) if i.target == "argparse"]
+        for node in ast.walk(ast.parse(modules()[module].read_text(encoding="utf-8"))):
+            exits = (
+                isinstance(node, ast.Raise)
+                and node.exc is not None
+                and "SystemExit" in ast.unparse(node.exc).split("(")[0]
+            ) or (isinstance(node, ast.Call) and ast.unparse(node.func) in ("sys.exit", "os._exit", "exit", "quit"))
+            if exits:
+                found.append(f"{module} line {getattr(node, 'lineno', '?')}: {ast.unparse(node)[:60]}")
+    assert not found, "library code that parses arguments or exits:\n" + "\n".join(found)
 
 
 # ------------------------------------------------------------------ shims
