@@ -73,7 +73,8 @@ NAIVE_QUERIES = ("diabetes.checkup-prep", "diabetes.steady-energy", "diabetes.di
 
 
 def run_horizons(store_a: str, store_b: str, horizons: Sequence[int]) -> list[tuple[int, float, int, str, bool]]:
-    from dpmem_ref.audit import certify, decide_adjacency
+    from dpmem_ref.audit.adjacency import decide_adjacency
+    from dpmem_ref.audit.verdict import certify
 
     rows = []
     for horizon in horizons:

@@ -14,7 +14,7 @@ import mpmath
 import pytest
 
 from dpmem_ref.analysis import enumerate_transcripts, replay_transcript, worst_case_loss
-from dpmem_ref.audit import decide_adjacency
+from dpmem_ref.audit.adjacency import decide_adjacency
 from dpmem_ref.cli import main
 from dpmem_ref.config.load import load_interface_file
 

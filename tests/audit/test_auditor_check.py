@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 from dpmem_ref import VIOLATION_CODES
-from dpmem_ref.audit import check_interface
+from dpmem_ref.audit.check import check_interface
 from dpmem_ref.audit.sensitivity import prove_linear_sensitivity, z3_verdict
 from dpmem_ref.cli import main
 from dpmem_ref.config.load import load_interface_file

@@ -15,8 +15,9 @@ import mpmath
 import pytest
 
 from dpmem_ref.analysis import worst_case_loss
-from dpmem_ref.audit import audit, audit_json
 from dpmem_ref.audit.digits import certain, format_units, quantum_text
+from dpmem_ref.audit.render import audit_json
+from dpmem_ref.audit.verdict import audit
 from dpmem_ref.cli import main
 from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
