@@ -8,7 +8,8 @@ the repository: no import runs here, so the test is fast and sees lazy imports t
   line parses arguments or exits the process;
 - no shim module (a module whose body is only re-exports; a package's `__init__.py`, the
   package's face, may re-export);
-- kernel modules never import the face (`dpmem_ref` itself).
+- kernel modules never import the face (`dpmem_ref` itself);
+- no module over 350 lines (kernel, counterexamples, proof strategies, eval).
 """
 
 from __future__ import annotations
@@ -386,6 +387,42 @@ def test_only_the_command_line_parses_arguments_and_exits() -> None:
             if exits:
                 found.append(f"{module} line {getattr(node, 'lineno', '?')}: {ast.unparse(node)[:60]}")
     assert not found, "library code that parses arguments or exits:\n" + "\n".join(found)
+
+
+MAX_MODULE_LINES = 350
+SIZED = ("dpmem_ref", "counterexamples", "proofs_as_tests/strategies", "eval/dpmem_eval")
+KNOWN_LARGE: dict[str, str] = {
+    "dpmem_ref/analysis/ledger.py": "analysis internals (issue 25, another engineer's part)",
+    "counterexamples/table4.py": "not split yet (issue 25)",
+    "proofs_as_tests/strategies/core.py": "not split yet (issue 25)",
+    "proofs_as_tests/strategies/hard.py": "not split yet (issue 25)",
+    "eval/dpmem_eval/pipeline/methods.py": "eval's restructuring (issue 25, another engineer's part)",
+    "eval/dpmem_eval/data/corpora.py": "eval's restructuring (issue 25, another engineer's part)",
+}
+"""Modules over the limit today, each an expected failure of its own test below (strict: once
+split, that test passes unexpectedly and fails, so its entry is deleted here)."""
+
+
+def _lines(relative: str) -> int:
+    return len((ROOT / relative).read_text(encoding="utf-8").splitlines())
+
+
+def test_no_module_over_350_lines() -> None:
+    large = [
+        f"{path.relative_to(ROOT)}: {_lines(str(path.relative_to(ROOT)))} lines"
+        for folder in SIZED
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if str(path.relative_to(ROOT)) not in KNOWN_LARGE and _lines(str(path.relative_to(ROOT))) > MAX_MODULE_LINES
+    ]
+    assert not large, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(large)
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [pytest.param(path, marks=pytest.mark.xfail(reason=why, strict=True)) for path, why in KNOWN_LARGE.items()],
+)
+def test_known_large_module_is_split(relative: str) -> None:
+    assert _lines(relative) <= MAX_MODULE_LINES, f"{relative}: {_lines(relative)} lines"
 
 
 # ------------------------------------------------------------------ shims
