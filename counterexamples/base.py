@@ -20,7 +20,7 @@ which is eps/2 for k = 1 (the paper's case) and tends to eps as k grows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from fractions import Fraction
 from typing import Any
 
@@ -29,7 +29,7 @@ import mpmath
 
 from dpmem_ref.core.errors import CONDITIONS
 from dpmem_ref.core.policy import Attribute, Layout, MemoryItem, Policy, Store
-from dpmem_ref.core.transcript import Query, SlotRead
+from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
 from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.interface import Interface
 from dpmem_ref.parts.broken import PrivateHooks
@@ -184,3 +184,30 @@ class Construction:
     def __attrs_post_init__(self) -> None:
         if self.violates not in CONDITIONS:
             raise ValueError(f"violates must be one of {CONDITIONS}, found {self.violates!r}")
+
+
+# A public router along a fixed trajectory (Table 4, counterexamples/table4.py).
+
+
+@attrs.frozen
+class ScheduledRouter:
+    """Public routing along a fixed trajectory: at turn t only the t-th scheduled query
+    activates its slots (any other query activates none). A function of (q_t, history
+    length) only (C4), so the engine's worst case over strategies is the worst case over
+    every release outcome of this trajectory."""
+
+    schedule: tuple[str, ...]
+    reads_history: bool = True
+    reads_released_views: bool = False
+
+    def active_slots(self, query: Query, history: tuple[TurnRecord, ...]) -> tuple[str, ...]:
+        t = len(history)
+        if t < len(self.schedule) and self.schedule[t] == query.name:
+            return tuple(read.slot for read in query.reads)
+        return ()
+
+    def read(self, prefix: PublicPrefix, slot: str) -> SlotRead:
+        return prefix.query.read_for(slot)
+
+    def state_key(self, history: tuple[TurnRecord, ...]) -> Hashable:
+        return len(history)

@@ -25,7 +25,6 @@ ask any of the 16 queries at every turn.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
@@ -33,11 +32,11 @@ from pathlib import Path
 import attrs
 import mpmath
 
-from counterexamples.base import Construction
+from counterexamples.base import Construction, ScheduledRouter
 from counterexamples.engine import EngineResult, exact_worst_case
 from dpmem_ref import InterfaceFile, load_interface_file
 from dpmem_ref.core.policy import Layout, MemoryItem, Policy, Store
-from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+from dpmem_ref.core.transcript import Query, SlotRead
 from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.randomness import SeededRandomSource
@@ -187,30 +186,6 @@ def stores(layout: Layout) -> tuple[Store, Store]:
         Store.from_mapping(layout, {**shared, **with_debt}, "M"),
         Store.from_mapping(layout, {**shared, **without_debt}, "M_prime"),
     )
-
-
-@attrs.frozen
-class ScheduledRouter:
-    """Public routing along a fixed trajectory: at turn t only the t-th scheduled query
-    activates its slots (any other query activates none). A function of (q_t, history
-    length) only (C4), so the engine's worst case over strategies is the worst case over
-    every release outcome of this trajectory."""
-
-    schedule: tuple[str, ...]
-    reads_history: bool = True
-    reads_released_views: bool = False
-
-    def active_slots(self, query: Query, history: tuple[TurnRecord, ...]) -> tuple[str, ...]:
-        t = len(history)
-        if t < len(self.schedule) and self.schedule[t] == query.name:
-            return tuple(read.slot for read in query.reads)
-        return ()
-
-    def read(self, prefix: PublicPrefix, slot: str) -> SlotRead:
-        return prefix.query.read_for(slot)
-
-    def state_key(self, history: tuple[TurnRecord, ...]) -> Hashable:
-        return len(history)
 
 
 def variants() -> dict[str, Interface]:

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from dpmem_ref.mechanism.em import exponential_mechanism, iv_precision
 from proofs_as_tests import transcripts as tx
 from proofs_as_tests.strategies import EPSILONS, score_pairs
-from proofs_as_tests.strategies.hard import near_bound_score_pairs
+from proofs_as_tests.strategies.core import near_bound_score_pairs
 
 DPS = 60
 

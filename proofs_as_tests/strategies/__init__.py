@@ -2,8 +2,9 @@
 
 - `parts`: the parts of a generated deployment (table scorer, public history router,
   observable controls, LLM channel, adaptive query strategies) and the shared small values;
-- `core`: the general generators (interfaces, stores, adjacent pairs, `cases()` over every
-  supported shape, `score_pairs()`);
+- `core`: the general generators (interfaces, stores, adjacent pairs, `score_pairs()`);
+- `cases`: `cases()` over every supported shape, with the adaptive query strategies and
+  LLM channels it draws;
 - `hard`: generators aimed at the cases that decide the theorems: neighbouring stores
   built from a chosen multi-attribute cover (kappa finite, Corollary 1), horizons long
   enough to exhaust budgets, strategies that react to fallbacks, score rows at the
@@ -14,19 +15,16 @@
 Every public name stays importable from `proofs_as_tests.strategies`.
 """
 
+from proofs_as_tests.strategies.cases import cases, channels, query_strategies, strategy_support
 from proofs_as_tests.strategies.core import (
     TAGS,
     Case,
     budget_rules,
-    cases,
-    channels,
     layouts,
     linear_weights,
     policies,
-    query_strategies,
     routes,
     score_pairs,
-    strategy_support,
     table_scorers,
     tagged_vocabularies,
     vocabularies,

@@ -20,8 +20,8 @@ generators build those cases on purpose:
   exhausted and the next read falls back; strategies that react to fallbacks (`pivot`)
   or to the control. Every read is charged (an over-charge when it touches no group),
   which bounds the number of admitted selections on a path, hence the transcript tree.
-- `near_bound_score_pairs` (per-step EM bound): u' = u moved by exactly Delta, in
-  opposite directions for one view and the rest.
+- `near_bound_score_pairs` (per-step EM bound: u' = u moved by exactly Delta, in opposite
+  directions for one view and the rest) lives beside `score_pairs` in `strategies.core`.
 """
 
 from __future__ import annotations
@@ -45,15 +45,14 @@ from dpmem_ref import (
     SlotRead,
     Store,
 )
+from proofs_as_tests.strategies.cases import channels
 from proofs_as_tests.strategies.core import (
     Case,
     budget_rules,
-    channels,
     vocabularies_for,
 )
 from proofs_as_tests.strategies.parts import (
     CAPS,
-    EPSILONS,
     TABLE_VALUES,
     BudgetStatusControl,
     QueryStrategy,
@@ -340,27 +339,3 @@ def _with_vocabularies(interface: Interface, vocabs: Sequence, draw: st.DrawFn) 
     frozen = tuple((p, tuple(sorted(row.items()))) for p, row in sorted(table.items()))
     smaller = TableScorer(table=frozen, sensitivities=tuple(sensitivities), tight=scorer.tight)
     return attrs.evolve(interface, vocabularies=tuple(vocabs), scorer=smaller)
-
-
-@st.composite
-def near_bound_score_pairs(
-    draw: st.DrawFn, max_views: int = 4
-) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...], Fraction, Fraction]:
-    """(u, u', eps, Delta) with ||u - u'||_inf = Delta exactly: one view moves by +Delta,
-    the others by -Delta where [0, 1] allows (the shape that makes the EM ratio large)."""
-    n = draw(st.integers(2, max_views))
-    delta = draw(st.sampled_from((Fraction(1, 4), Fraction(1, 2), Fraction(3, 4), Fraction(1))))
-    room = int((1 - delta) * 12)  # grid points x/12 with x + 12 Delta <= 12
-    favoured = draw(st.integers(0, n - 1))
-    u = []
-    u2 = []
-    for k in range(n):
-        low = Fraction(draw(st.integers(0, room)), 12)
-        if k == favoured:  # up by Delta under M
-            u.append(low + delta)
-            u2.append(low)
-        else:  # down by Delta under M
-            u.append(low)
-            u2.append(low + delta)
-    eps = draw(st.sampled_from(EPSILONS))
-    return tuple(u), tuple(u2), eps, delta

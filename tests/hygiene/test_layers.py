@@ -393,9 +393,6 @@ MAX_MODULE_LINES = 350
 SIZED = ("dpmem_ref", "counterexamples", "proofs_as_tests/strategies", "eval/dpmem_eval")
 KNOWN_LARGE: dict[str, str] = {
     "dpmem_ref/analysis/ledger.py": "analysis internals (issue 25, another engineer's part)",
-    "counterexamples/table4.py": "not split yet (issue 25)",
-    "proofs_as_tests/strategies/core.py": "not split yet (issue 25)",
-    "proofs_as_tests/strategies/hard.py": "not split yet (issue 25)",
     "eval/dpmem_eval/pipeline/methods.py": "eval's restructuring (issue 25, another engineer's part)",
     "eval/dpmem_eval/data/corpora.py": "eval's restructuring (issue 25, another engineer's part)",
 }
