@@ -14,6 +14,9 @@ import attrs
 
 from dpmem_ref.core.errors import InputError
 
+ReleasedViews = tuple[tuple[str, str], ...]
+"""The views released so far in a turn (or in a whole turn): (slot, view name) pairs in release order."""
+
 
 def _relevance_items(
     value: Mapping[str, Fraction] | tuple[tuple[str, Fraction], ...],
@@ -62,7 +65,7 @@ class TurnRecord:
     accounting facts that follow from the public prefix (charge sets, eps, admission)."""
 
     query: str
-    views: tuple[tuple[str, str], ...]
+    views: ReleasedViews
     control: Hashable
     response: str
     admitted: tuple[bool, ...]
@@ -82,4 +85,4 @@ class PublicPrefix:
 
     history: tuple[TurnRecord, ...]
     query: Query
-    released: tuple[tuple[str, str], ...] = ()
+    released: ReleasedViews = ()

@@ -24,7 +24,7 @@ from typing import Protocol
 import attrs
 
 from dpmem_ref.core.policy import MemoryItem
-from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+from dpmem_ref.core.transcript import PublicPrefix, Query, ReleasedViews, SlotRead, TurnRecord
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.mechanism.em import ReleaseDistribution
 
@@ -91,7 +91,7 @@ class ControlContext:
     and the ledger state induced by that history."""
 
     query: Query
-    views: tuple[tuple[str, str], ...]
+    views: ReleasedViews
     admitted: tuple[bool, ...]
     history: tuple[TurnRecord, ...]
     ledgers: tuple[tuple[str, Fraction], ...]

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.transcript import ReleasedViews
 from dpmem_ref.turn.channel import LLMChannel
 
 MAX_NEW_TOKENS = 96
@@ -34,7 +35,7 @@ class EchoChannel:
     """Returns the released view texts (in slot order), nothing else: for tests."""
 
     def respond(
-        self, query: str, views: tuple[tuple[str, str], ...], prefix: tuple[tuple[str, Hashable, str], ...]
+        self, query: str, views: ReleasedViews, prefix: tuple[tuple[str, Hashable, str], ...]
     ) -> str:
         return " | ".join(text for _, text in views)
 
@@ -48,7 +49,7 @@ class BackendChannel:
         self.decoding = generation.DecodingConfig(max_new_tokens=max_new_tokens, temperature=0.0, seed=seed)
 
     def respond(
-        self, query: str, views: tuple[tuple[str, str], ...], prefix: tuple[tuple[str, Hashable, str], ...]
+        self, query: str, views: ReleasedViews, prefix: tuple[tuple[str, Hashable, str], ...]
     ) -> str:
         prompts = importlib.import_module("dpmem_eval.pipeline.prompts")  # Eq. 2's one prompt builder
         conditioning = prompts.TurnConditioning(query=query, kind="views", lines=tuple(text for _, text in views))

@@ -7,7 +7,7 @@ from typing import Protocol
 
 import attrs
 
-from dpmem_ref.core.transcript import Query, TurnRecord
+from dpmem_ref.core.transcript import Query, ReleasedViews, TurnRecord
 from dpmem_ref.interface import Interface
 
 
@@ -17,7 +17,7 @@ class LLMChannel(Protocol):
     def respond(
         self,
         query: str,
-        views: tuple[tuple[str, str], ...],
+        views: ReleasedViews,
         prefix: tuple[tuple[str, Hashable, str], ...],
     ) -> str: ...
 
@@ -29,14 +29,14 @@ class TemplateChannel:
     def respond(
         self,
         query: str,
-        views: tuple[tuple[str, str], ...],
+        views: ReleasedViews,
         prefix: tuple[tuple[str, Hashable, str], ...],
     ) -> str:
         guidance = "; ".join(f"{slot}: {text}" for slot, text in views) or "no memory conditioning"
         return f"Answer to {query!r} following [{guidance}]"
 
 
-def view_texts(interface: Interface, released: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+def view_texts(interface: Interface, released: ReleasedViews) -> ReleasedViews:
     """v_t as the conditioning text of each released view (its name when it has none)."""
     return tuple((slot, interface.vocabulary(slot).view(view).text or view) for slot, view in released)
 
@@ -45,7 +45,7 @@ def respond(
     channel: LLMChannel,
     interface: Interface,
     query: Query,
-    released: tuple[tuple[str, str], ...],
+    released: ReleasedViews,
     history: tuple[TurnRecord, ...],
 ) -> str:
     """Algorithm 1, line 20: y_t from (q_t, v_t, tau_<t) and nothing else (Eq. 2)."""
