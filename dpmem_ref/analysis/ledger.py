@@ -62,6 +62,7 @@ from __future__ import annotations
 from fractions import Fraction
 from math import lcm
 
+from dpmem_ref.analysis import lattice
 from dpmem_ref.analysis.bounds import ledger_levels, state_limit, turn_reads
 from dpmem_ref.analysis.longest import longest_paths
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
@@ -122,6 +123,11 @@ class LedgerSearch(SearchProblem):
         self.iterations = 0
         self.all_horizons = False  # True: V_r at the start for every r (components need it), no one-pass shortcut
         self.longest = False  # the one-pass longest path replaced the value iteration
+        # "auto": the lattice programme (`analysis.lattice`) where it applies and the sparse
+        # estimate reaches LATTICE_FROM; "always": wherever it applies; "never". Decided
+        # by `estimate` (the run without an estimate is the sparse programme).
+        self.lattice_mode = "auto"
+        self.lattice_plan: lattice.Plan | None = None
         self._layout()
 
     # ---- slicing and integer units
@@ -226,7 +232,14 @@ class LedgerSearch(SearchProblem):
         terminal, `_layout`) raise ledgers, so only their charges count."""
         moving = set(self.moving)
         reads = [turn if q in moving else [] for q, turn in enumerate(self.reads)] if self.prune else self.reads
-        return ledger_levels(self.interface, reads, self.relevant, self.horizon)
+        sparse = ledger_levels(self.interface, reads, self.relevant, self.horizon)
+        # The lattice programme values every cell of its box: its estimate is the box.
+        self.lattice_plan = None
+        if self.lattice_mode == "always" or (self.lattice_mode == "auto" and sparse >= lattice.LATTICE_FROM):
+            self.lattice_plan = lattice.plan(self, self.max_states)
+            if self.lattice_plan is not None:
+                return self.lattice_plan.cells
+        return sparse
 
     def ledgers_of(self, counts: tuple[int, ...]) -> tuple[Fraction, ...]:
         """A full ledger vector showing `counts` on R (0 elsewhere): a representative."""
@@ -286,6 +299,8 @@ class LedgerSearch(SearchProblem):
     # ---- the programme
 
     def run(self) -> tuple[Loss, Node, Loss, Node]:
+        if self.lattice_plan is not None:
+            return lattice.solve(self, self.lattice_plan)
         start: tuple[int, ...] = tuple(0 for _ in self.relevant)
         index = {start: 0}
         states = [start]
