@@ -45,7 +45,9 @@ multiple of 2^-p, and the programme runs on those integers (Python integers in n
 object arrays: no rounding anywhere). With H_k = max_q hi_q >= S_k it computes
 U = max_n sum_k n_k H_k >= V_T exactly, and records the maximising path n* (the first
 class attaining the maximum at each state, in followed order). The lower end is
-L = sum_k n*_k lo_k with lo_k = max_q lo_q <= S_k: n* is feasible, so L <= V_T. [L, U]
+L = sum_k n*_k lo_k, with lo_k the lower end of the step of q_k, the member of class k
+with the largest upper end (first in followed order): n* played with those queries is a
+real strategy whose exact loss is sum_k n*_k s_{q_k} >= L, and V_T is at least that. [L, U]
 is rounded outward to the engine's precision: an enclosure of V_T as proved as the
 ledger programme's, no wider than the chain length times the widest step enclosure.
 The witness plays n* along that path (the query with the largest upper end of each
@@ -205,9 +207,10 @@ def solve(search: LedgerSearch, found: Plan) -> tuple[Loss, Node, Loss, Node]:
         for k in found.classes:
             scaled = [(q, *_scaled(ab if side == 0 else ba, p)) for q, ab, ba in k.members]
             hi = max(end for _, _, end in scaled)
+            pick, lo, _ = next(member for member in scaled if member[2] == hi)  # first with the largest upper end
             his.append(hi)
-            los.append(max(end for _, end, _ in scaled))
-            picks.append(next(q for q, _, end in scaled if end == hi))  # first with the largest upper end
+            los.append(lo)  # the lower end of the step the witness plays
+            picks.append(pick)
         values: Any = np.zeros(cells, dtype=object)  # g(x) in units of 2^-p, upper ends
         begin = 0
         for end in ends:
