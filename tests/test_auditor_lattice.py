@@ -15,7 +15,8 @@ from pathlib import Path
 import mpmath
 from audit_generators import lattice_case
 
-from dpmem_ref.analysis import lattice, replay_transcript, worst_case_loss
+from dpmem_ref.analysis import lattice, ledger, replay_transcript, worst_case_loss
+from dpmem_ref.analysis.components import ComponentSearch
 from dpmem_ref.analysis.ledger import LedgerSearch
 from dpmem_ref.analysis.loss import IV_DPS, Loss
 from dpmem_ref.config import interface_from_dict, load_interface_file
@@ -36,11 +37,17 @@ def agree(x: Loss, y: Loss) -> bool:
 
 
 def uses_lattice(interface: object, store_a: object, store_b: object, horizon: int) -> bool:
+    """Whether worst_case_loss(..., search="lattice") runs the lattice itself (not its
+    fallback, the sparse programme, nor the component split)."""
+    if not ledger.applies(interface, False):  # type: ignore[arg-type]
+        return False
     with iv_precision(IV_DPS):
-        search = LedgerSearch(interface, store_a, store_b, horizon, interface.queries, False, 10**6)  # type: ignore[arg-type,attr-defined]
-        search.lattice_mode = "always"
-        search.estimate()
-    return search.lattice_plan is not None
+        split = ComponentSearch(interface, store_a, store_b, horizon, interface.queries, False, 10**6)  # type: ignore[arg-type,attr-defined]
+        if split.splits:
+            return False
+        split.whole.lattice_mode = "always"
+        split.whole.estimate()
+    return split.whole.lattice_plan is not None
 
 
 def replays(interface: object, store_a: object, store_b: object, direction: object, forward: bool) -> bool:
@@ -62,16 +69,18 @@ def replays(interface: object, store_a: object, store_b: object, direction: obje
 
 
 def test_lattice_agrees_with_the_sparse_programme_and_the_general_search() -> None:
-    """240 generated deployments (horizons 4-12): lattice vs the sparse ledger programme on
-    every one, vs the general search on every fourth; the witnesses replay to the loss."""
+    """300 generated deployments (horizons 4-12): lattice vs the sparse ledger programme on
+    every one, vs the general search on every fifth; the witnesses replay to the loss. The
+    lattice itself runs on 157 of them (the others: no ledger decides, a component split,
+    a free differing read, or a chain longer than T: the fallback is checked as well)."""
     used = 0
-    for seed in range(240):
+    for seed in range(300):
         data, a, b, horizon = lattice_case(seed)
         loaded = interface_from_dict(data)
         interface, store_a, store_b = loaded.interface, loaded.store(a), loaded.store(b)
         mine = worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="lattice")
         references = [worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="ledger")]
-        if seed % 4 == 0:
+        if seed % 5 == 0:
             references.append(worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="general"))
         for theirs in references:
             assert agree(mine.a_over_b.value, theirs.a_over_b.value), seed
@@ -79,12 +88,13 @@ def test_lattice_agrees_with_the_sparse_programme_and_the_general_search() -> No
         assert replays(interface, store_a, store_b, mine.a_over_b, True), seed
         assert replays(interface, store_a, store_b, mine.b_over_a, False), seed
         used += uses_lattice(interface, store_a, store_b, horizon)
-    assert used >= 120  # the lattice itself ran, not only its fallback
+    assert used >= 150  # the lattice itself ran, not only its fallback
 
 
 def test_lattice_agrees_on_large_preallocated_plans() -> None:
     """60 generated deployments with preallocated plans of C_a = 16-64 and horizons of
-    64-256: lattice vs the sparse ledger programme, to 40 digits both ways."""
+    64-256: lattice vs the sparse ledger programme, to 40 digits both ways (the lattice
+    itself runs on 29 of them)."""
     used = 0
     for seed in range(60):
         data, a, b, horizon = lattice_case(seed, large=True)
@@ -95,7 +105,7 @@ def test_lattice_agrees_on_large_preallocated_plans() -> None:
         assert agree(mine.a_over_b.value, theirs.a_over_b.value), seed
         assert agree(mine.b_over_a.value, theirs.b_over_a.value), seed
         used += uses_lattice(interface, store_a, store_b, horizon)
-    assert used >= 30
+    assert used >= 25
 
 
 def test_round3_cells_in_the_lattice_shape_agree_with_the_sparse_programme() -> None:
