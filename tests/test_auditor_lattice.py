@@ -226,3 +226,24 @@ def test_k64_cell_is_exact_fast_and_estimated_by_its_box() -> None:
         raise AssertionError("the audit ran past --max-states")
     assert time.process_time() - started < 1
     assert "\n" not in message and "estimated 274625 memoized states" in message and "--max-states 274624" in message
+
+
+def test_pathological_audit_is_refused_within_a_second() -> None:
+    """Issue 26.2: 12 coupled attributes with K = 64 (an estimated 4.9e12 ledger states)
+    are refused before any state is built, within one CPU second, in one line giving the
+    estimate and the flag."""
+    from audit_interfaces import all_differing_dict
+
+    loaded = interface_from_dict(all_differing_dict(12, 64))
+    interface, store_a, store_b = loaded.interface, loaded.store("M_all"), loaded.store("neutral")
+    started = time.process_time()
+    try:
+        worst_case_loss(interface, store_a, store_b, 256, strict=False)
+    except InputError as error:
+        message = str(error)
+    else:  # pragma: no cover
+        raise AssertionError("the audit ran past --max-states")
+    assert time.process_time() - started < 1
+    assert "\n" not in message and "--max-states 1000000" in message
+    estimate = int(message.split("an estimated ")[1].split()[0])
+    assert estimate > 10**12
