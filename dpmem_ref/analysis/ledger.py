@@ -3,7 +3,8 @@ through the ledgers (fixed routing, a control that reads neither history nor vie
 private hooks, a cap rule that reads only the charged ledgers: every file interface).
 
 Then V_r(L) = max_q [step(q, L) + V_{r-1}(L + delta(q, L))] with r the remaining turns,
-and three facts bring the cost down from (queries + T) x (K+1)^A:
+and these facts bring the cost down from (queries + T) x (K+1)^A (in the pruned one-slot
+shape `analysis.lattice` then solves the longest path as one vectorised integer programme):
 
 - Slicing. A release can differ between the stores only if its read set meets the
   differing positions D. Let R be the smallest attribute set holding the charge set of
@@ -17,8 +18,8 @@ and three facts bring the cost down from (queries + T) x (K+1)^A:
   whose release can differ and one pass, which charges nothing in R: no other query is
   ever played on the programme's paths). If S_a is a subset of S_b and B_a >= B_b, then
   on every path L_a <= L_b (both start at 0, and every charge to a is a charge of the
-  same eps to b), so wherever a slot charging
-  a has room under b's cap it has room under a's: L_a + eps <= L_b + eps <= B_b <= B_a.
+  same eps to b), so wherever a slot charging a has room under b's cap it has room under
+  a's: L_a + eps <= L_b + eps <= B_b <= B_a.
   Then a never decides an admission and its ledger is dropped from the state too. The
   rule is applied in attribute order, each dropped attribute implied by one still kept;
   implication is transitive (subset and >=), so at the end every dropped attribute is
