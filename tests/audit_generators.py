@@ -88,3 +88,76 @@ def interface_case(seed: int) -> tuple[dict[str, Any], str, str]:
         "deployment": deployment,
     }
     return data, "M", "M_prime"
+
+
+def lattice_case(seed: int, large: bool = False) -> tuple[dict[str, Any], str, str, int]:
+    """A deployment in the shape the lattice programme (analysis/lattice.py) solves, and a
+    horizon: one-slot queries, a fallback or no control, a pass query, 1-3 attributes with
+    overlapping groups (coupled charges), online or preallocated budgets; now and then an
+    over-charged read, an uncharged differing read (a free step: the lattice must decline)
+    or a query whose eps exceeds a cap. large=True: preallocated plans with C_a of 16-64
+    (one attribute, or two with the second's plan small) and horizons up to 256."""
+    rng = random.Random(10_000 + seed)
+    names = [f"a{i}" for i in range(1 if large and rng.random() < 0.4 else rng.randint(1, 2 if large else 3))]
+    slots = [f"s{i}" for i in range(rng.randint(2, 3))]
+    positions = slots + [rng.choice(slots) for _ in range(rng.randint(2, 5))]
+    rng.shuffle(positions)
+    size = len(positions)
+    groups = [sorted(rng.sample(range(1, size + 1), rng.randint(1, max(1, size // 2)))) for _ in names]
+    attributes = {name: {"group": group, "cap": rng.choice(CAPS)} for name, group in zip(names, groups, strict=True)}
+    if large:
+        plan = {name: rng.randint(16, 64) if i == 0 else rng.randint(1, 6) for i, name in enumerate(names)}
+        budget: dict[str, Any] = {"rule": "preallocated", "plan": plan}
+    elif rng.random() < 0.5:
+        budget = {"rule": "preallocated", "plan": {name: rng.randint(1, 4) for name in names}}
+    else:
+        budget = {"rule": "online", "K": rng.randint(1, 3)}
+    slot_table = {}
+    for slot in slots:
+        views = {f"{slot}-generic": {}}
+        for v in range(rng.randint(1, 3)):
+            views[f"{slot}-v{v}"] = {"compatible": rng.sample(TAGS, rng.randint(1, 2))}
+        slot_table[slot] = {"generic": f"{slot}-generic", "views": views}
+    queries = []
+    for q in range(rng.randint(2, 6)):
+        slot = rng.choice(slots)
+        mine = [p for p in range(1, size + 1) if positions[p - 1] == slot]
+        read: dict[str, Any] = {"slot": slot, "positions": sorted(rng.sample(mine, rng.randint(1, len(mine))))}
+        touched = sorted(n for n in names if set(read["positions"]) & set(attributes[n]["group"]))
+        style = rng.random()
+        if style < 0.1:
+            read["charge"] = sorted(set(touched) | {rng.choice(names)})  # over-charged
+        elif style < 0.14:
+            read["charge"] = []  # uncharged
+        views = [v for v in slot_table[slot]["views"] if not v.endswith("generic")]
+        read["relevance"] = {v: str(Fraction(rng.randint(0, 4), 4)) for v in views}
+        queries.append({"name": f"q{q}", "reads": [read]})
+    # The pass: a position outside every group if there is one, else an uncharged read of a
+    # position the stores agree on (chosen below).
+    free = [p for p in range(1, size + 1) if not any(p in g for g in groups)]
+    grouped = sorted({p for g in groups for p in g})
+    differing = rng.sample(grouped, rng.randint(1, len(grouped)))
+    quiet = free[0] if free else next((p for p in range(1, size + 1) if p not in differing), None)
+    if quiet is None:
+        differing = differing[1:] or differing
+        quiet = next(p for p in range(1, size + 1) if p not in differing)
+    queries.append({"name": "pass", "reads": [{"slot": positions[quiet - 1], "positions": [quiet], "charge": []}]})
+    store = {str(p): rng.sample(TAGS, 1) if rng.random() < 0.3 else [] for p in range(1, size + 1)}
+    other = dict(store)
+    for p in differing:  # evidence under M, less or other evidence under M_prime
+        store[str(p)] = rng.sample(TAGS, rng.randint(1, 2))
+        changed = rng.sample(TAGS, rng.randint(0, 1))
+        other[str(p)] = [] if set(changed) == set(store[str(p)]) else changed
+    data = {
+        "name": f"lattice-{'large-' if large else ''}{seed}",
+        "positions": positions,
+        "attributes": attributes,
+        "budget": budget,
+        "scorer": {"kind": "linear", "weights": {"r": "2/5", "c": "2/5", "s": "1/5"}, "sensitivity": "3/5"},
+        "slots": slot_table,
+        "queries": queries,
+        "stores": {"M": store, "M_prime": other},
+        "deployment": {"control": rng.choice(["fallback", "none"])},
+    }
+    horizon = rng.randint(64, 256) if large else rng.randint(4, 12)
+    return data, "M", "M_prime", horizon

@@ -11,6 +11,8 @@ Modules, one job each:
 - `loss`: the one loss type (impossible / exact finite interval / infinite);
 - `steps`: the loss of one release from two plans (exactly 0 for identical releases);
 - `ledger`: the ledger programme (sliced, one plan per admission pattern, early stop);
+- `lattice`: the ledger programme's longest path as one exact integer programme over the
+  box of kept ledger values, vectorised, where the pruned shape allows it;
 - `components`: the ledger programme split into independent components (a knapsack over
   turns), where queries charge disjoint classes of attributes;
 - `bounds`: the state estimate an audit is refused on before any work;
@@ -84,7 +86,11 @@ def worst_case_loss(
     strict=False audits it as deployed, so the loss shows how far a broken part breaks
     the bound (the auditor's mode). More than `max_states` memoized states raise
     InputError naming `--max-states`. `search`: "auto" (the ledger programme where it
-    applies), or "general" to force the general search (cross-checks). `dps`: decimal
+    applies, as the lattice programme where that applies and the sparse estimate reaches
+    `lattice.LATTICE_FROM`), "general" to force the general search, "ledger" (the sparse
+    ledger programme, never the lattice) or "lattice" (the lattice wherever it applies,
+    whatever the size), the last three for cross-checks; where the ledger programme does
+    not apply, every choice is the general search. `dps`: decimal
     digits of every log-probability enclosure (at least IV_DPS; the auditor raises it when
     a tiny loss needs more, `dpmem_ref.audit.verdict`). `components`: split the ledger
     programme into independent components where it can (`analysis.components`); False
@@ -97,17 +103,19 @@ def worst_case_loss(
         raise InputError("horizon", f"an integer in 1..{MAX_HORIZON}", horizon)
     if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
         raise InputError("--max-states", "a positive integer", max_states)
-    if search not in ("auto", "general"):
-        raise InputError("search", '"auto" or "general"', search)
+    if search not in ("auto", "general", "ledger", "lattice"):
+        raise InputError("search", '"auto", "general", "ledger" or "lattice"', search)
     if isinstance(dps, bool) or not isinstance(dps, int) or not IV_DPS <= dps <= MAX_DPS:
         raise InputError("dps", f"an integer in {IV_DPS}..{MAX_DPS}", dps)
     start = time.perf_counter()
     catalogue = tuple(queries if queries is not None else interface.queries)
     fixed_point = None
     with iv_precision(dps):
-        if search == "auto" and ledger.applies(interface, strict):
+        if search != "general" and ledger.applies(interface, strict):
             split = ComponentSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
             programme: ComponentSearch | LedgerSearch = split if split.splits and components else split.whole
+            if isinstance(programme, LedgerSearch):
+                programme.lattice_mode = {"auto": "auto", "ledger": "never", "lattice": "always"}[search]
             ledger_states = programme.estimate()
             check_estimate(ledger_states, max_states, f"{ledger_states} ledger states")
             ab, ab_node, ba, ba_node = programme.run()

@@ -47,7 +47,7 @@ from dpmem_ref.core.transcript import Query
 
 def components(whole: LedgerSearch) -> list[tuple[int, ...]]:
     """Query indices per component (module docstring), each with the free queries."""
-    relevant = set(whole.relevant)
+    relevant = set(whole.sliced)  # R itself: a ledger dropped as implied still joins the queries charging it
     parent = {a: a for a in relevant}
 
     def root(a: str) -> str:

@@ -3,7 +3,8 @@ through the ledgers (fixed routing, a control that reads neither history nor vie
 private hooks, a cap rule that reads only the charged ledgers: every file interface).
 
 Then V_r(L) = max_q [step(q, L) + V_{r-1}(L + delta(q, L))] with r the remaining turns,
-and three facts bring the cost down from (queries + T) x (K+1)^A:
+and these facts bring the cost down from (queries + T) x (K+1)^A (in the pruned one-slot
+shape `analysis.lattice` then solves the longest path as one vectorised integer programme):
 
 - Slicing. A release can differ between the stores only if its read set meets the
   differing positions D. Let R be the smallest attribute set holding the charge set of
@@ -12,6 +13,21 @@ and three facts bring the cost down from (queries + T) x (K+1)^A:
   is exactly 0 and it moves no ledger of R: the ledgers outside R are dropped from the
   state. States are integer counts over R in units of one common denominator. Without
   a cap (NoCap) no ledger decides anything and R is empty.
+- Implied caps. Let S_a be the slots that charge a with eps > 0 among the queries the
+  programme follows (the whole catalogue; under the dominance pruning below, the queries
+  whose release can differ and one pass, which charges nothing in R: no other query is
+  ever played on the programme's paths). If S_a is a subset of S_b and B_a >= B_b, then
+  on every path L_a <= L_b (both start at 0, and every charge to a is a charge of the
+  same eps to b), so wherever a slot charging a has room under b's cap it has room under
+  a's: L_a + eps <= L_b + eps <= B_b <= B_a.
+  Then a never decides an admission and its ledger is dropped from the state too. The
+  rule is applied in attribute order, each dropped attribute implied by one still kept;
+  implication is transitive (subset and >=), so at the end every dropped attribute is
+  implied by a kept one and the admission test over the kept ledgers is the full test.
+  An attribute charged only with eps = 0 never moves and is never refused (L_a <= B_a):
+  dropped as well. States that differ only in dropped ledgers have the same moves, the
+  same summaries and isomorphic futures, so their values (rounding included: the same
+  operations on the same operands) are the ones the unmerged programme computes.
 - One plan per (query, admission pattern). Read set, charge set and eps of a slot do not
   depend on the ledgers; the ledgers only decide, slot by slot, whether the cap rule
   admits (Algorithm 1, line 9). A query's turn is summarised once per pattern, by walking
@@ -47,6 +63,7 @@ from __future__ import annotations
 from fractions import Fraction
 from math import lcm
 
+from dpmem_ref.analysis import lattice
 from dpmem_ref.analysis.bounds import ledger_levels, state_limit, turn_reads
 from dpmem_ref.analysis.longest import longest_paths
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
@@ -110,6 +127,11 @@ class LedgerSearch(SearchProblem):
         self.iterations = 0
         self.all_horizons = False  # True: V_r at the start for every r (components need it), no one-pass shortcut
         self.longest = False  # the one-pass longest path replaced the value iteration
+        # "auto": the lattice programme (`analysis.lattice`) where it applies and the sparse
+        # estimate reaches LATTICE_FROM; "always": wherever it applies; "never". Decided
+        # by `estimate` (the run without an estimate is the sparse programme).
+        self.lattice_mode = "auto"
+        self.lattice_plan: lattice.Plan | None = None
         self._layout()
 
     # ---- slicing and integer units
@@ -133,7 +155,6 @@ class LedgerSearch(SearchProblem):
                         grown = True
         if not self.capped:
             relevant = set()  # every selection is admitted: no ledger decides anything
-        self.relevant = tuple(a for a in names if a in relevant)
         # Dominance pruning (module docstring): one slot per query, a public control and a
         # pass query (every slot charges outside R, or nothing, and reads no position of D).
         self.prune = (
@@ -151,8 +172,46 @@ class LedgerSearch(SearchProblem):
             if self.prune
             else list(range(len(reads)))
         )
-        index = {a: i for i, a in enumerate(self.relevant)}
         caps = interface.policy.caps
+        # The queries whose moves raise ledgers on the programme's paths: every followed
+        # one; under pruning only those admitted somewhere (at the start: ledgers only
+        # grow) whose admitted release differs and does not end the transcript (a one-slot
+        # query has one admitted summary, the same at every state: a step-0 admission is
+        # dominated and never followed, a terminal one reaches no state).
+        self.moving = list(self.followed)
+        if self.prune:
+            start = InterfaceState.initial(interface)
+            self.moving = []
+            for q in self.followed:
+                if not any(c & relevant and eps > 0 for c, eps, _ in reads[q]):
+                    continue
+                cursor_a = begin_turn(interface, start, self.queries[q], self.store_a, strict=self.strict)
+                cursor_b = begin_turn(interface, start, self.queries[q], self.store_b, strict=self.strict)
+                plan_a, plan_b = cursor_a.plan(), cursor_b.plan()
+                if not plan_a.admitted:
+                    continue
+                step_ab, view, step_ba, _ = self.steps.best(plan_a, plan_b)
+                if step_ab.is_zero and step_ba.is_zero:
+                    continue
+                if cursor_a.release(view).control() != cursor_b.release(view).control():
+                    continue
+                self.moving.append(q)
+        # Implied caps (module docstring): an attribute a whose positive charges on those
+        # moves all come with a charge to some b (the same slots, so the same eps) with
+        # B_a >= B_b never decides an admission; it is dropped from the state. Each
+        # dropped attribute has a kept one implying it (implication is transitive), so
+        # every admission test over the kept attributes equals the full one.
+        charged_by = {
+            a: frozenset((q, i) for q in self.moving for i, (c, eps, _) in enumerate(reads[q]) if a in c and eps > 0)
+            for a in relevant
+        }
+        kept = [a for a in names if a in relevant]
+        for a in list(kept):
+            if not charged_by[a] or any(b != a and charged_by[a] <= charged_by[b] and caps[a] >= caps[b] for b in kept):
+                kept.remove(a)
+        self.sliced = tuple(a for a in names if a in relevant)  # R, before the implied caps are dropped
+        self.relevant = tuple(kept)
+        index = {a: i for i, a in enumerate(self.relevant)}
         unit = lcm(
             1,
             *(caps[a].denominator for a in self.relevant),
@@ -162,7 +221,7 @@ class LedgerSearch(SearchProblem):
         self.caps = tuple(int(caps[a] * unit) for a in self.relevant)
         self.slots = [
             [
-                _Slot(tuple(index[a] for a in sorted(charge)), int(eps * unit))
+                _Slot(tuple(index[a] for a in sorted(charge) if a in index), int(eps * unit))
                 if charge <= relevant
                 else _Slot(() if not self.capped else None, 0)
                 for charge, eps, _ in turn
@@ -172,10 +231,19 @@ class LedgerSearch(SearchProblem):
 
     def estimate(self) -> int:
         """A bound on the ledger states the programme builds, before it builds any
-        (`analysis.bounds`). With dominance pruning only moves whose release differs are
-        followed, so only the charges of slots reading D can move the ledgers."""
-        reads = [[r for r in turn if r[2]] for turn in self.reads] if self.prune else self.reads
-        return ledger_levels(self.interface, reads, self.relevant, self.horizon)
+        (`analysis.bounds`), over the kept attributes (implied caps dropped). With
+        dominance pruning only the moving queries' admissions (a release that differs, not
+        terminal, `_layout`) raise ledgers, so only their charges count."""
+        moving = set(self.moving)
+        reads = [turn if q in moving else [] for q, turn in enumerate(self.reads)] if self.prune else self.reads
+        sparse = ledger_levels(self.interface, reads, self.relevant, self.horizon)
+        # The lattice programme values every cell of its box: its estimate is the box.
+        self.lattice_plan = None
+        if self.lattice_mode == "always" or (self.lattice_mode == "auto" and sparse >= lattice.LATTICE_FROM):
+            self.lattice_plan = lattice.plan(self, self.max_states)
+            if self.lattice_plan is not None:
+                return self.lattice_plan.cells
+        return sparse
 
     def ledgers_of(self, counts: tuple[int, ...]) -> tuple[Fraction, ...]:
         """A full ledger vector showing `counts` on R (0 elsewhere): a representative."""
@@ -235,6 +303,8 @@ class LedgerSearch(SearchProblem):
     # ---- the programme
 
     def run(self) -> tuple[Loss, Node, Loss, Node]:
+        if self.lattice_plan is not None:
+            return lattice.solve(self, self.lattice_plan)
         start: tuple[int, ...] = tuple(0 for _ in self.relevant)
         index = {start: 0}
         states = [start]

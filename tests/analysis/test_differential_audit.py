@@ -36,10 +36,14 @@ from dpmem_ref import (
 )
 from dpmem_ref.analysis import ledger as ledger_programme
 from dpmem_ref.analysis import replay_transcript, worst_case_loss
+from dpmem_ref.analysis.loss import Loss
+from dpmem_ref.config.load import interface_from_dict
 from dpmem_ref.core.transcript import SlotRead
 from dpmem_ref.interface import Interface
 from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, RawEvidenceControl, TopScoreControl
 from proofs_as_tests.strategies import BudgetStatusControl, Case, Channel, QueryStrategy, cases
+from tests.audit.test_auditor_lattice import uses_lattice
+from tests.audit_generators import lattice_case
 
 CONTROLS = {
     "fallback": FallbackControl(),
@@ -185,6 +189,40 @@ def _check_witness(interface: Interface, case: Case, strict: bool, direction: ob
     ratio = on_first.log_probability - on_second.log_probability
     slack = mpmath.mpf(10) ** -30
     assert direction.lower - slack <= ratio <= direction.upper + slack  # type: ignore[attr-defined]
+
+
+def _agree(x: Loss, y: Loss) -> bool:
+    """The same kind, and finite values equal to 40 significant digits."""
+    if x.kind != y.kind:
+        return False
+    if not x.is_finite:
+        return True
+    with mpmath.workdps(80):
+        return bool(abs(x.midpoint - y.midpoint) <= mpmath.mpf(10) ** -40 * max(1, abs(x.midpoint)))
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 3))
+def test_lattice_equals_the_sparse_programme_and_the_general_search(seed: int, kind: int) -> None:
+    """Issue 26: the lattice programme (analysis/lattice.py) on generated deployments of its
+    shape (tests/audit_generators.py `lattice_case`; kind 0: preallocated plans with C_a of
+    16-64 and horizons up to 256) against the sparse ledger programme and, below those
+    sizes, the general search, to 40 digits both ways; its witness replays to its loss."""
+    large = kind == 0
+    data, a, b, horizon = lattice_case(seed, large=large)
+    loaded = interface_from_dict(data)
+    interface, store_a, store_b = loaded.interface, loaded.store(a), loaded.store(b)
+    mine = worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="lattice")
+    references = [worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="ledger")]
+    if not large:
+        references.append(worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="general"))
+    if uses_lattice(interface, store_a, store_b, horizon):
+        event("lattice programme" + (", C_a >= 16" if large else ""))
+    for theirs in references:
+        assert _agree(mine.a_over_b.value, theirs.a_over_b.value)
+        assert _agree(mine.b_over_a.value, theirs.b_over_a.value)
+    case = Case(interface, store_a, store_b, "", QueryStrategy(kind="fixed", sequence=()), Channel(kind="constant"), 1)
+    _check_witness(interface, case, False, mine.a_over_b, forward=True)
+    _check_witness(interface, case, False, mine.b_over_a, forward=False)
 
 
 @example(_pruning_trap())

@@ -176,7 +176,7 @@ def test_max_states_refusal_is_one_line_with_the_estimate(capsys: pytest.Capture
     assert main([*args, "--max-states", "3"]) == 2
     assert time.process_time() - started < 60  # generous: the point is no search ran (see above)
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "estimated 16 memoized states (16 ledger states)" in err and "--max-states 3" in err
+    assert err.count("\n") == 1 and "estimated 4 memoized states (4 ledger states)" in err and "--max-states 3" in err
 
 
 def test_estimate_bounds_the_states_the_programme_builds() -> None:
