@@ -11,8 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from dpmem_eval.pipeline.backends.base import DecodingConfig, Messages, fold_system, rejects_system_role
 from dpmem_eval.pipeline.batching import free_accelerator_memory
-from dpmem_eval.pipeline.generation import DecodingConfig, Messages, fold_system, rejects_system_role
 
 
 class HFBackend:
