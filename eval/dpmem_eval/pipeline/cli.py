@@ -34,6 +34,9 @@ def fail(message: str) -> int:
 
 
 def _guarded(run) -> int:
+    from dpmem_eval.pipeline.models import set_thread_waiting
+
+    set_thread_waiting()  # before anything imports torch
     try:
         return run()
     except Exception as exc:  # one line, no traceback, for the errors a user can fix
