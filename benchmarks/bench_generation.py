@@ -64,9 +64,9 @@ def main() -> int:
     args = parser.parse_args()
     import torch
 
+    from dpmem_eval.pipeline.backends.hf import HFBackend
     from dpmem_eval.pipeline.cache import ResponseCache
     from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig
-    from dpmem_eval.pipeline.hf_backend import HFBackend
 
     prompts = smoke_prompts()
     print(f"{len(prompts)} distinct smoke prompts; torch {torch.__version__}, default threads "

@@ -11,70 +11,27 @@ NaN/Infinity, a corrupt gzip sibling. Everything here is refused before any mode
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import random
-import sqlite3
 from pathlib import Path
 
 import pytest
+from bad_input_support import MARK, marked_pairs, refused, run_args, write_data
 
 from dpmem_eval.cli import main
-from dpmem_eval.data.export import write_jsonl
-
-MARK = "SECRETMARK-eval-7f3a"
-HORIZON = 2  # the smoke preset
-
-
-def snapshot(directory: Path) -> dict[str, str]:
-    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "special"
-            for p in sorted(directory.rglob("*")) if not p.is_symlink() or p.exists()}
-
-
-def refused(capsys: pytest.CaptureFixture[str], argv: list[str], watch: Path, *expected: str) -> str:
-    before = snapshot(watch)
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    err = capsys.readouterr().err.strip()
-    assert code == 2, err
-    assert len(err.splitlines()) == 1, err
-    assert "Traceback" not in err and MARK not in err, err
-    for part in expected:
-        assert part in err, err
-    assert snapshot(watch) == before, "a refused input changed the directory"
-    return err
-
 
 # --- fixtures ------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def pairs():
-    """Two selected PairedMem pairs per attribute and split (train/validation/test), with a
-    marker in every memory text and tag, so any echo of store contents is caught."""
-    from dataclasses import replace
-
-    from dpmem_eval.data.pairedmem import build_pairedmem
-    from dpmem_eval.data.records import MemoryItem
-
-    chosen, seen = [], {}
-    for pair in build_pairedmem(0):
-        key = (pair.attribute, pair.split)
-        if pair.selected and seen.get(key, 0) < 1:
-            seen[key] = seen.get(key, 0) + 1
-            marked = tuple(MemoryItem((*i.tags, MARK), f"{MARK} {i.text}", i.source) for i in pair.store_m)
-            chosen.append(replace(pair, store_m=marked))
-    return chosen
+    return marked_pairs()
 
 
 @pytest.fixture
 def data(tmp_path, pairs) -> Path:
-    directory = tmp_path / "data"
-    write_jsonl(pairs, directory)
-    return directory
+    return write_data(tmp_path, pairs)
 
 
 def transcript_row(**change) -> dict:
@@ -133,11 +90,6 @@ RESULT_FILES = [("run.json", "report"), ("traces.jsonl", "report"), ("audit.json
 DATA_FILES = ["pairs.jsonl", "stores.jsonl", "trajectories.jsonl", "gold.jsonl", "splits.jsonl"]
 
 
-def _run_args(data: Path, tmp_path: Path, *extra: str) -> list[str]:
-    return ["run", "--preset", "smoke", "--backend", "echo", "--no-progress", "--data-dir", str(data),
-            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "new-out"), *extra]
-
-
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 @pytest.mark.parametrize(("name", "stage"), RESULT_FILES)
 def test_damaged_results_file_is_refused(capsys, results, name, stage, damage):
@@ -154,7 +106,7 @@ def test_damaged_results_file_is_refused(capsys, results, name, stage, damage):
 @pytest.mark.parametrize("name", DATA_FILES)
 def test_damaged_data_file_is_refused_before_any_write(capsys, tmp_path, data, name, damage):
     DAMAGE[damage](data / name)
-    refused(capsys, _run_args(data, tmp_path), tmp_path, name, SPECIAL.get(damage, ""))
+    refused(capsys, run_args(data, tmp_path), tmp_path, name, SPECIAL.get(damage, ""))
     assert not (tmp_path / "new-out").exists()
 
 
@@ -220,7 +172,7 @@ DATA_FIELD_CASES = [
 @pytest.mark.parametrize(("name", "change", "field"), DATA_FIELD_CASES)
 def test_wrong_data_field_names_file_and_field_never_the_value(capsys, tmp_path, data, name, change, field):
     _rewrite_first(data / name, change)
-    refused(capsys, _run_args(data, tmp_path), tmp_path, name, field)
+    refused(capsys, run_args(data, tmp_path), tmp_path, name, field)
 
 
 def test_show_refuses_a_damaged_store_without_memory_text(capsys, data):
@@ -237,10 +189,10 @@ def test_empty_or_partial_dataset_is_refused_not_turned_into_empty_tables(capsys
         rows = [line for line in path.read_text().splitlines()]
         splits = {json.loads(x)["pair_id"]: json.loads(x)["split"] for x in (data / "splits.jsonl").read_text().splitlines()}
         path.write_text("".join(r + "\n" for r in rows if splits[json.loads(r)["pair_id"]] != missing_split))
-    refused(capsys, _run_args(data, tmp_path), tmp_path, missing_split)
+    refused(capsys, run_args(data, tmp_path), tmp_path, missing_split)
     for name in DATA_FILES:
         (data / name).write_text("")
-    refused(capsys, _run_args(data, tmp_path), tmp_path, "pairs.jsonl", "no pairs")
+    refused(capsys, run_args(data, tmp_path), tmp_path, "pairs.jsonl", "no pairs")
 
 
 RESULT_FIELD_CASES = [
@@ -281,77 +233,3 @@ def test_wrong_results_field_names_file_and_field(capsys, results, name, stage, 
     else:
         _rewrite_first(path, change)
     refused(capsys, [stage, "--out", str(results), "--no-progress"], results.parent, name, field)
-
-
-# --- the response cache ----------------------------------------------------------------------
-
-
-def _foreign(path: Path) -> None:
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE ledger (attribute TEXT, spent TEXT)")
-    db.commit()
-    db.close()
-
-
-def _other_schema(path: Path) -> None:
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE responses (key TEXT, value TEXT)")
-    db.commit()
-    db.close()
-
-
-CACHE_DAMAGE = {
-    "random bytes": lambda p: p.write_bytes(random.Random(1).randbytes(8192)),
-    "truncated header": lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x00" * 40),
-    "directory": lambda p: p.mkdir(),
-    "FIFO": lambda p: os.mkfifo(p),
-    "foreign database": _foreign,
-    "other schema": _other_schema,
-}
-
-
-@pytest.mark.parametrize("damage", sorted(CACHE_DAMAGE))
-def test_bad_response_cache_is_refused_before_any_write(capsys, tmp_path, data, damage):
-    cache = tmp_path / "cache" / "responses.sqlite"
-    cache.parent.mkdir()
-    CACHE_DAMAGE[damage](cache)
-    refused(capsys, _run_args(data, tmp_path), tmp_path, "response cache", "responses.sqlite")
-    assert not (tmp_path / "new-out").exists()
-
-
-# --- arguments and --config ------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("extra", "field"), [
-    (["--seed", "-1"], "seed"),
-    (["--seed", str(2**40)], "seed"),
-    (["--seed", "9" * 5000], "--seed"),
-    (["--seed", "1\n2"], "--seed"),
-    (["--seeds", "-1"], "seeds"),
-    (["--caps", "0,2"], "caps"),
-    (["--ks", "0,3"], "ks"),
-    (["--models", ""], "models"),
-    (["--bogus\nargument"], "unrecognized"),
-    (["--preset", "bogus\nx"], "--preset"),
-    (["--config", "/dev/zero"], "--config"),
-    (["--config", "/nonexistent/\udcff.toml"], "--config"),
-])
-def test_bad_argument_is_one_line(capsys, tmp_path, data, extra, field):
-    refused(capsys, _run_args(data, tmp_path, *extra), tmp_path, field)
-
-
-@pytest.mark.parametrize(("text", "field"), [
-    (b"\xff\xfe[run]", "UTF-8"),
-    (b"run = 5", "[run]"),
-    (b"[run]\nmodels = 5", "models"),
-    (b"[run]\nmethods = 5", "methods"),
-    (b"[run]\nencoder = { a = 1 }", "encoder"),
-    (b"[run]\nseed = 99999999999999999999", "seed"),
-    (b"[run]\ntemperature = nan", "temperature"),
-    (b"[run]\nseeds = [[1]]", "seeds"),
-    (b"[run\n", "TOML"),
-])
-def test_bad_config_file_is_one_line(capsys, tmp_path, data, text, field):
-    config = tmp_path / "config.toml"
-    config.write_bytes(text)
-    refused(capsys, _run_args(data, tmp_path, "--config", str(config)), tmp_path, field)

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from dpmem_eval.data import corpora as C
+from dpmem_eval.data import corpus_files as C
 
 
 def test_smoke_preset_without_corpora_writes_runs_smoke(monkeypatch, tmp_path, capsys):

@@ -12,7 +12,7 @@ import pytest
 
 from dpmem_eval.data import build_dataset, load_dataset, write_dataset
 from dpmem_eval.data.commands import add_data_parser
-from dpmem_eval.data.corpora import DEFAULT_CORPORA, resolve_corpora
+from dpmem_eval.data.corpus_files import DEFAULT_CORPORA, resolve_corpora
 from dpmem_eval.data.export import FILES
 
 HAVE_CORPORA = (resolve_corpora(None) / "locomo" / "locomo10.json").is_file()

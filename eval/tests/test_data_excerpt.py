@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dpmem_eval.data import corpora as C
-from dpmem_eval.data.excerpt import EXCERPT_DIR, LICENCE_FILES, MARKER, is_excerpt
+from dpmem_eval.data import corpus_files as C
+from dpmem_eval.data.corpus_files import EXCERPT_DIR, LICENCE_FILES, MARKER, is_excerpt
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ from collections import Counter
 
 import pytest
 
-from dpmem_eval.data.corpora import current_state_reason, minimal_edit, resolve_corpora
+from dpmem_eval.data.corpora import current_state_reason, minimal_edit
+from dpmem_eval.data.corpus_files import resolve_corpora
 from dpmem_eval.data.pairedmem import build_pairedmem
 from dpmem_eval.data.realizer import llm_rewrite_pair
 

@@ -13,10 +13,11 @@ import torch
 from dpmem_eval.gpu.archs import PAPER_ARCHS, build_model, tiny
 from dpmem_eval.gpu.memory_plan import PromptShape
 from dpmem_eval.gpu.synthetic import paper_shaped_prompts, word_tokenizer
+from dpmem_eval.pipeline.backends import DecodingConfig, EchoBackend, rejects_system_role
+from dpmem_eval.pipeline.backends.hf import HFBackend
 from dpmem_eval.pipeline.batching import close_backend, token_budget_batches
 from dpmem_eval.pipeline.cache import ResponseCache
-from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, EchoBackend, rejects_system_role
-from dpmem_eval.pipeline.hf_backend import HFBackend
+from dpmem_eval.pipeline.generation import CachedGenerator
 
 SHAPE = PromptShape(system=10, query=3, per_message=8, max_new=4, turns=6)
 
@@ -130,7 +131,7 @@ def test_vllm_backend_without_vllm_is_one_clear_error():
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vLLM is installed here")
-    from dpmem_eval.pipeline.generation import make_backend
+    from dpmem_eval.pipeline.backends import make_backend
     from dpmem_eval.pipeline.models import ModelNotFound
 
     with pytest.raises(ModelNotFound, match="vLLM is not installed"):

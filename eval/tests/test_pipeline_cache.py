@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from dpmem_eval.pipeline.backends import DecodingConfig, EchoBackend
 from dpmem_eval.pipeline.cache import ResponseCache, cache_key
 from dpmem_eval.pipeline.config import ConfigError, resolve
-from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, EchoBackend
+from dpmem_eval.pipeline.generation import CachedGenerator
 
 
 def prompts(n: int) -> list[list[dict[str, str]]]:

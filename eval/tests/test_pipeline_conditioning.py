@@ -8,10 +8,12 @@ from fractions import Fraction
 import pytest
 
 from conftest import STORE_M, STORE_M_PRIME
+from dpmem_eval.pipeline import kernel_runs as K
 from dpmem_eval.pipeline import methods as M
+from dpmem_eval.pipeline.backends import DecodingConfig, EchoBackend
 from dpmem_eval.pipeline.cache import ResponseCache
 from dpmem_eval.pipeline.config import PRESETS
-from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, EchoBackend
+from dpmem_eval.pipeline.generation import CachedGenerator
 from dpmem_eval.pipeline.prompts import SYSTEM_INSTRUCTION, TurnConditioning, build_messages, window
 from dpmem_eval.pipeline.runner import Transcript, generate_transcripts
 
@@ -74,45 +76,45 @@ def test_dp_variants_release_only_public_view_texts(pair, policy, key):
     store_texts = {item.text for item in STORE_M + STORE_M_PRIME}
     for side in M.SIDES:
         for seed in (0, 1, 2):
-            trace = M.kernel_trace(method(key), pair, side, seed, policy, H)
-            for cond, query in zip(M.dp_conditioning(pair, trace), pair.queries, strict=False):
+            trace = K.kernel_trace(method(key), pair, side, seed, policy, H)
+            for cond, query in zip(K.dp_conditioning(pair, trace), pair.queries, strict=False):
                 assert cond.kind == "views" and len(cond.lines) == 1
                 assert cond.lines[0] in {v.text for v in policy.views[query.slot]}
                 assert cond.lines[0] in vocab_texts and cond.lines[0] not in store_texts
 
 
 def test_online_budget_eps_is_cap_over_k_and_ledger_never_exceeds_cap(pair, policy):
-    trace = M.kernel_trace(method("dp_on"), pair, "M", 0, policy, H)
+    trace = K.kernel_trace(method("dp_on"), pair, "M", 0, policy, H)
     assert all(t.ledger_target <= Fraction(2) for t in trace.turns)
     # diabetes is charged by queries 1, 3, 4 (reads touch I_diabetes), eps = 2/3 each.
     assert trace.final_ledger == Fraction(2)
 
 
 def test_preallocated_budget_uses_planned_charge_counts(pair, policy):
-    assert M.planned_counts(pair, H) == {"diabetes": 3, "debt": 3}
-    interface = M.kernel_interface(method("dp_pre"), pair, policy, H)
+    assert K.planned_counts(pair, H) == {"diabetes": 3, "debt": 3}
+    interface = K.kernel_interface(method("dp_pre"), pair, policy, H)
     assert interface.budget.epsilon(frozenset({"diabetes"}), interface.caps) == Fraction(2, 3)
 
 
 def test_no_cap_exceeds_the_cap_and_incomplete_charge_omits_target_charges(pair, policy):
     long = replace(pair, queries=pair.queries * 3)
     long = replace(long, queries=tuple(replace(q, query_id=f"{q.query_id}-{i}") for i, q in enumerate(long.queries)))
-    nocap = M.kernel_trace(method("no_cap"), long, "M", 0, policy, 12)
+    nocap = K.kernel_trace(method("no_cap"), long, "M", 0, policy, 12)
     assert nocap.final_reconstructed == 9 * Fraction(2, 3) > 2
     # Query 1 reads {2, 3}: Gamma* = {debt, diabetes}; the ablation charges only "debt".
-    incomplete = M.kernel_trace(method("incomplete_charge"), long, "M", 0, policy, 12)
+    incomplete = K.kernel_trace(method("incomplete_charge"), long, "M", 0, policy, 12)
     assert incomplete.final_reconstructed > incomplete.final_ledger
 
 
 def test_capped_argmax_is_deterministic_and_flagged_c3(pair, policy):
-    runs = {tuple(t.views for t in M.kernel_trace(method("capped_argmax"), pair, "M", s, policy, H).turns) for s in (0, 1, 2)}
+    runs = {tuple(t.views for t in K.kernel_trace(method("capped_argmax"), pair, "M", s, policy, H).turns) for s in (0, 1, 2)}
     assert len(runs) == 1
-    assert M.kernel_trace(method("capped_argmax"), pair, "M", 0, policy, H).selector_violates == "C3"
+    assert K.kernel_trace(method("capped_argmax"), pair, "M", 0, policy, H).selector_violates == "C3"
 
 
 def test_score_channel_exposes_the_top_internal_score(pair, policy):
-    m = M.kernel_trace(M.SCORE_CHANNEL, pair, "M", 0, policy, H)
-    mp = M.kernel_trace(M.SCORE_CHANNEL, pair, "M'", 0, policy, H)
+    m = K.kernel_trace(M.SCORE_CHANNEL, pair, "M", 0, policy, H)
+    mp = K.kernel_trace(M.SCORE_CHANNEL, pair, "M'", 0, policy, H)
     # Turn 3 reads position 1: blood-sugar-conscious scores 1 under M, 2/5 under M'.
     assert m.turns[2].control == (Fraction(1),) and mp.turns[2].control != m.turns[2].control
 
@@ -140,7 +142,7 @@ def test_response_llm_receives_nothing_but_query_conditioning_and_prefix(tmp_pat
     transcripts = []
     for side in M.SIDES:
         if spec.kind == "dp":
-            cond = M.dp_conditioning(pair, M.kernel_trace(spec, pair, side, 0, policy, H))
+            cond = K.dp_conditioning(pair, K.kernel_trace(spec, pair, side, 0, policy, H))
         else:
             cond = M.baseline_conditioning(spec, pair, side, policy, H)
         transcripts.append(Transcript(spec.key, pair.pair_id, pair.attribute, "test", side, 0, cond))
@@ -168,7 +170,7 @@ def test_fixed_policy_groups_take_precedence_over_the_pair_groups(pair, policy):
     """The evaluation policy is fixed before any store is seen (the data package's union
     groups); a pair's own groups are only the fallback."""
     union = replace(policy, groups={"diabetes": (1, 2, 3), "debt": (2, 3, 4)})
-    interface = M.kernel_interface(method("dp_on"), pair, union, H)
+    interface = K.kernel_interface(method("dp_on"), pair, union, H)
     assert interface.policy.attribute("debt").group == frozenset({2, 3, 4})
     assert M.baseline_conditioning(method("typed_mask"), pair, "M", union, H)[1].lines == ("[finance item withheld]",)
 
@@ -186,7 +188,7 @@ def test_table4_dp_bounds_from_kernel_charge_traces_at_the_paper_setting():
 
     def worst(key):
         spec = method(key)
-        traces = [M.kernel_trace(spec, p, side, seed, real, 16) for p in test_pairs for side in M.SIDES
+        traces = [K.kernel_trace(spec, p, side, seed, real, 16) for p in test_pairs for side in M.SIDES
                   for seed in ((0, 1, 2) if spec.stochastic else (0,))]
         return max(t.final_reconstructed for t in traces), max(t.final_ledger for t in traces), traces[0].selector_violates
 

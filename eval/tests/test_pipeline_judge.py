@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from conftest import make_pair
+from dpmem_eval.pipeline.backends import DecodingConfig, EchoBackend
 from dpmem_eval.pipeline.cache import ResponseCache
-from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, EchoBackend
+from dpmem_eval.pipeline.generation import CachedGenerator
 from dpmem_eval.pipeline.judge import (
     HOLISTIC,
     GeneratorJudge,

@@ -82,3 +82,22 @@ def test_real_mpnet_parts_join_verify_and_encode(tmp_path):
     from dpmem_eval.pipeline.auditor import Encoder
 
     assert Encoder(str(path)).encode(["I count carbs at every meal."]).shape == (1, 768)
+
+
+def test_thread_waiting_is_passive_unless_the_environment_says_otherwise(monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    models.set_thread_waiting()
+    assert models.os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    models.set_thread_waiting()
+    assert models.os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_the_conversion_memoises_gguf_parsing_and_restores_it():
+    gguf = pytest.importorskip("gguf")
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    arch = gguf.MODEL_ARCH.LLAMA
+    with models.gguf_parsed_once():
+        assert gguf.GGUFReader is not reader
+        assert gguf.get_tensor_name_map(arch, 2) is gguf.get_tensor_name_map(arch, 2)
+    assert gguf.GGUFReader is reader and gguf.get_tensor_name_map is name_map

@@ -56,23 +56,7 @@ SOURCES = (
 )
 """Every folder of .py files in the repository (`eval/` is its own distribution, import name dpmem_eval)."""
 
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    # The circle issue 25 names in eval: generation.py imports its backends (lazily, when one is
-    # chosen) and they import generation.py. Another engineer ends it with a pipeline/backends/ package.
-    frozenset(
-        {"dpmem_eval.pipeline.generation", "dpmem_eval.pipeline.hf_backend", "dpmem_eval.pipeline.vllm_backend"}
-    ): ("eval: pipeline/generation.py <-> hf_backend.py / vllm_backend.py (lazy imports; issue 25, eval's part)"),
-    # Three more lazy circles in eval that this walk found (eval's restructuring, issue 25, owns them).
-    frozenset({"dpmem_eval.pipeline.arguments", "dpmem_eval.pipeline.commands", "dpmem_eval.pipeline.rerun"}): (
-        "eval: pipeline/commands.py <-> arguments.py / rerun.py (lazy imports; the commands.py split, issue 25)"
-    ),
-    frozenset({"dpmem_eval.pipeline.plots", "dpmem_eval.pipeline.tables"}): (
-        "eval: pipeline/plots.py <-> tables.py (lazy imports; issue 25, eval's part)"
-    ),
-    frozenset({"dpmem_eval.data.corpora", "dpmem_eval.data.excerpt"}): (
-        "eval: data/corpora.py <-> excerpt.py (lazy imports; issue 25, eval's part)"
-    ),
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 """Cycles through lazy (function-local) imports, known and owned by eval's restructuring: each
 is an expected failure of its own test below (strict: once the cycle is gone that test passes
 unexpectedly and fails, so its entry is deleted here), and only that exact set of modules is
@@ -393,8 +377,6 @@ MAX_MODULE_LINES = 350
 SIZED = ("dpmem_ref", "counterexamples", "proofs_as_tests/strategies", "eval/dpmem_eval")
 KNOWN_LARGE: dict[str, str] = {
     "dpmem_ref/analysis/ledger.py": "analysis internals (issue 25, another engineer's part)",
-    "eval/dpmem_eval/pipeline/methods.py": "eval's restructuring (issue 25, another engineer's part)",
-    "eval/dpmem_eval/data/corpora.py": "eval's restructuring (issue 25, another engineer's part)",
 }
 """Modules over the limit today, each an expected failure of its own test below (strict: once
 split, that test passes unexpectedly and fails, so its entry is deleted here)."""

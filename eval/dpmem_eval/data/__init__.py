@@ -54,7 +54,7 @@ class Dataset:
 def build_dataset(seed: int = 0, corpora_dir: str | Path | None = None, *, transfer: bool = True) -> Dataset:
     """Build PairedMem (and, unless `transfer=False`, the transfer track) from `seed`.
     `corpora_dir` defaults to --corpora / DPMEM_CORPORA / ../shared/data/corpora."""
-    from dpmem_eval.data.corpora import resolve_corpora
+    from dpmem_eval.data.corpus_files import resolve_corpora
     from dpmem_eval.data.pairedmem import build_pairedmem
     from dpmem_eval.data.transfer import build_transfer
 

@@ -29,18 +29,7 @@ import json
 import shutil
 from pathlib import Path
 
-EXCERPT_DIR = Path(__file__).resolve().parent / "corpus_excerpt"
-MARKER = "EXCERPT.md"
-LICENCE_FILES = (
-    "locomo/LICENSE.txt",
-    "empathetic_dialogues/LICENSE_EmpatheticDialogues_CC-BY-NC-4.0.txt",
-    "medical_qa/chatdoctor_genmedgpt5k/LICENSE_repo_Apache-2.0.txt",
-)
-
-
-def is_excerpt(corpora: Path) -> bool:
-    """True for a directory written by `write_excerpt` (it may lack the unlicensed sources)."""
-    return (corpora / MARKER).is_file()
+from dpmem_eval.data.corpus_files import CHATDOCTOR, ED_SITUATIONS, EXCERPT_DIR, LICENCE_FILES, LOCOMO, MARKER
 
 
 def _used_sources(corpora: Path) -> set[str]:
@@ -54,8 +43,6 @@ def _used_sources(corpora: Path) -> set[str]:
 
 def write_excerpt(corpora: Path, out: Path = EXCERPT_DIR) -> dict[str, int]:
     """Write the excerpt of `corpora` to `out`; return the number of records kept per file."""
-    from dpmem_eval.data.corpora import CHATDOCTOR, ED_SITUATIONS, LOCOMO
-
     used = _used_sources(corpora)
     counts: dict[str, int] = {}
     out.mkdir(parents=True, exist_ok=True)

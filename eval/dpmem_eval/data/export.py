@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from dpmem_eval.data.corpora import SOURCES_AND_LICENCES
+from dpmem_eval.data.corpus_files import SOURCES_AND_LICENCES
 from dpmem_eval.data.records import (
     DATA_VERSION,
     SPLITS,

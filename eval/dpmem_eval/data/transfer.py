@@ -15,7 +15,8 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from dpmem_eval.data.corpora import EvidenceSentence, History, corpora_origin, evidence_pools, locomo_histories
+from dpmem_eval.data.corpora import EvidenceSentence, History, evidence_pools, locomo_histories
+from dpmem_eval.data.corpus_files import corpora_origin
 from dpmem_eval.data.records import GoldRecord, MemoryItem, PairRecord, QueryRecord
 from dpmem_eval.data.scaffold import ATTRIBUTES, BASE_GROUPS, LAYOUT, N_POSITIONS, OVERLAP_PARTNER
 from dpmem_eval.data.validation import validate_pair

@@ -98,7 +98,7 @@ def projected_hours(turns: list[dict[str, Any]], shape: plan.PromptShape) -> flo
 
 def check_architecture(name: str, config: dict[str, Any], args: argparse.Namespace, cuda: bool,
                        deadline: float) -> dict[str, Any]:
-    from dpmem_eval.pipeline.hf_backend import HFBackend
+    from dpmem_eval.pipeline.backends.hf import HFBackend
 
     if time.perf_counter() > deadline:
         return {"model": name, "skipped": "time limit reached before this architecture", "turns": [],

@@ -1,4 +1,4 @@
-"""The arguments of `dpmem-eval run | preflight | audit | judge | report` (handlers in commands.py)."""
+"""The arguments of `dpmem-eval run | preflight | audit | judge | report` (handlers in cli.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
-    from dpmem_eval.pipeline import commands, rerun
+    from dpmem_eval.pipeline import cli
 
     run = subparsers.add_parser("run", help="run the benchmark end to end (Tables 2-4)", epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -48,25 +48,25 @@ def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--no-pairwise", dest="pairwise", action="store_false", help="skip the pairwise LLM auditor (paper preset)")
     _add_common(run)
     _add_engine_flags(run)
-    run.set_defaults(handler=commands.handle_run)
+    run.set_defaults(handler=cli.handle_run)
     preflight = subparsers.add_parser("preflight", help="check every artefact a run needs, generate nothing (= run --dry-run)")
     for action in run._actions[1:]:
         preflight._add_action(action)
-    preflight.set_defaults(handler=commands.handle_preflight)
+    preflight.set_defaults(handler=cli.handle_preflight)
 
     audit = subparsers.add_parser("audit", help="rerun the embedding auditors on saved transcripts")
     audit.add_argument("--encoder", help="minilm | mpnet | a local sentence-transformers path")
     _add_common(audit)
-    audit.set_defaults(handler=rerun.handle_audit)
+    audit.set_defaults(handler=cli.handle_audit)
 
     judge = subparsers.add_parser("judge", help="rerun the utility judge on saved transcripts")
     judge.add_argument("--judge", help="proxy | local:MODEL | openai:URL#MODEL")
     _add_common(judge)
-    judge.set_defaults(handler=rerun.handle_judge)
+    judge.set_defaults(handler=cli.handle_judge)
 
     report = subparsers.add_parser("report", help="rebuild Tables 2-4 and plots from saved stage results")
     _add_common(report)
-    report.set_defaults(handler=rerun.handle_report)
+    report.set_defaults(handler=cli.handle_report)
 
 
 # --- engine flags and preflight (issue 16) -------------------------------------------------
@@ -79,5 +79,3 @@ def _add_engine_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token-budget", dest="token_budget", help="tokens per batch, prompt + new, padded (default: the memory plan)")
     p.add_argument("--dry-run", dest="dry_run", action="store_true", help="run the preflight only, generate nothing")
 
-
-ENGINE_FIELDS = ("tensor_parallel_size", "device_map", "dtype", "token_budget")

@@ -1,16 +1,11 @@
-"""One generation interface, three backends, one persistent cache.
-
-- `hf`: transformers, batched by a token budget, chat templates; bf16 with device_map="auto"
-  when CUDA is available, float32 on CPU (`--dtype`, `--device-map` override). Any model id or local path (the paper's Qwen2.5-7B-Instruct,
-  Llama-3.1-8B-Instruct, Gemma-2-9B-it) or the alias `smollm2` (CPU default).
-- `vllm`: vllm_backend.py, imported only when chosen (optional extra `dpmem-eval[gpu]`);
-  `--tensor-parallel-size` spreads a model over several GPUs.
-- `echo`: a deterministic, dependency-free stand-in that restates its input; for tests.
+"""One generation interface over the backends (backends/: hf, vllm, echo), one persistent cache.
 
 Prompts are chat message lists built by `prompts.build_messages`; the cache key is
 (model, decoding configuration, messages), so a fully cached run never loads a model.
-Every backend has `close()` (batching.close_backend): the run unloads each model before
-the next stage loads its own.
+`CachedGenerator` looks each prompt up, deduplicates the misses, batches them by a token
+budget and writes every batch to the cache. The backends never import this module.
+`DecodingConfig` and `make_backend` are re-exported here for `dpmem_ref.runtime.channels`
+(the agent runtime's LLM channel).
 """
 
 from __future__ import annotations
@@ -19,33 +14,14 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
 
+from dpmem_eval.pipeline.backends import Backend, make_backend
+from dpmem_eval.pipeline.backends.base import DecodingConfig, Messages
 from dpmem_eval.pipeline.batching import free_accelerator_memory, oom_errors, token_budget_batches
 from dpmem_eval.pipeline.cache import ResponseCache, cache_key
 
-Messages = list[dict[str, str]]
-
-
-@dataclass(frozen=True)
-class DecodingConfig:
-    """Shared by all compared interfaces of a response model (Appendix C.5).
-    temperature 0 means greedy decoding (the channel is then deterministic)."""
-
-    max_new_tokens: int = 256
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-class Backend(Protocol):
-    model_id: str
-
-    def generate(self, batch: Sequence[Messages], decoding: DecodingConfig) -> list[tuple[str, int]]:
-        """Responses and their new-token counts, in input order."""
+__all__ = ["MAX_OOM_HALVINGS", "CachedGenerator", "DecodingConfig", "GenerationStats", "Messages", "make_backend",
+           "messages_key"]
 
 
 @dataclass
@@ -79,73 +55,6 @@ class GenerationStats:
         out["tokens_per_second"] = round(self.tokens_per_second, 2)
         out["generations_per_second"] = round(self.generations_per_second, 3)
         return out
-
-
-def fold_system(messages: Messages) -> Messages:
-    """Fold the system message into the first user turn, for chat templates without a
-    system role (Gemma-2). The content the model receives is unchanged."""
-    if not messages or messages[0]["role"] != "system":
-        return messages
-    folded = [dict(m) for m in messages[1:]]
-    folded[0]["content"] = messages[0]["content"] + "\n\n" + folded[0]["content"]
-    return folded
-
-
-class EchoBackend:
-    """Deterministic stand-in: restates the conditioning and the query (tests, dry runs)."""
-
-    def __init__(self, model_id: str = "echo") -> None:
-        self.model_id = model_id
-        self.calls: list[Messages] = []
-
-    def generate(self, batch: Sequence[Messages], decoding: DecodingConfig) -> list[tuple[str, int]]:
-        out = []
-        for messages in batch:
-            self.calls.append(messages)
-            system = messages[0]["content"].split("\n")[1:]
-            guidance = " ".join(line.lstrip("- ") for line in system if line.startswith("- "))
-            text = f"For '{messages[-1]['content']}': {guidance or 'general advice'}"
-            words = text.split()[: decoding.max_new_tokens]
-            out.append((" ".join(words), len(words)))
-        return out
-
-
-def rejects_system_role(tokenizer: Any) -> bool:
-    """True when the tokenizer's chat template refuses a system message (Gemma-2); decided
-    once per model, so no rendering error is ever swallowed per prompt."""
-    from jinja2.exceptions import TemplateError
-
-    if not getattr(tokenizer, "chat_template", None):
-        return False
-    probe = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
-    try:
-        tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True)
-    except TemplateError:
-        return True
-    return False
-
-
-def backend_options(config: Any) -> dict[str, Any]:
-    """The engine settings of a run configuration, for make_backend."""
-    return {"tensor_parallel_size": config.tensor_parallel_size, "device_map": config.device_map,
-            "dtype": config.dtype, "token_budget": config.token_budget}
-
-
-def make_backend(name: str, model_ref: str, batch_size: int = 16, cache_dir: str | None = None,
-                 tensor_parallel_size: int = 1, device_map: str | None = None, dtype: str | None = None,
-                 token_budget: int | None = None) -> Backend:
-    if name == "hf":
-        from dpmem_eval.pipeline.hf_backend import HFBackend
-
-        return HFBackend(model_ref, batch_size=batch_size, cache_dir=cache_dir, device_map=device_map, dtype=dtype,
-                         token_budget=token_budget)
-    if name == "vllm":
-        from dpmem_eval.pipeline.vllm_backend import VLLMBackend
-
-        return VLLMBackend(model_ref, cache_dir=cache_dir, tensor_parallel_size=tensor_parallel_size, dtype=dtype)
-    if name == "echo":
-        return EchoBackend(model_ref)
-    raise ValueError(f"backend: expected one of hf, vllm, echo; found {name!r}")
 
 
 def messages_key(messages: Messages) -> str:

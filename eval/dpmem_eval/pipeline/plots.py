@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dpmem_eval.pipeline import methods as M
+from dpmem_eval.pipeline.tables import metric
 
 # One colour and marker per series; no colour repeats (matplotlib's default cycle has ten).
 STYLES: dict[str, tuple[str, str]] = {
@@ -77,11 +78,9 @@ def _legend_outside(ax: Any) -> None:
 
 def _privacy_utility(plt: Any, config: dict[str, Any], audit: dict[str, Any], judge: dict[str, Any], model: str,
                      name: str, grid: Sequence[M.MethodSpec]) -> Any:
-    from dpmem_eval.pipeline.tables import _metric
-
     fig, ax = plt.subplots(figsize=(7.2, 4.2))
     for method in M.MAIN_METHODS + M.ABLATIONS:
-        m = _metric(audit, judge, model, method.key, "pairedmem")
+        m = metric(audit, judge, model, method.key, "pairedmem")
         colour, marker = STYLES[method.key]
         if not _finite(m["auc"], m["tRec"]):
             continue
@@ -131,8 +130,6 @@ def _auc_by_prefix(plt: Any, config: dict[str, Any], audit: dict[str, Any], judg
 
 def _budget(plt: Any, config: dict[str, Any], audit: dict[str, Any], judge: dict[str, Any], model: str, name: str,
             grid: Sequence[M.MethodSpec]) -> Any:
-    from dpmem_eval.pipeline.tables import _metric
-
     main = M.method_by_key(M.MAIN_METHODS, "dp_on")
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), sharey=True)
     for ax, sweep, values in ((axes[0], "cap", config["caps"]), (axes[1], "K", config["ks"])):
@@ -140,7 +137,7 @@ def _budget(plt: Any, config: dict[str, Any], audit: dict[str, Any], judge: dict
         for v in values:
             cap, k = (v, 3) if sweep == "cap" else (2, v)
             method = main if (cap, k) == (2, 3) else next((g for g in grid if g.cap == cap and g.K == k), None)
-            m = _metric(audit, judge, model, method.key, "pairedmem") if method else {}
+            m = metric(audit, judge, model, method.key, "pairedmem") if method else {}
             aucs.append(m.get("auc", math.nan))
             lows.append(m.get("auc_lo", math.nan))
             highs.append(m.get("auc_hi", math.nan))

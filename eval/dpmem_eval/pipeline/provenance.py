@@ -63,5 +63,6 @@ def run_json(config, pairs, generation_stats, timings, judge_label, git, corpora
         "judge": judge_label,
         "timings": timings,
         "models_source": {"smollm2": source.read_text().strip() if source.is_file() else None},
-        "environment": {"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE"), "cpu_count": os.cpu_count()},
+        "environment": {"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE"), "cpu_count": os.cpu_count(),
+                        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY")},
     }

@@ -22,6 +22,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpmem_eval.pipeline import kernel_runs as K
 from dpmem_eval.pipeline import methods as M
 from dpmem_eval.pipeline.config import RunConfig
 from dpmem_eval.pipeline.prompts import TurnConditioning, build_messages, window
@@ -118,8 +119,8 @@ def build_transcripts(config: RunConfig, pairs: Sequence[Any], methods: Sequence
             for side in M.SIDES:
                 for seed in seeds:
                     if method.kind == "dp":
-                        trace = M.kernel_trace(method, pair, side, seed, policy, config.horizon)
-                        conditioning = M.dp_conditioning(pair, trace)
+                        trace = K.kernel_trace(method, pair, side, seed, policy, config.horizon)
+                        conditioning = K.dp_conditioning(pair, trace)
                         controls = tuple(t.control for t in trace.turns)
                         ledger = float(trace.final_ledger)
                         recon = math.inf if trace.selector_violates == "C3" else float(trace.final_reconstructed)
@@ -290,8 +291,9 @@ def pairwise_audit(rows: Sequence[dict[str, Any]], generator, seed: int = 0) -> 
 def pairwise_stage(out: Path, config: RunConfig, cache: Any, timings: dict[str, float]) -> None:
     """The pairwise LLM auditor after every response model is unloaded: one engine for all
     response models' transcripts (or each model judging its own without pairwise_model)."""
+    from dpmem_eval.pipeline.backends import DecodingConfig, backend_options, make_backend
     from dpmem_eval.pipeline.batching import close_backend
-    from dpmem_eval.pipeline.generation import CachedGenerator, DecodingConfig, backend_options, make_backend
+    from dpmem_eval.pipeline.generation import CachedGenerator
 
     start = time.perf_counter()
     auditors = {m: config.pairwise_model or m for m in config.models}

@@ -48,7 +48,7 @@ def setting_matches(config: dict[str, Any], model: str) -> bool:
             and tuple(config["seeds"]) == (0, 1, 2))
 
 
-def _metric(audit: dict[str, Any], judge: dict[str, Any], model: str, method: str, track: str) -> dict[str, float]:
+def metric(audit: dict[str, Any], judge: dict[str, Any], model: str, method: str, track: str) -> dict[str, float]:
     a = audit.get(model, {}).get(method, {})
     rows = a.get("by_prefix", {}).get("test" if track == "pairedmem" else "transfer", [])
     auc = rows[-1]["auc"] if rows else float("nan")
@@ -72,7 +72,7 @@ def table2(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict
             match = setting_matches(config, model)
             paper_model = P.PAPER_MODELS.get(model, "Qwen2.5-7B")
             for method in M.MAIN_METHODS:
-                m = _metric(audit, judge, model, method.key, track)
+                m = metric(audit, judge, model, method.key, track)
                 dagger = "†" if m["dagger"] else ""
                 paper = P.TABLE2[track].get(method.name, {}).get(paper_model, (None,) * 5)
                 rows.append([track, model, method.name, _f(m["auc"]) + dagger, f"[{_f(m['auc_lo'])}, {_f(m['auc_hi'])}]",
@@ -96,7 +96,7 @@ def table3(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict
             method = main if (cap, k) == (2, 3) else next((g for g in grid if g.cap == cap and g.K == k), None)
             if method is None:
                 continue
-            m = _metric(audit, judge, model, method.key, "pairedmem")
+            m = metric(audit, judge, model, method.key, "pairedmem")
             paper = P.TABLE3.get((cap, k), (None,) * 4)
             sweep = "main setting (both sweeps)" if (cap, k) == (2, 3) else ("cap magnitude (K=3)" if k == 3 else "granularity (B_a=2)")
             rows.append([model, sweep, cap, k, f"{cap / k:.3f}", m["auc"], m["tRec"], m["Unsup"], *paper])
@@ -113,7 +113,7 @@ def table4(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict
     variants = [M.method_by_key(M.MAIN_METHODS, "dp_on"), *M.ABLATIONS]
     for model in config["models"]:
         for method in variants:
-            m = _metric(audit, judge, model, method.key, "pairedmem")
+            m = metric(audit, judge, model, method.key, "pairedmem")
             b = bounds.get(method.key, {})
             bound = b.get("reconstructed_max", float("nan"))
             ledger = b.get("ledger_max", float("nan"))
@@ -142,9 +142,3 @@ def charge_bounds(trace_rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, f
         entry["ledger_max"] = max(entry["ledger_max"], float(row["ledger_target"]))
     return out
 
-
-def plots(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict[str, Any], grid: Sequence[M.MethodSpec]) -> list[str]:
-    """The run's plots (plots.py)."""
-    from dpmem_eval.pipeline.plots import plots as draw
-
-    return draw(out, config, audit, judge, grid)

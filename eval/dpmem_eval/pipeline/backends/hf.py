@@ -7,12 +7,34 @@ on CUDA (accelerate spreads a model over every visible GPU), none on CPU, unless
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from dpmem_eval.pipeline.backends.base import DecodingConfig, Messages, fold_system, rejects_system_role
 from dpmem_eval.pipeline.batching import free_accelerator_memory
-from dpmem_eval.pipeline.generation import DecodingConfig, Messages, fold_system, rejects_system_role
+
+MIN_SHARED_PREFIX = 8
+"""Tokens a batch's prompts must share before the shared-prefix prefill is used."""
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def shared_prefix_length(rows: list[list[int]]) -> int:
+    """Token ids every row begins with, at most the shortest row less one (each prompt keeps
+    at least one token of its own, whose logits start its reply)."""
+    first, length = rows[0], min(len(row) for row in rows) - 1
+    for row in rows[1:]:
+        same = 0
+        while same < length and row[same] == first[same]:
+            same += 1
+        length = same
+    return max(length, 0)
 
 
 class HFBackend:
@@ -24,7 +46,8 @@ class HFBackend:
     unless the run configuration sets `token_budget`."""
 
     def __init__(self, model_ref: str, batch_size: int = 16, cache_dir: str | None = None, device: str | None = None,
-                 device_map: str | None = None, dtype: str | None = None, token_budget: int | None = None) -> None:
+                 device_map: str | None = None, dtype: str | None = None, token_budget: int | None = None,
+                 shared_prefix: bool | None = None) -> None:
         self.model_id = model_ref
         self.batch_size = batch_size
         self.cache_dir = cache_dir
@@ -32,6 +55,7 @@ class HFBackend:
         self.device_map = device_map
         self.dtype = dtype
         self.configured_token_budget = token_budget
+        self.shared_prefix = shared_prefix
         self._model: Any = None
         self._tokenizer: Any = None
         self._fold = False
@@ -130,16 +154,21 @@ class HFBackend:
 
         tokenizer, model = self._tokenizer, self._model
         texts = [self.render(m) for m in batch]
-        enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
         kwargs: dict[str, object] = {"max_new_tokens": decoding.max_new_tokens, "pad_token_id": tokenizer.pad_token_id}
         if decoding.temperature > 0:
             torch.manual_seed(decoding.seed)
             kwargs.update(do_sample=True, temperature=decoding.temperature, top_p=decoding.top_p)
         else:
             kwargs.update(do_sample=False)
+        rows = tokenizer(texts, add_special_tokens=False)["input_ids"] if self._prefix_sharing() else None
+        shared = shared_prefix_length(rows) if rows is not None and len(rows) > 1 else 0
         with torch.inference_mode():
-            out = model.generate(**enc, **kwargs)
-        new = out[:, enc["input_ids"].shape[1]:].tolist()
+            if shared >= MIN_SHARED_PREFIX:
+                out, width = self._generate_from_prefix(rows, shared, kwargs)
+            else:
+                enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+                out, width = model.generate(**enc, **kwargs), enc["input_ids"].shape[1]
+        new = out[:, width:].tolist()
         eos = model.generation_config.eos_token_id
         stops = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
         results = []
@@ -148,6 +177,36 @@ class HFBackend:
             end = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
             results.append((tokenizer.decode(row[:end], skip_special_tokens=True).strip(), end))
         return results
+
+    def _prefix_sharing(self) -> bool:
+        """The shared-prefix prefill is used on a CPU in float32 unless told otherwise: there
+        prefill is most of the work and the prompts of a batch share the system message."""
+        if self.shared_prefix is not None:
+            return self.shared_prefix
+        return self._model.device.type == "cpu" and self._model.dtype == _torch().float32
+
+    def _generate_from_prefix(self, rows: list[list[int]], shared: int, kwargs: dict[str, object]) -> tuple[Any, int]:
+        """Generate a batch whose prompts all begin with the same `shared` tokens: those are
+        prefilled once (batch of one) and their KV cache repeated over the batch; each prompt's
+        rest is left-padded after the prefix ([prefix][pads][rest]), the attention mask hides
+        the pads, and positions come from the mask (as with plain left padding), so every
+        prompt sees the same tokens at the same positions. Returns the output ids and the
+        width of the prompt part."""
+        torch = _torch()
+        model, pad = self._model, self._tokenizer.pad_token_id
+        prefix = rows[0][:shared]
+        rests = [row[shared:] for row in rows]
+        width = max(len(rest) for rest in rests)
+        ids = [prefix + [pad] * (width - len(rest)) + rest for rest in rests]
+        mask = [[1] * shared + [0] * (width - len(rest)) + [1] * len(rest) for rest in rests]
+        prefilled = model(input_ids=torch.tensor([prefix], device=model.device), use_cache=True)
+        cache = getattr(prefilled, "cache", None) or prefilled.past_key_values
+        cache.batch_repeat_interleave(len(rows))
+        # transformers 5.x names the cache `cache` (`past_key_values` before)
+        name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        out = model.generate(input_ids=torch.tensor(ids, device=model.device),
+                             attention_mask=torch.tensor(mask, device=model.device), **{name: cache}, **kwargs)
+        return out, shared + width
 
     def close(self) -> None:
         """Drop the model and tokenizer and free the device memory (between stages)."""

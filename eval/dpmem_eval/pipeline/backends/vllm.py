@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from dpmem_eval.pipeline.backends.base import fold_system, rejects_system_role
 from dpmem_eval.pipeline.models import ModelNotFound
 
 
@@ -55,7 +56,6 @@ class VLLMBackend:
 
         from vllm import LLM
 
-        from dpmem_eval.pipeline.generation import rejects_system_role
         from dpmem_eval.pipeline.models import resolve_response_model, set_offline
 
         set_offline()
@@ -68,8 +68,6 @@ class VLLMBackend:
 
     def generate(self, batch: Sequence[list[dict[str, str]]], decoding) -> list[tuple[str, int]]:
         from vllm import SamplingParams
-
-        from dpmem_eval.pipeline.generation import fold_system
 
         if self._llm is None:
             self._load(decoding.seed)

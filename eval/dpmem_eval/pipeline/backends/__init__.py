@@ -1,0 +1,47 @@
+"""Generation backends behind one protocol (`base.Backend`), chosen by name:
+
+- `hf` (hf.py): transformers, batched by a token budget, chat templates; bf16 with
+  device_map="auto" when CUDA is available, float32 on CPU (`--dtype`, `--device-map`
+  override). Any model id or local path (the paper's Qwen2.5-7B-Instruct,
+  Llama-3.1-8B-Instruct, Gemma-2-9B-it) or the alias `smollm2` (CPU default).
+- `vllm` (vllm.py): imported only when chosen (optional extra `dpmem-eval[gpu]`);
+  `--tensor-parallel-size` spreads a model over several GPUs.
+- `echo` (echo.py): a deterministic, dependency-free stand-in that restates its input; for tests.
+
+Every backend has `close()` (batching.close_backend): the run unloads each model before the
+next stage loads its own. The backends import `base` and nothing of `generation`, which
+wraps them (cache, batching): the dependency points one way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpmem_eval.pipeline.backends.base import Backend, DecodingConfig, Messages, fold_system, rejects_system_role
+from dpmem_eval.pipeline.backends.echo import EchoBackend
+
+__all__ = ["Backend", "DecodingConfig", "EchoBackend", "Messages", "backend_options", "fold_system", "make_backend",
+           "rejects_system_role"]
+
+
+def backend_options(config: Any) -> dict[str, Any]:
+    """The engine settings of a run configuration, for make_backend."""
+    return {"tensor_parallel_size": config.tensor_parallel_size, "device_map": config.device_map,
+            "dtype": config.dtype, "token_budget": config.token_budget}
+
+
+def make_backend(name: str, model_ref: str, batch_size: int = 16, cache_dir: str | None = None,
+                 tensor_parallel_size: int = 1, device_map: str | None = None, dtype: str | None = None,
+                 token_budget: int | None = None) -> Backend:
+    if name == "hf":
+        from dpmem_eval.pipeline.backends.hf import HFBackend
+
+        return HFBackend(model_ref, batch_size=batch_size, cache_dir=cache_dir, device_map=device_map, dtype=dtype,
+                         token_budget=token_budget)
+    if name == "vllm":
+        from dpmem_eval.pipeline.backends.vllm import VLLMBackend
+
+        return VLLMBackend(model_ref, cache_dir=cache_dir, tensor_parallel_size=tensor_parallel_size, dtype=dtype)
+    if name == "echo":
+        return EchoBackend(model_ref)
+    raise ValueError(f"backend: expected one of hf, vllm, echo; found {name!r}")
