@@ -11,6 +11,7 @@ Modules, one job each:
 - `loss`: the one loss type (impossible / exact finite interval / infinite);
 - `steps`: the loss of one release from two plans (exactly 0 for identical releases);
 - `ledger`: the ledger programme (sliced, one plan per admission pattern, early stop);
+- `reduction`: the ledger programme's states (slicing, implied caps, dominated moves);
 - `lattice`: the ledger programme's longest path as one exact integer programme over the
   box of kept ledger values, vectorised, where the pruned shape allows it;
 - `components`: the ledger programme split into independent components (a knapsack over
