@@ -9,6 +9,7 @@ wherever a store-dependent part (route, control) makes the two sides disagree.
 
 Modules, one job each:
 - `loss`: the one loss type (impossible / exact finite interval / infinite);
+- `direction`: the one direction type (A over B, B over A) and the best of both ways;
 - `steps`: the loss of one release from two plans (exactly 0 for identical releases);
 - `ledger`: the ledger programme (sliced, one plan per admission pattern, early stop);
 - `reduction`: the ledger programme's states (slicing, implied caps, dominated moves);
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from dpmem_ref.analysis import ledger
 from dpmem_ref.analysis.bounds import check_estimate, ledger_levels, turn_reads
 from dpmem_ref.analysis.components import ComponentSearch
+from dpmem_ref.analysis.direction import LossDirection
 from dpmem_ref.analysis.general import GeneralSearch
 from dpmem_ref.analysis.ledger import LedgerSearch
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, IV_DPS, ZERO, Loss
@@ -59,6 +61,7 @@ __all__ = [
     "ZERO",
     "Direction",
     "Loss",
+    "LossDirection",
     "Replay",
     "WitnessTurn",
     "WorstCase",
@@ -119,7 +122,7 @@ def worst_case_loss(
                 programme.lattice_mode = {"auto": "auto", "ledger": "never", "lattice": "always"}[search]
             ledger_states = programme.estimate()
             check_estimate(ledger_states, max_states, f"{ledger_states} ledger states")
-            ab, ab_node, ba, ba_node = programme.run()
+            best = programme.run()
             states = programme.states_explored
             fixed_point = programme.fixed_point if isinstance(programme, LedgerSearch) else None
         else:
@@ -132,11 +135,10 @@ def worst_case_loss(
             )
             general = GeneralSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
             best = general.run()
-            ab, ab_node, ba, ba_node = best.ab, best.ab_node, best.ba, best.ba_node
             states = general.states_explored
     return WorstCase(
-        a_over_b=Direction(ab, flatten(ab_node)),
-        b_over_a=Direction(ba, flatten(ba_node)),
+        a_over_b=Direction(best.ab, flatten(best.ab_at)),
+        b_over_a=Direction(best.ba, flatten(best.ba_at)),
         horizon=horizon,
         states_explored=states,
         seconds=time.perf_counter() - start,

@@ -37,6 +37,7 @@ allocation and is replayed with real cursors over the whole interface.
 
 from __future__ import annotations
 
+from dpmem_ref.analysis.direction import Best, LossDirection
 from dpmem_ref.analysis.ledger import LedgerSearch
 from dpmem_ref.analysis.loss import IMPOSSIBLE, ZERO, Loss
 from dpmem_ref.analysis.replay import witness_chain
@@ -109,32 +110,31 @@ class ComponentSearch(SearchProblem):
         """A bound on the ledger states built: the sum over components."""
         return sum(part.estimate() for part in self.parts)
 
-    def run(self) -> tuple[Loss, Node, Loss, Node]:
+    def run(self) -> Best[Node]:
         for part in self.parts:
             part.run()
         self.state_count = sum(part.state_count for part in self.parts)
         results = []
-        for side in (0, 1):
-            value, allocation = self.allocate(side)
+        for direction in LossDirection:
+            value, allocation = self.allocate(direction)
             chosen: list[Query] = []
             for part, turns in zip(self.parts, allocation, strict=True):
                 if turns:
-                    chosen += part.chosen_queries(part.choices, side, part.states, part.index, turns)
-            direction = "ab" if side == 0 else "ba"
+                    chosen += part.chosen_queries(part.choices, direction, part.states, part.index, turns)
             node = witness_chain(
                 self.interface, self.store_a, self.store_b, chosen, direction, StepTable(), self.strict
             )
             results.append((value, node))
         (ab, ab_node), (ba, ba_node) = results
-        return ab, ab_node, ba, ba_node
+        return Best(ab, ab_node, ba, ba_node)
 
-    def allocate(self, side: int) -> tuple[Loss, list[int]]:
+    def allocate(self, direction: LossDirection) -> tuple[Loss, list[int]]:
         """max over sum t_c = T of sum f_c(t_c), with the allocation attaining it."""
         horizon = self.horizon
         best: list[Loss] = [ZERO] + [IMPOSSIBLE] * horizon  # best[t]: components so far, t turns in all
         picks: list[list[int]] = []
         for part in self.parts:
-            values = [part.value_at(t)[side] for t in range(horizon + 1)]
+            values = [direction.pick(*part.value_at(t)) for t in range(horizon + 1)]
             new: list[Loss] = [IMPOSSIBLE] * (horizon + 1)
             pick = [0] * (horizon + 1)
             for total in range(horizon + 1):

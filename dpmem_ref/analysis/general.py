@@ -13,37 +13,23 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from dpmem_ref.analysis.bounds import state_limit
-from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
+from dpmem_ref.analysis.direction import Best
+from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO
 from dpmem_ref.analysis.steps import SearchProblem, StepTable
 from dpmem_ref.analysis.witness import Node, TurnEnd, ViewNode
 from dpmem_ref.core.transcript import Query
 from dpmem_ref.turn.planner import TurnCursor, begin_turn
 from dpmem_ref.turn.state import InterfaceState
 
-
-class Best:
-    """The worst case of a sub-search in both directions, with the witness chains."""
-
-    __slots__ = ("ab", "ab_node", "ba", "ba_node")
-
-    def __init__(self, ab: Loss, ab_node: Node, ba: Loss, ba_node: Node) -> None:
-        self.ab, self.ab_node, self.ba, self.ba_node = ab, ab_node, ba, ba_node
-
-    def combine(self, other: Best) -> Best:
-        """Interval max of both directions; the witness of the larger (first on ties)."""
-        ab_node = other.ab_node if other.ab.ranks_above(self.ab) else self.ab_node
-        ba_node = other.ba_node if other.ba.ranks_above(self.ba) else self.ba_node
-        return Best(self.ab.join(other.ab), ab_node, self.ba.join(other.ba), ba_node)
-
-
-NOTHING = Best(IMPOSSIBLE, None, IMPOSSIBLE, None)
+# A sub-search's worst case is a Best[Node]: both directions, with the witness chains.
+NOTHING: Best[Node] = Best(IMPOSSIBLE, None, IMPOSSIBLE, None)
 
 
 class GeneralSearch(SearchProblem):
     def setup(self) -> None:
         self.steps = StepTable()
-        self.turn_memo: dict[Hashable, Best] = {}
-        self.slot_memo: dict[Hashable, Best] = {}
+        self.turn_memo: dict[Hashable, Best[Node]] = {}
+        self.slot_memo: dict[Hashable, Best[Node]] = {}
         # The rest of a turn and the future are independent of which view a slot released
         # when neither routing nor the control reads released views (declared on the parts).
         router = self.interface.router
@@ -58,11 +44,11 @@ class GeneralSearch(SearchProblem):
         if len(self.turn_memo) + len(self.slot_memo) >= self.max_states:
             raise state_limit(self.max_states)
 
-    def run(self) -> Best:
+    def run(self) -> Best[Node]:
         start = InterfaceState.initial(self.interface)
         return self.turn_value(start, start)
 
-    def turn_value(self, state_a: InterfaceState, state_b: InterfaceState) -> Best:
+    def turn_value(self, state_a: InterfaceState, state_b: InterfaceState) -> Best[Node]:
         t = state_a.turn
         if t == self.horizon:
             return Best(ZERO, None, ZERO, None)
@@ -79,7 +65,7 @@ class GeneralSearch(SearchProblem):
         self.turn_memo[key] = best
         return best
 
-    def slot_value(self, cursor_a: TurnCursor, cursor_b: TurnCursor) -> Best:
+    def slot_value(self, cursor_a: TurnCursor, cursor_b: TurnCursor) -> Best[Node]:
         query = cursor_a.query
         if cursor_a.done or cursor_b.done:
             if cursor_a.done != cursor_b.done:
@@ -115,12 +101,12 @@ class GeneralSearch(SearchProblem):
             shared = self.slot_value(cursor_a.release(view), cursor_b.release(view))
         for view, ab, ba in steps:
             rest = shared if shared is not None else self.slot_value(cursor_a.release(view), cursor_b.release(view))
-            node_ab, node_ba = ViewNode(slot, view, rest.ab_node), ViewNode(slot, view, rest.ba_node)
+            node_ab, node_ba = ViewNode(slot, view, rest.ab_at), ViewNode(slot, view, rest.ba_at)
             best = best.combine(Best(ab.add(rest.ab), node_ab, ba.add(rest.ba), node_ba))
         self.slot_memo[key] = best
         return best
 
-    def turn_end(self, cursor_a: TurnCursor, cursor_b: TurnCursor) -> Best:
+    def turn_end(self, cursor_a: TurnCursor, cursor_b: TurnCursor) -> Best[Node]:
         control_a, control_b = cursor_a.control(), cursor_b.control()
         query = cursor_a.query.name
         if control_a != control_b:
@@ -132,12 +118,12 @@ class GeneralSearch(SearchProblem):
         future = self.turn_value(state_a, state_b)
         return Best(
             future.ab,
-            TurnEnd(query, control_a, control_b, "", future.ab_node),
+            TurnEnd(query, control_a, control_b, "", future.ab_at),
             future.ba,
-            TurnEnd(query, control_a, control_b, "", future.ba_node),
+            TurnEnd(query, control_a, control_b, "", future.ba_at),
         )
 
 
-def _one_sided(query: Query, note: str) -> Best:
+def _one_sided(query: Query, note: str) -> Best[Node]:
     node = TurnEnd(query.name, None, None, note, None)
     return Best(INFINITE, node, INFINITE, node)

@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpmem_ref.analysis.direction import Best, LossDirection
 from dpmem_ref.analysis.loss import ZERO, Loss
 from dpmem_ref.analysis.replay import witness_chain
 from dpmem_ref.analysis.witness import Node
@@ -178,7 +179,7 @@ def _power(losses: list[Loss]) -> int:
     return p
 
 
-def solve(search: LedgerSearch, found: Plan) -> tuple[Loss, Node, Loss, Node]:
+def solve(search: LedgerSearch, found: Plan) -> Best[Node]:
     """The worst case both ways with witnesses (module docstring), filling the search's
     bookkeeping as the ledger programme's one pass does."""
     levels = found.levels
@@ -200,12 +201,12 @@ def solve(search: LedgerSearch, found: Plan) -> tuple[Loss, Node, Loss, Node]:
         feasible.append(np.all(digits + move <= top, axis=0))
     p = _power([loss for k in found.classes for _, ab, ba in k.members for loss in (ab, ba)])
     results: list[tuple[Loss, Node]] = []
-    for side in (0, 1):
+    for direction in LossDirection:
         his: list[int] = []
         los: list[int] = []
         picks: list[int] = []
         for k in found.classes:
-            scaled = [(q, *_scaled(ab if side == 0 else ba, p)) for q, ab, ba in k.members]
+            scaled = [(q, *_scaled(direction.pick(ab, ba), p)) for q, ab, ba in k.members]
             hi = max(end for _, _, end in scaled)
             pick, lo, _ = next(member for member in scaled if member[2] == hi)  # first with the largest upper end
             his.append(hi)
@@ -244,7 +245,7 @@ def solve(search: LedgerSearch, found: Plan) -> tuple[Loss, Node, Loss, Node]:
             search.store_a,
             search.store_b,
             queries,
-            "ab" if side == 0 else "ba",
+            direction,
             search.steps,
             search.strict,
         )
@@ -254,4 +255,4 @@ def solve(search: LedgerSearch, found: Plan) -> tuple[Loss, Node, Loss, Node]:
     (ab, ab_node), (ba, ba_node) = results
     search.start_values = [(ZERO, ZERO), (ab, ba)]
     search.choices, search.states, search.index = [], [], {}
-    return ab, ab_node, ba, ba_node
+    return Best(ab, ab_node, ba, ba_node)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dpmem_ref.analysis import lattice
 from dpmem_ref.analysis.bounds import ledger_levels, state_limit
+from dpmem_ref.analysis.direction import Best, LossDirection
 from dpmem_ref.analysis.longest import longest_paths
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
 from dpmem_ref.analysis.reduction import LedgerReduction
@@ -121,11 +122,11 @@ class LedgerSearch(LedgerReduction):
             plan_a, plan_b = cursor_a.plan(), cursor_b.plan()
             if bit is not None and plan_a.admitted != bit:
                 raise AssertionError(f"ledger programme: admission of slot {plan_a.slot} disagrees with plan_slot")
-            step_ab, view, step_ba, _ = self.steps.best(plan_a, plan_b)
-            if bit is None and not (step_ab.is_zero and step_ba.is_zero):
+            best = self.steps.best(plan_a, plan_b)
+            if bit is None and not (best.ab.is_zero and best.ba.is_zero):
                 raise AssertionError(f"ledger programme: sliced slot {plan_a.slot} differs between the stores")
-            ab, ba = step_ab.add(ab), step_ba.add(ba)
-            cursor_a, cursor_b = cursor_a.release(view), cursor_b.release(view)
+            ab, ba = best.ab.add(ab), best.ba.add(ba)
+            cursor_a, cursor_b = cursor_a.release(best.ab_at), cursor_b.release(best.ab_at)
         terminal = cursor_a.control() != cursor_b.control()
         if terminal:
             ab = ab if ab.is_impossible else INFINITE
@@ -137,7 +138,7 @@ class LedgerSearch(LedgerReduction):
 
     # ---- the programme
 
-    def run(self) -> tuple[Loss, Node, Loss, Node]:
+    def run(self) -> Best[Node]:
         if self.lattice_plan is not None:
             return lattice.solve(self, self.lattice_plan)
         start: tuple[int, ...] = tuple(0 for _ in self.relevant)
@@ -225,11 +226,11 @@ class LedgerSearch(LedgerReduction):
                 break
         self.fixed_point = self.iterations if self.iterations < self.horizon and not self.longest else None
         self.choices, self.states, self.index = choices, states, index
-        return (
+        return Best(
             values_ab[0],
-            self.witness(choices, 0, states, index),
+            self.witness(choices, LossDirection.A_OVER_B, states, index),
             values_ba[0],
-            self.witness(choices, 1, states, index),
+            self.witness(choices, LossDirection.B_OVER_A, states, index),
         )
 
     @property
@@ -244,20 +245,18 @@ class LedgerSearch(LedgerReduction):
     def witness(
         self,
         choices: list[tuple[list[int], list[int]]],
-        side: int,
+        direction: LossDirection,
         states: list[tuple[int, ...]],
         index: dict[tuple[int, ...], int],
     ) -> Node:
         """The chosen queries from the start (on ledger counts), replayed with real cursors."""
-        chosen = self.chosen_queries(choices, side, states, index, self.horizon)
-        return witness_chain(
-            self.interface, self.store_a, self.store_b, chosen, "ab" if side == 0 else "ba", self.steps, self.strict
-        )
+        chosen = self.chosen_queries(choices, direction, states, index, self.horizon)
+        return witness_chain(self.interface, self.store_a, self.store_b, chosen, direction, self.steps, self.strict)
 
     def chosen_queries(
         self,
         choices: list[tuple[list[int], list[int]]],
-        side: int,
+        direction: LossDirection,
         states: list[tuple[int, ...]],
         index: dict[tuple[int, ...], int],
         turns: int,
@@ -266,7 +265,7 @@ class LedgerSearch(LedgerReduction):
         chosen: list[Query] = []
         s = 0
         for t in range(turns):
-            q = choices[min(turns - t, len(choices)) - 1][side][s]
+            q = direction.pick(*choices[min(turns - t, len(choices)) - 1])[s]
             if q < 0:
                 break
             chosen.append(self.queries[q])

@@ -126,10 +126,10 @@ class LedgerReduction(SearchProblem):
                 plan_a, plan_b = cursor_a.plan(), cursor_b.plan()
                 if not plan_a.admitted:
                     continue
-                step_ab, view, step_ba, _ = self.steps.best(plan_a, plan_b)
-                if step_ab.is_zero and step_ba.is_zero:
+                best = self.steps.best(plan_a, plan_b)
+                if best.ab.is_zero and best.ba.is_zero:
                     continue
-                if cursor_a.release(view).control() != cursor_b.release(view).control():
+                if cursor_a.release(best.ab_at).control() != cursor_b.release(best.ab_at).control():
                     continue
                 self.moving.append(q)
         # Implied caps (module docstring): an attribute a whose positive charges on those

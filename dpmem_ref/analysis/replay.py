@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 import attrs
 import mpmath
 
+from dpmem_ref.analysis.direction import LossDirection
 from dpmem_ref.analysis.steps import StepTable
 from dpmem_ref.analysis.witness import Node, TurnEnd, ViewNode, WitnessTurn
 from dpmem_ref.core.ledgers import Ledgers
@@ -35,21 +36,22 @@ def replay_transcript(
     interface: Interface,
     store: Store,
     turns: Sequence[TurnRecord | WitnessTurn],
-    control_side: str = "a",
+    control_side: LossDirection | str = LossDirection.A_OVER_B,
     strict: bool = True,
 ) -> Replay:
     """log Pr[views and controls of `turns` | store, queries], from the same plans the
     sampler uses. -inf if the store cannot produce the transcript. strict as in
-    `worst_case_loss`."""
+    `worst_case_loss`. A witness's turns are replayed expecting the controls of the
+    numerator of `control_side` (a `LossDirection`, or its short side "a" / "b")."""
     with mpmath.workdps(max(mpmath.mp.dps, DEFAULT_DPS)):
-        return _replay(interface, store, turns, control_side, strict)
+        return _replay(interface, store, turns, LossDirection.of(control_side), strict)
 
 
 def _replay(
     interface: Interface,
     store: Store,
     turns: Sequence[TurnRecord | WitnessTurn],
-    control_side: str,
+    control_side: LossDirection,
     strict: bool,
 ) -> Replay:
     state = InterfaceState.initial(interface)
@@ -60,7 +62,7 @@ def _replay(
         if isinstance(turn, TurnRecord):
             expected, recorded, response = turn.control, turn.control, turn.response
         else:
-            expected = turn.control_a if control_side == "a" else turn.control_b
+            expected = control_side.numerator(turn.control_a, turn.control_b)
             recorded, response = turn.control_a, ""
         for slot, view in turn.views:
             if cursor.done or cursor.plan().slot != slot:
@@ -114,12 +116,12 @@ def witness_chain(
     store_a: Store,
     store_b: Store,
     queries: Sequence[Query],
-    direction: str,
+    direction: LossDirection,
     steps: StepTable,
     strict: bool,
 ) -> Node:
     """The witness of a query sequence: each slot releases the view with the largest step
-    in `direction` ("ab" or "ba"), both stores walked from the same public history; a
+    in `direction`, both stores walked from the same public history; a
     turn whose controls differ ends it (the transcript is impossible under one store)."""
     state_a = state_b = InterfaceState.initial(interface)
     turns: list[tuple[str, tuple[tuple[str, str], ...], object, object, str]] = []
@@ -127,8 +129,7 @@ def witness_chain(
         cursor_a = begin_turn(interface, state_a, query, store_a, strict=strict)
         cursor_b = begin_turn(interface, state_b, query, store_b, strict=strict)
         while not cursor_a.done:
-            _, view_ab, _, view_ba = steps.best(cursor_a.plan(), cursor_b.plan())
-            view = view_ab if direction == "ab" else view_ba
+            view = steps.best(cursor_a.plan(), cursor_b.plan()).at(direction)
             cursor_a, cursor_b = cursor_a.release(view), cursor_b.release(view)
         control_a, control_b = cursor_a.control(), cursor_b.control()
         if control_a != control_b:

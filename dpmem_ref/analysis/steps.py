@@ -14,6 +14,7 @@ from collections.abc import Hashable
 
 import attrs
 
+from dpmem_ref.analysis.direction import Best
 from dpmem_ref.analysis.loss import IMPOSSIBLE, IV_DPS, ZERO, Loss, step_losses
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query
@@ -22,7 +23,6 @@ from dpmem_ref.mechanism.em import iv_precision
 from dpmem_ref.turn.plan import SlotPlan
 
 Step = tuple[str, Loss, Loss]  # (view, log Pr_A - log Pr_B, log Pr_B - log Pr_A)
-Best = tuple[Loss, str, Loss, str]  # largest step each direction, with the view attaining it
 
 
 def same_release(pa: SlotPlan, pb: SlotPlan) -> bool:
@@ -35,7 +35,7 @@ class StepTable:
 
     def __init__(self) -> None:
         self._steps: dict[Hashable, tuple[Step, ...]] = {}
-        self._best: dict[Hashable, Best] = {}
+        self._best: dict[Hashable, Best[str]] = {}
 
     def steps(self, pa: SlotPlan, pb: SlotPlan) -> tuple[Step, ...]:
         """Every view possible under either store, with its step in both directions."""
@@ -64,7 +64,7 @@ class StepTable:
             self._steps[key] = found
         return found
 
-    def best(self, pa: SlotPlan, pb: SlotPlan) -> Best:
+    def best(self, pa: SlotPlan, pb: SlotPlan) -> Best[str]:
         """max over released views of the step, each direction, with the view (first on ties)."""
         key = (pa.distribution, pb.distribution, pa.public_shape, pb.public_shape)
         found = self._best.get(key)
@@ -78,7 +78,7 @@ class StepTable:
                     ba_view = view
                 ab = ab.join(step_ab)
                 ba = ba.join(step_ba)
-            found = (ab, ab_view, ba, ba_view)
+            found = Best(ab, ab_view, ba, ba_view)
             self._best[key] = found
         return found
 

@@ -13,6 +13,7 @@ from fractions import Fraction
 import attrs
 import mpmath
 
+from dpmem_ref.analysis.direction import LossDirection
 from dpmem_ref.analysis.loss import IV_DPS, Loss
 
 
@@ -112,8 +113,13 @@ class WorstCase:
         return self.b_over_a if self.b_over_a.value.ranks_above(self.a_over_b.value) else self.a_over_b
 
     @property
-    def direction(self) -> str:
-        return "a_over_b" if self.worst is self.a_over_b else "b_over_a"
+    def direction(self) -> LossDirection:
+        """The direction of `worst` (A over B on ties)."""
+        return LossDirection.A_OVER_B if self.worst is self.a_over_b else LossDirection.B_OVER_A
+
+    def along(self, direction: LossDirection) -> Direction:
+        """The worst case in `direction`."""
+        return direction.pick(self.a_over_b, self.b_over_a)
 
     def holds(self, bound: Fraction | None) -> bool:
         """Certified: the upper end is <= the bound, compared exactly (None = no finite bound)."""

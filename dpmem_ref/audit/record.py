@@ -20,6 +20,7 @@ from fractions import Fraction
 
 import attrs
 
+from dpmem_ref.analysis.direction import LossDirection
 from dpmem_ref.analysis.loss import INFINITE, ZERO, Loss
 from dpmem_ref.analysis.steps import StepTable
 from dpmem_ref.analysis.witness import WitnessTurn
@@ -77,11 +78,12 @@ def witness_rows(
     store_a: Store,
     store_b: Store,
     witness: Sequence[WitnessTurn],
-    numerator: str = "a",
+    numerator: LossDirection | str = LossDirection.A_OVER_B,
     strict: bool = False,
 ) -> tuple[WitnessRow, ...]:
-    """The records of a witness (module docstring); `numerator` ("a" or "b") names the
-    store whose ledgers the rows show."""
+    """The records of a witness (module docstring); `numerator` (a `LossDirection`, or its
+    short side "a" / "b") names the store whose ledgers and plans the rows show."""
+    direction = LossDirection.of(numerator)
     steps = StepTable()
     names = interface.policy.attribute_names
     state_a = state_b = InterfaceState.initial(interface)
@@ -96,7 +98,7 @@ def witness_rows(
         for slot, view in turn.views:
             plan_a = None if cursor_a.done else cursor_a.plan()
             plan_b = None if cursor_b.done else cursor_b.plan()
-            shown = plan_a if numerator == "a" else plan_b
+            shown = direction.numerator(plan_a, plan_b)
             if shown is None or shown.slot != slot:
                 break  # the numerator's own transcript ends here (impossible from this slot on)
             if plan_a is None or plan_b is None or plan_a.slot != plan_b.slot:
@@ -122,7 +124,7 @@ def witness_rows(
                 cursor_a = cursor_a.release(view)
             if not cursor_b.done and plan_b is not None and plan_b.slot == slot:
                 cursor_b = cursor_b.release(view)
-        shown_cursor = cursor_a if numerator == "a" else cursor_b
+        shown_cursor = direction.numerator(cursor_a, cursor_b)
         if turn.control_a != turn.control_b:
             total_ab, total_ba = INFINITE, INFINITE
         rows.append(

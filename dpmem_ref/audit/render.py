@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from dpmem_ref.analysis.direction import LossDirection
 from dpmem_ref.audit.numbers import (
     LOSS_DIGITS,
     bound_decimal,
@@ -91,15 +92,17 @@ def audit_json(report: AuditReport) -> dict[str, Any]:
         ],
         "worst_case_loss": loss_text(worst.value),
         "interval": interval_text(worst.value),
-        "direction": result.direction,
+        "direction": result.direction.value,
         "holds": report.holds,
         "certified": report.certified,
         "contract": "ok" if report.contract_ok else "violated",
         "verdict": report.verdict,
         "guarantee": report.guarantee,
         "exit_code": report.exit_code,
-        "a_over_b": {"loss": loss_text(result.a_over_b.value), "interval": interval_text(result.a_over_b.value)},
-        "b_over_a": {"loss": loss_text(result.b_over_a.value), "interval": interval_text(result.b_over_a.value)},
+        **{
+            d.value: {"loss": loss_text(result.along(d).value), "interval": interval_text(result.along(d).value)}
+            for d in LossDirection
+        },
         "witness": rows_json(report.rows, report.controls_private),
         "witness_replayed_loss": replayed_text(report.replayed_loss, worst.value),
         "pathwise_ledgers": {a: fraction_text(v) for a, v in final.items()},
@@ -135,8 +138,9 @@ def audit_text(report: AuditReport) -> str:
     adjacency = report.adjacency
     worst = result.worst
     a, b = report.store_a, report.store_b
-    numerator, denominator = (a, b) if result.direction == "a_over_b" else (b, a)
-    other = result.b_over_a if result.direction == "a_over_b" else result.a_over_b
+    direction = result.direction
+    numerator, denominator = direction.numerator(a, b), direction.denominator(a, b)
+    other = result.along(direction.other)
     interval = interval_text(worst.value)
     rows = [
         ("stores", f"{a} vs {b}, horizon T = {report.horizon}"),
@@ -172,6 +176,5 @@ def audit_text(report: AuditReport) -> str:
         lines += [f"    {v.condition}  {v.message}" for v in report.contract]
     replayed = replayed_text(report.replayed_loss, worst.value)
     lines.append(f"  witness ({numerator} over {denominator}; replayed loss {replayed}):")
-    side = "a" if result.direction == "a_over_b" else "b"
-    lines += rows_text(report.rows, report.controls_private, numerator=side)
+    lines += rows_text(report.rows, report.controls_private, numerator=direction)
     return "\n".join(lines)

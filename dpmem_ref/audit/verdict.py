@@ -161,12 +161,13 @@ def audit(
     # The witness replayed under its own numerator store: pathwise ledgers L_a(omega) and
     # an independent evaluation of its log ratio from the same plans, at 20 more digits
     # than the search's enclosures (so it can be compared digit for digit).
-    numerator, denominator = (store_a, store_b) if result.direction == "a_over_b" else (store_b, store_a)
-    side = "a" if result.direction == "a_over_b" else "b"
-    other = "b" if side == "a" else "a"
+    direction = result.direction
+    numerator, denominator = direction.numerator(store_a, store_b), direction.denominator(store_a, store_b)
     with mpmath.workdps(result.dps + 20):
-        replay_num = replay_transcript(interface, numerator, worst.witness, control_side=side, strict=False)
-        replay_den = replay_transcript(interface, denominator, worst.witness, control_side=other, strict=False)
+        replay_num = replay_transcript(interface, numerator, worst.witness, control_side=direction, strict=False)
+        replay_den = replay_transcript(
+            interface, denominator, worst.witness, control_side=direction.other, strict=False
+        )
         replayed = None
         if replay_den.log_probability != mpmath.mpf("-inf") and replay_num.log_probability != mpmath.mpf("-inf"):
             p, q = libmp.to_rational((replay_num.log_probability - replay_den.log_probability)._mpf_)
@@ -174,7 +175,7 @@ def audit(
     names = interface.policy.attribute_names
     ledgers = tuple(tuple(zip(names, turn, strict=True)) for turn in replay_num.turn_ledgers)
     with iv_precision(result.dps):
-        rows = witness_rows(interface, store_a, store_b, worst.witness, numerator=side)
+        rows = witness_rows(interface, store_a, store_b, worst.witness, numerator=direction)
     return AuditReport(
         file=loaded.path or interface.name,
         store_a=name_a,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+from dpmem_ref.analysis.direction import LossDirection
 from dpmem_ref.analysis.loss import Loss
 from dpmem_ref.audit.numbers import json_value, loss_text
 from dpmem_ref.audit.record import SlotRow, WitnessRow
@@ -29,6 +30,11 @@ def control_json(value: Hashable, private: bool) -> Any:
     return WITHHELD if private else json_value(value)
 
 
+def _steps_json(step_ab: Loss, step_ba: Loss) -> dict[str, str]:
+    """`step_a_over_b` and `step_b_over_a`: the step keyed by each direction's JSON spelling."""
+    return {f"step_{d.value}": loss_text(d.pick(step_ab, step_ba)) for d in LossDirection}
+
+
 def slot_json(slot: SlotRow) -> dict[str, Any]:
     return {
         "slot": slot.slot,
@@ -37,8 +43,7 @@ def slot_json(slot: SlotRow) -> dict[str, Any]:
         "generic": slot.generic,
         "epsilon": fraction_text(slot.epsilon),
         "charged": list(slot.charged),
-        "step_a_over_b": loss_text(slot.step_ab),
-        "step_b_over_a": loss_text(slot.step_ba),
+        **_steps_json(slot.step_ab, slot.step_ba),
     }
 
 
@@ -54,8 +59,7 @@ def rows_json(rows: Sequence[WitnessRow], controls_private: bool) -> list[dict[s
             "controls_differ": row.controls_differ,
             "note": row.note,
             "ledgers_after": {a: fraction_text(v) for a, v in row.ledgers_after},
-            "step_a_over_b": loss_text(row.step_ab),
-            "step_b_over_a": loss_text(row.step_ba),
+            **_steps_json(row.step_ab, row.step_ba),
         }
         for row in rows
     ]
@@ -85,15 +89,19 @@ def _step(value: Loss) -> str:
     return loss_text(value, STEP_DIGITS)
 
 
-def rows_text(rows: Sequence[WitnessRow], controls_private: bool, numerator: str = "a") -> list[str]:
-    """The witness table (module docstring); `numerator` picks the step direction shown."""
+def rows_text(
+    rows: Sequence[WitnessRow], controls_private: bool, numerator: LossDirection | str = LossDirection.A_OVER_B
+) -> list[str]:
+    """The witness table (module docstring); `numerator` (a `LossDirection`, or its short
+    side "a" / "b") picks the step direction shown."""
+    direction = LossDirection.of(numerator)
     header = (
         f"    {'turn':>7}  {'query':<22} {'slot=view':<34} {'release':<30} {'control':<32} {'step':<12} ledgers after"
     )
     lines = [header]
     blocks: list[tuple[int, int, list[str]]] = []
     for row in rows:
-        step = row.step_ab if numerator == "a" else row.step_ba
+        step = direction.pick(row.step_ab, row.step_ba)
         control = _control_text(row.control_a, controls_private)
         if row.controls_differ:
             control += " (differs)"
