@@ -297,7 +297,7 @@ def test_max_states_stops_with_one_line(capsys: pytest.CaptureFixture[str]) -> N
     # --max-states bounds the memoized ledger states, estimated up front: 4 here
     # (diabetes's ledger, 4 values; pregnancy, which two of its differing reads also
     # charge, is charged only together with diabetes at the same cap: an implied cap,
-    # dropped from the state, analysis/ledger.py).
+    # dropped from the state, analysis/reduction.py).
     assert main([*args, "--max-states", "3"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--max-states 3" in err and "estimated 4" in err

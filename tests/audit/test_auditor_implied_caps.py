@@ -1,4 +1,4 @@
-"""Implied caps (analysis/ledger.py): a ledger charged only together with another one of no
+"""Implied caps (analysis/reduction.py): a ledger charged only together with another one of no
 larger cap never decides an admission and is dropped from the ledger programme's state.
 Pinned by two small interfaces where each half of the rule matters (the generated
 cross-checks in test_auditor_components.py and test_differential_audit.py fail too when
