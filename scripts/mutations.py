@@ -192,7 +192,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "ledger-programme-prunes-multislot",
         "the audit's dominance pruning is applied to multi-slot turns too"
         " (tests/analysis/test_differential_audit.py)",
-        (("analysis/ledger.py", r"all\(len\(turn\) <= 1 for turn in reads\)", "True"),),
+        (("analysis/reduction.py", r"all\(len\(turn\) <= 1 for turn in reads\)", "True"),),
     ),
     Mutation(
         "ledger-programme-fixed-point-at-start",
@@ -210,7 +210,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "ledger-programme-no-slice-closure",
         "the audit's attribute slice R is not closed under shared charge sets"
         " (tests/analysis/test_differential_audit.py)",
-        (("analysis/ledger.py", r"^        grown = True$", "        grown = False"),),
+        (("analysis/reduction.py", r"^        grown = True$", "        grown = False"),),
     ),
     # (4) a hand-written variant table missing fields of the record it guards
     Mutation(
