@@ -8,7 +8,6 @@ found; numbers are integers or exact rational strings ("2/3").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +16,26 @@ import attrs
 from dpmem_ref.config.fields import NOTHING, as_list, found, string, strings, unknown_keys
 from dpmem_ref.config.fields import stores as read_stores
 from dpmem_ref.config.fields import table as read_table
+from dpmem_ref.config.registry import (
+    BUDGET_RULES,
+    CAP_RULE_BY_ENFORCE,
+    CAP_RULES,
+    CONTROLS,
+    SCORERS,
+    SELECTORS,
+    Context,
+)
 from dpmem_ref.config.toml_bounds import load_toml
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import MAX_CONFIG_BYTES, read_bounded
 from dpmem_ref.core.policy import Attribute, Layout, Policy, Store
-from dpmem_ref.core.rational import positive_fraction, to_fraction, unit_interval_fraction
+from dpmem_ref.core.rational import positive_fraction, unit_interval_fraction
 from dpmem_ref.core.transcript import Query, SlotRead
 from dpmem_ref.core.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
 from dpmem_ref.interface import Interface, check_ledger_size
-from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, RawEvidenceControl, TopScoreControl
-from dpmem_ref.parts.budget import BudgetRule, OnlineBudget, PreallocatedBudget
-from dpmem_ref.parts.caps import ProspectiveCap
-from dpmem_ref.parts.controls import FallbackControl, NoControl
+from dpmem_ref.parts.budget import BudgetRule
 from dpmem_ref.parts.protocols import CapRule, ControlRule, Selector
-from dpmem_ref.parts.scoring import LinearTagScorer, LinearWeights
-from dpmem_ref.parts.selectors import ExponentialMechanismSelector
+from dpmem_ref.parts.scoring import Scorer
 
 TOP_LEVEL_KEYS = {
     "name",
@@ -47,14 +51,6 @@ TOP_LEVEL_KEYS = {
     "deployment",
 }
 MAX_QUERIES = 10_000
-
-SELECTORS: dict[str, Selector] = {"em": ExponentialMechanismSelector(), "argmax": ArgmaxSelector()}
-CONTROLS: dict[str, ControlRule] = {
-    "fallback": FallbackControl(),
-    "none": NoControl(),
-    "raw-evidence": RawEvidenceControl(),
-    "top-score": TopScoreControl(),
-}
 
 
 @attrs.frozen
@@ -101,40 +97,22 @@ def _attributes(data: dict[str, Any], layout: Layout) -> tuple[Attribute, ...]:
 
 
 def _budget(data: dict[str, Any], attribute_names: tuple[str, ...]) -> BudgetRule:
+    """The budget rule `[budget] rule = ...` (dpmem_ref.config.registry.BUDGET_RULES): the rule
+    is looked up first, then the table's keys are checked against that rule's own."""
     spec = read_table(data.get("budget"), "budget")
-    rule = spec.get("rule")
-    if rule == "online":
-        unknown_keys(spec, {"rule", "K", "uncharged_epsilon"}, "budget")
-        return OnlineBudget(K=spec.get("K"))  # type: ignore[arg-type]  # validated by OnlineBudget
-    if rule == "preallocated":
-        unknown_keys(spec, {"rule", "plan", "uncharged_epsilon"}, "budget")
-        plan = read_table(spec.get("plan"), "budget.plan")
-        for name in plan:
-            if name not in attribute_names:
-                raise InputError(f"budget.plan.{name}", f"an attribute among {list(attribute_names)}", name)
-        missing = [a for a in attribute_names if a not in plan]
-        if missing:
-            raise InputError("budget.plan", "a planned count C_a for every attribute", f"none for {missing}")
-        return PreallocatedBudget.from_mapping(plan)
-    raise InputError("budget.rule", '"online" or "preallocated"', rule)
+    row = BUDGET_RULES.row(spec.get("rule"))
+    BUDGET_RULES.check_keys(spec, row, "budget")
+    return row.build(spec, "budget", Context(attribute_names=attribute_names))
 
 
-def _scorer(data: dict[str, Any]) -> LinearTagScorer:
-    spec = read_table(data.get("scorer", {"kind": "linear"}), "scorer")
-    unknown_keys(spec, {"kind", "weights", "sensitivity"}, "scorer")
-    if spec.get("kind", "linear") != "linear":
-        raise InputError("scorer.kind", '"linear"', spec.get("kind"))
-    weights_spec = read_table(spec.get("weights", {}), "scorer.weights")
-    unknown_keys(weights_spec, {"r", "c", "s"}, "scorer.weights")
-    parsed = {}
-    for key, default in (("r", Fraction(2, 5)), ("c", Fraction(2, 5)), ("s", Fraction(1, 5))):
-        value = to_fraction(weights_spec.get(key, default), f"scorer.weights.{key}")
-        if value < 0:
-            raise InputError(f"scorer.weights.{key}", "a non-negative weight", weights_spec.get(key))
-        parsed[key] = value
-    weights = LinearWeights(relevance=parsed["r"], compatibility=parsed["c"], specificity=parsed["s"])
-    sensitivity = positive_fraction(spec.get("sensitivity", "3/5"), "scorer.sensitivity")
-    return LinearTagScorer(weights=weights, declared_sensitivity=sensitivity)
+def _scorer(data: dict[str, Any]) -> Scorer:
+    """The scorer `[scorer] kind = ...` (registry.SCORERS): the table's keys are checked against
+    every scorer's first, then the kind is looked up."""
+    spec = read_table(data.get("scorer", {"kind": SCORERS.default}), "scorer")
+    unknown_keys(spec, set(SCORERS.all_keys()), "scorer")
+    row = SCORERS.row(spec.get("kind", SCORERS.default))
+    SCORERS.check_keys(spec, row, "scorer")
+    return row.build(spec, "scorer")
 
 
 def _vocabularies(data: dict[str, Any], layout: Layout) -> tuple[Vocabulary, ...]:
@@ -237,19 +215,17 @@ def _queries(
 
 
 def _deployment(data: dict[str, Any]) -> tuple[Selector, CapRule, ControlRule]:
+    """The selector, the cap rule (named by the flag `enforce_cap`) and the control, from the
+    registry's tables (dpmem_ref.config.registry)."""
     spec = read_table(data.get("deployment", {}), "deployment")
     unknown_keys(spec, {"selector", "enforce_cap", "control"}, "deployment")
-    selector_name = spec.get("selector", "em")
-    if not isinstance(selector_name, str) or selector_name not in SELECTORS:
-        raise InputError("deployment.selector", f"one of {sorted(SELECTORS)}", selector_name)
+    selector = SELECTORS.row(spec.get("selector", SELECTORS.default))
     enforce = spec.get("enforce_cap", True)
     if not isinstance(enforce, bool):
-        raise InputError("deployment.enforce_cap", "true or false", enforce)
-    control_name = spec.get("control", "fallback")
-    if not isinstance(control_name, str) or control_name not in CONTROLS:
-        raise InputError("deployment.control", f"one of {sorted(CONTROLS)}", control_name)
-    cap_rule: CapRule = ProspectiveCap() if enforce else NoCap()
-    return SELECTORS[selector_name], cap_rule, CONTROLS[control_name]
+        raise InputError(CAP_RULES.field, "true or false", enforce)
+    control = CONTROLS.row(spec.get("control", CONTROLS.default))
+    cap_rule = CAP_RULES.row(CAP_RULE_BY_ENFORCE[enforce])
+    return selector.build(spec, "deployment"), cap_rule.build(spec, "deployment"), control.build(spec, "deployment")
 
 
 def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFile:

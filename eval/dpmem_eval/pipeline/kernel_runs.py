@@ -47,16 +47,11 @@ def planned_counts(pair: Any, horizon: int, groups: Mapping[str, Sequence[int]] 
 
 def kernel_interface(method: MethodSpec, pair: Any, policy: PublicPolicy, horizon: int) -> Any:
     """Assemble the method's `dpmem_ref.Interface` for one pair from kernel parts."""
+    from dpmem_ref.config.registry import BUDGET_RULES, CAP_RULES, CONTROLS, SCORERS, SELECTORS
     from dpmem_ref.core.policy import Attribute, Layout, Policy
     from dpmem_ref.core.transcript import Query, SlotRead
     from dpmem_ref.core.views import View, Vocabulary
     from dpmem_ref.interface import Interface
-    from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, TopScoreControl
-    from dpmem_ref.parts.budget import OnlineBudget, PreallocatedBudget
-    from dpmem_ref.parts.caps import ProspectiveCap
-    from dpmem_ref.parts.controls import FallbackControl
-    from dpmem_ref.parts.scoring import LinearTagScorer
-    from dpmem_ref.parts.selectors import ExponentialMechanismSelector
 
     layout = Layout(tuple(policy.layout))
     groups = policy.groups_for(pair)
@@ -83,21 +78,29 @@ def kernel_interface(method: MethodSpec, pair: Any, policy: PublicPolicy, horizo
         relevance = {view: Fraction(value) for view, value in policy.relevance[query.family]}
         queries.append(Query(name=query.query_id, text=query.text,
                              reads=(SlotRead(slot=query.slot, positions=positions, relevance=relevance, charge=charge),)))
-    if method.budget == "online":
-        budget = OnlineBudget(K=method.K)
-    else:
-        budget = PreallocatedBudget.from_mapping({a: n for a, n in planned_counts(pair, horizon, groups).items() if n > 0})
+    field = f"method {method.key}"
+    budget_arguments = method_budget_arguments(method, pair, horizon, groups)
     return Interface(
         policy=kpolicy,
         vocabularies=vocabularies,
         queries=tuple(queries),
-        scorer=LinearTagScorer(),
-        budget=budget,
-        selector=ArgmaxSelector() if method.selector == "argmax" else ExponentialMechanismSelector(),
-        cap_rule=NoCap() if method.cap_rule == "none" else ProspectiveCap(),
-        control=TopScoreControl() if method.control == "top-score" else FallbackControl(),
+        scorer=SCORERS.make(method.scorer, f"{field}.scorer"),
+        budget=BUDGET_RULES.make(method.budget, f"{field}.budget", **budget_arguments),
+        selector=SELECTORS.make(method.selector, f"{field}.selector"),
+        cap_rule=CAP_RULES.make(method.cap_rule, f"{field}.cap_rule"),
+        control=CONTROLS.make(method.control, f"{field}.control"),
         name=method.key,
     )
+
+
+def method_budget_arguments(
+    method: MethodSpec, pair: Any, horizon: int, groups: Mapping[str, Sequence[int]]
+) -> dict[str, Any]:
+    """The budget rule's factory arguments (dpmem_ref.config.registry.BUDGET_RULES): K for the
+    online rule, the public plan C_a (attributes with a planned selection) for the preallocated."""
+    if method.budget == "preallocated":
+        return {"plan": {a: n for a, n in planned_counts(pair, horizon, groups).items() if n > 0}}
+    return {"K": method.K}
 
 
 @dataclass(frozen=True)

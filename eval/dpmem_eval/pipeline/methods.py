@@ -37,9 +37,12 @@ class MethodSpec:
     """One compared interface or ablation.
 
     kind: generic | raw | typed-mask | task-min | output-filter | dp
-    For kind "dp": budget ("online" | "preallocated"), cap B_a, K (online), selector
-    ("em" | "argmax"), cap_rule ("prospective" | "none"), incomplete_charge, control
-    ("fallback" | "top-score"). `violates` names the broken condition (Table 4).
+    For kind "dp", the parts by their names in the kernel's registry of parts
+    (dpmem_ref.config.registry, the names an interface file uses): budget ("online" |
+    "preallocated"), scorer ("linear"), selector ("em" | "argmax"), cap_rule ("prospective" |
+    "none"), control ("fallback" | "top-score" | ...); cap B_a and K (online) are the budget's
+    parameters; incomplete_charge declares one-attribute charge sets (C2 broken).
+    `violates` names the broken condition (Table 4).
     """
 
     key: str
@@ -51,6 +54,7 @@ class MethodSpec:
     K: int = 3
     selector: str = "em"
     cap_rule: str = "prospective"
+    scorer: str = "linear"
     incomplete_charge: bool = False
     control: str = "fallback"
     violates: str | None = None
