@@ -8,61 +8,117 @@ Packages: `core` (transcript types, the interface record, exact ledgers, `fmt`),
 (part protocols with declared capabilities; routers, selectors, cap rules, controls;
 `parts.broken` for the contract-breaking variants), `turn` (plan, planner, runner,
 channel), `contract` (the static check of Definition 1, violations with codes).
+
+The names below are imported on first use (PEP 562): `import dpmem_ref` loads none of the
+kernel, so that a program (and `dpmem --help`) pays only for the parts it touches.
 """
 
-from dpmem_ref.budget import BudgetRule, OnlineBudget, PreallocatedBudget
-from dpmem_ref.config import InterfaceFile, interface_from_dict, load_interface_file
-from dpmem_ref.contract import Violation
-from dpmem_ref.core.fmt import decimal_text, fraction_text
-from dpmem_ref.core.interface import Interface
-from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
-from dpmem_ref.cover import Cover, minimum_cover
-from dpmem_ref.errors import VIOLATION_CODES, ContractViolation, InputError
-from dpmem_ref.mechanism import (
-    ExponentialWeights,
-    PointMass,
-    bernoulli_exp_minus,
-    exponential_mechanism,
-)
-from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, PrivateHooks, RawEvidenceControl, TopScoreControl
-from dpmem_ref.parts.caps import ProspectiveCap
-from dpmem_ref.parts.controls import FallbackControl, NoControl
-from dpmem_ref.parts.protocols import CapRule, ControlContext, ControlRule, PrivateTurnData, Router, Selector
-from dpmem_ref.parts.routers import FixedRouter
-from dpmem_ref.parts.selectors import ExponentialMechanismSelector
-from dpmem_ref.policy import (
-    Attribute,
-    Layout,
-    MemoryItem,
-    Policy,
-    Store,
-    adjacent_attributes,
-    differing_positions,
-    is_adjacent,
-)
-from dpmem_ref.randomness import (
-    RandomSource,
-    RecordingSource,
-    SeededRandomSource,
-    SystemRandomSource,
-    TapeSource,
-)
-from dpmem_ref.scoring import FunctionScorer, LinearTagScorer, LinearWeights, Scorer
-from dpmem_ref.turn import (
-    InterfaceState,
-    LLMChannel,
-    SlotPlan,
-    TemplateChannel,
-    TurnCursor,
-    TurnResult,
-    begin_turn,
-    plan_slot,
-    run_interaction,
-    run_turn,
-)
-from dpmem_ref.views import View, Vocabulary
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads it as True)
+if TYPE_CHECKING:
+    from dpmem_ref.budget import BudgetRule, OnlineBudget, PreallocatedBudget
+    from dpmem_ref.config import InterfaceFile, interface_from_dict, load_interface_file
+    from dpmem_ref.contract import Violation
+    from dpmem_ref.core.fmt import decimal_text, fraction_text
+    from dpmem_ref.core.interface import Interface
+    from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+    from dpmem_ref.cover import Cover, minimum_cover
+    from dpmem_ref.errors import VIOLATION_CODES, ContractViolation, InputError
+    from dpmem_ref.mechanism import (
+        ExponentialWeights,
+        PointMass,
+        bernoulli_exp_minus,
+        exponential_mechanism,
+    )
+    from dpmem_ref.parts.broken import ArgmaxSelector, NoCap, PrivateHooks, RawEvidenceControl, TopScoreControl
+    from dpmem_ref.parts.caps import ProspectiveCap
+    from dpmem_ref.parts.controls import FallbackControl, NoControl
+    from dpmem_ref.parts.protocols import CapRule, ControlContext, ControlRule, PrivateTurnData, Router, Selector
+    from dpmem_ref.parts.routers import FixedRouter
+    from dpmem_ref.parts.selectors import ExponentialMechanismSelector
+    from dpmem_ref.policy import (
+        Attribute,
+        Layout,
+        MemoryItem,
+        Policy,
+        Store,
+        adjacent_attributes,
+        differing_positions,
+        is_adjacent,
+    )
+    from dpmem_ref.randomness import (
+        RandomSource,
+        RecordingSource,
+        SeededRandomSource,
+        SystemRandomSource,
+        TapeSource,
+    )
+    from dpmem_ref.scoring import FunctionScorer, LinearTagScorer, LinearWeights, Scorer
+    from dpmem_ref.turn import (
+        InterfaceState,
+        LLMChannel,
+        SlotPlan,
+        TemplateChannel,
+        TurnCursor,
+        TurnResult,
+        begin_turn,
+        plan_slot,
+        run_interaction,
+        run_turn,
+    )
+    from dpmem_ref.views import View, Vocabulary
 
 __version__ = "0.1.0"
+
+# defining module -> the public names it gives the face (imported on first use)
+_MODULES = {
+    "dpmem_ref.budget": ("BudgetRule", "OnlineBudget", "PreallocatedBudget"),
+    "dpmem_ref.config": ("InterfaceFile", "interface_from_dict", "load_interface_file"),
+    "dpmem_ref.contract": ("Violation",),
+    "dpmem_ref.core.fmt": ("decimal_text", "fraction_text"),
+    "dpmem_ref.core.interface": ("Interface",),
+    "dpmem_ref.core.transcript": ("PublicPrefix", "Query", "SlotRead", "TurnRecord"),
+    "dpmem_ref.cover": ("Cover", "minimum_cover"),
+    "dpmem_ref.errors": ("ContractViolation", "InputError", "VIOLATION_CODES"),
+    "dpmem_ref.mechanism": ("ExponentialWeights", "PointMass", "bernoulli_exp_minus", "exponential_mechanism"),
+    "dpmem_ref.parts.broken": ("ArgmaxSelector", "NoCap", "PrivateHooks", "RawEvidenceControl", "TopScoreControl"),
+    "dpmem_ref.parts.caps": ("ProspectiveCap",),
+    "dpmem_ref.parts.controls": ("FallbackControl", "NoControl"),
+    "dpmem_ref.parts.protocols": ("CapRule", "ControlContext", "ControlRule", "PrivateTurnData", "Router", "Selector"),
+    "dpmem_ref.parts.routers": ("FixedRouter",),
+    "dpmem_ref.parts.selectors": ("ExponentialMechanismSelector",),
+    "dpmem_ref.policy": (
+        "Attribute",
+        "Layout",
+        "MemoryItem",
+        "Policy",
+        "Store",
+        "adjacent_attributes",
+        "differing_positions",
+        "is_adjacent",
+    ),
+    "dpmem_ref.randomness": (
+        "RandomSource",
+        "RecordingSource",
+        "SeededRandomSource",
+        "SystemRandomSource",
+        "TapeSource",
+    ),
+    "dpmem_ref.scoring": ("FunctionScorer", "LinearTagScorer", "LinearWeights", "Scorer"),
+    "dpmem_ref.turn": (
+        "InterfaceState",
+        "LLMChannel",
+        "SlotPlan",
+        "TemplateChannel",
+        "TurnCursor",
+        "TurnResult",
+        "begin_turn",
+        "plan_slot",
+        "run_interaction",
+        "run_turn",
+    ),
+    "dpmem_ref.views": ("View", "Vocabulary"),
+}
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "ArgmaxSelector",
@@ -134,3 +190,19 @@ __all__ = [
     "run_interaction",
     "run_turn",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name from its defining module on first use (then it is a plain global)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
