@@ -13,7 +13,8 @@ The names below are imported on first use (PEP 562): `import dpmem_ref` loads no
 kernel, so that a program (and `dpmem --help`) pays only for the parts it touches.
 """
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads it as True)
+from dpmem_ref.core.lazy import TYPE_CHECKING, attach
+
 if TYPE_CHECKING:
     from dpmem_ref.budget import BudgetRule, OnlineBudget, PreallocatedBudget
     from dpmem_ref.config import InterfaceFile, interface_from_dict, load_interface_file
@@ -192,17 +193,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """Import a public name from its defining module on first use (then it is a plain global)."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = attach(__name__, _MODULES, __all__)

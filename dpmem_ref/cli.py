@@ -13,26 +13,21 @@ whatever the store. `--no-release-deadline` opts out.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
-from collections.abc import Callable, Sequence
-from fractions import Fraction
-from typing import Any, NoReturn
 
-import attrs
-
-from dpmem_ref.config import load_interface_file
-from dpmem_ref.core.fmt import fraction_text
 from dpmem_ref.errors import ContractViolation, InputError, one_line
-from dpmem_ref.interface import Interface, PrivateHooks
-from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments, durable_turns
+from dpmem_ref.ledger.cli import add_ledger_commands, add_store_url_arguments
 from dpmem_ref.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
-from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
-from dpmem_ref.schemas import envelope, json_value
 from dpmem_ref.serve.cli import add_serve_parser
-from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
-from dpmem_ref.turn import InterfaceState, TemplateChannel, run_turn
+from dpmem_ref.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, DEFAULT_TURN_DEADLINE_S
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads it as True)
+if TYPE_CHECKING:  # `command_run` imports the kernel: `dpmem --help` loads none of it
+    from collections.abc import Callable, Sequence
+    from fractions import Fraction
+    from typing import Any, NoReturn
+
+    from dpmem_ref.interface import Interface
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 DEBUG_FLAG = "--debug-print-private-scores"
@@ -68,6 +63,8 @@ def _history_is_unread(interface: Interface) -> bool:
     """True when no part of the interface reads the completed history: a router and a
     control that declare reads_history=False, and no private hooks. Then `dpmem run` need not keep the history, and a run
     is linear in its number of turns (each turn would otherwise copy the whole history)."""
+    from dpmem_ref.interface import PrivateHooks
+
     return (
         not interface.router.reads_history
         and not interface.control.reads_history
@@ -84,6 +81,19 @@ def _deadline_ms(args: argparse.Namespace) -> float:
 
 
 def command_run(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    import attrs
+
+    from dpmem_ref.config import load_interface_file
+    from dpmem_ref.core.fmt import fraction_text
+    from dpmem_ref.ledger.cli import durable_turns
+    from dpmem_ref.randomness import RandomSource, SeededRandomSource, SystemRandomSource
+    from dpmem_ref.schemas import envelope
+    from dpmem_ref.timing import check_deadline, wait_until
+    from dpmem_ref.turn import InterfaceState, TemplateChannel, run_turn
+
     if args.debug_print_private_scores:
         print(DEBUG_WARNING, file=sys.stderr)
     deadline_s = (
@@ -145,6 +155,9 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def _turn_json(turn: int, name: str, result: Any, ledgers: dict[str, Fraction]) -> dict[str, Any]:
+    from dpmem_ref.core.fmt import fraction_text
+    from dpmem_ref.schemas import json_value
+
     slots = [
         {
             "slot": plan.slot,
@@ -187,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  dpmem run examples/figure2.toml --store M --queries examples/figure2-queries.txt --seed 0",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"dpmem {_version()}")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument(
         "--log-level",
         choices=LOG_LEVELS,
@@ -253,6 +266,15 @@ def _add_auditor_commands(sub: Any) -> None:
     except ImportError:
         return
     add_auditor_parsers(sub)
+
+
+class _Version(argparse._VersionAction):  # noqa: SLF001
+    """`--version`, the installed version looked up only when asked (importlib.metadata is
+    slow to import: `dpmem --help` and every command would pay for it)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        self.version = f"dpmem {_version()}"
+        super().__call__(parser, *args, **kwargs)
 
 
 def _say(message: str) -> None:

@@ -15,24 +15,43 @@ violations, 2 malformed input.
 from __future__ import annotations
 
 import argparse
-import json
-from typing import Any
 
-from dpmem_ref.analysis import DEFAULT_MAX_STATES
-from dpmem_ref.audit.adjacency import Adjacency, decide_adjacency
-from dpmem_ref.audit.check import CheckReport, charged_reads, check_interface, sensitivity_violations
-from dpmem_ref.audit.render import audit_json, audit_text, check_text
-from dpmem_ref.audit.verdict import (
-    EXIT_BAD_INPUT,
-    EXIT_NO_GUARANTEE,
-    EXIT_OK,
-    EXIT_VIOLATION,
-    AuditReport,
-    CoverVerdict,
-    audit,
-    certify,
-)
-from dpmem_ref.config import load_interface_file
+from dpmem_ref.core.lazy import TYPE_CHECKING, attach
+from dpmem_ref.limits import DEFAULT_MAX_STATES
+
+if TYPE_CHECKING:  # imported on first use (`dpmem --help` registers the commands only)
+    from typing import Any
+
+    from dpmem_ref.audit.adjacency import Adjacency, decide_adjacency
+    from dpmem_ref.audit.check import CheckReport, charged_reads, check_interface, sensitivity_violations
+    from dpmem_ref.audit.render import audit_json, audit_text
+    from dpmem_ref.audit.verdict import (
+        EXIT_BAD_INPUT,
+        EXIT_NO_GUARANTEE,
+        EXIT_OK,
+        EXIT_VIOLATION,
+        AuditReport,
+        CoverVerdict,
+        audit,
+        certify,
+    )
+
+# defining module -> the public names it gives this face (imported on first use)
+_MODULES = {
+    "dpmem_ref.audit.adjacency": ("Adjacency", "decide_adjacency"),
+    "dpmem_ref.audit.check": ("CheckReport", "charged_reads", "check_interface", "sensitivity_violations"),
+    "dpmem_ref.audit.render": ("audit_json", "audit_text"),
+    "dpmem_ref.audit.verdict": (
+        "EXIT_BAD_INPUT",
+        "EXIT_NO_GUARANTEE",
+        "EXIT_OK",
+        "EXIT_VIOLATION",
+        "AuditReport",
+        "CoverVerdict",
+        "audit",
+        "certify",
+    ),
+}
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -56,6 +75,13 @@ __all__ = [
 
 
 def command_check(args: argparse.Namespace) -> int:
+    import json
+
+    from dpmem_ref.audit.check import check_interface
+    from dpmem_ref.audit.render import check_text
+    from dpmem_ref.audit.verdict import EXIT_OK, EXIT_VIOLATION
+    from dpmem_ref.config import load_interface_file
+
     loaded = load_interface_file(args.file)
     report = check_interface(loaded.interface)
     print(json.dumps(report.to_json(), indent=2) if args.json else check_text(loaded, report))
@@ -63,6 +89,12 @@ def command_check(args: argparse.Namespace) -> int:
 
 
 def command_audit(args: argparse.Namespace) -> int:
+    import json
+
+    from dpmem_ref.audit.render import audit_json, audit_text
+    from dpmem_ref.audit.verdict import audit
+    from dpmem_ref.config import load_interface_file
+
     loaded = load_interface_file(args.file)
     report = audit(loaded, args.store_a, args.store_b, args.horizon, max_states=args.max_states)
     print(json.dumps(audit_json(report), indent=2) if args.json else audit_text(report))
@@ -98,3 +130,6 @@ def add_auditor_parsers(sub: Any) -> None:
     )
     audit_parser.add_argument("--json", action="store_true", help="machine-readable output")
     audit_parser.set_defaults(handler=command_audit)
+
+
+__getattr__, __dir__ = attach(__name__, _MODULES, __all__)

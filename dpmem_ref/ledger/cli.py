@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING
 
-from dpmem_ref.durable import DurableSession, DurableTurn
 from dpmem_ref.errors import InputError
-from dpmem_ref.interface import Interface
-from dpmem_ref.ledger.backup import LedgerReport, backup_sqlite, verify_sqlite
-from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.ledger.urls import open_ledger_store
-from dpmem_ref.policy import Store
-from dpmem_ref.randomness import RandomSource
 from dpmem_ref.timing import DEFAULT_TURN_DEADLINE_S
-from dpmem_ref.turn import LLMChannel
+
+if TYPE_CHECKING:  # the commands import what they run (`dpmem --help` imports none of it)
+    from collections.abc import Callable
+    from typing import Any, NoReturn
+
+    from dpmem_ref.durable import DurableTurn
+    from dpmem_ref.interface import Interface
+    from dpmem_ref.ledger.backup import LedgerReport
+    from dpmem_ref.ledger.contract import LedgerStoreError
+    from dpmem_ref.policy import Store
+    from dpmem_ref.randomness import RandomSource
+    from dpmem_ref.turn import LLMChannel
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -32,6 +35,9 @@ def _fail(error: Exception) -> int:
 
 
 def command_backup(args: argparse.Namespace) -> int:
+    from dpmem_ref.ledger.backup import backup_sqlite
+    from dpmem_ref.ledger.contract import LedgerStoreError
+
     try:
         report = backup_sqlite(args.database, args.destination)
     except (InputError, LedgerStoreError) as error:
@@ -45,10 +51,14 @@ def _verify(target: str, high_water: bool) -> LedgerReport:
         from dpmem_ref.ledger.postgres_verify import verify_postgres  # needs the postgres extra
 
         return verify_postgres(target)
+    from dpmem_ref.ledger.backup import verify_sqlite
+
     return verify_sqlite(target, high_water=high_water)
 
 
 def command_verify(args: argparse.Namespace) -> int:
+    from dpmem_ref.ledger.contract import LedgerStoreError
+
     try:
         report = _verify(args.database, not args.no_high_water)
     except (InputError, LedgerStoreError) as error:
@@ -58,6 +68,7 @@ def command_verify(args: argparse.Namespace) -> int:
 
 
 def command_restore(args: argparse.Namespace) -> int:
+    from dpmem_ref.ledger.contract import LedgerStoreError
     from dpmem_ref.ledger.restore import restore_sqlite
 
     try:
@@ -70,6 +81,7 @@ def command_restore(args: argparse.Namespace) -> int:
 
 def command_migrate(args: argparse.Namespace) -> int:
     from dpmem_ref.config import load_interface_file
+    from dpmem_ref.ledger.contract import LedgerStoreError
     from dpmem_ref.ledger.fingerprint import interface_fingerprint
     from dpmem_ref.ledger.restore import migrate_sqlite
 
@@ -165,6 +177,10 @@ def durable_turns(
     url = getattr(args, "store_url", None)
     if url is None:
         return None
+    from dpmem_ref.durable import DurableSession
+    from dpmem_ref.ledger.contract import LedgerStoreError
+    from dpmem_ref.ledger.urls import open_ledger_store
+
     try:
         store = open_ledger_store(url)
         session = DurableSession.open(
