@@ -32,7 +32,7 @@ API
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 import attrs
 
@@ -180,6 +180,27 @@ class TurnCursor:
             units = to_units(ledgers, scale)
             require_ledger_ranges(self.interface, units, scale, "ledgers", self.strict)
         return TurnCursor(self.frame, units, scale, self.released + ((plan.slot, view),), self.plans + (plan,))
+
+    def release_each(self, draw: Callable[[SlotPlan], str]) -> TurnCursor:
+        """`cursor = cursor.release(draw(cursor.plan()))` until done, in one pass: the
+        sampler's loop (`run_turn`) without an intermediate cursor per slot. The same plans,
+        views and ledgers as the step-by-step loop, and the same refusal of a view outside
+        the vocabulary (strict)."""
+        frame = self.frame
+        interface, history, query, store, strict = frame.interface, frame.history, frame.query, frame.store, frame.strict
+        units, scale, released, plans = self.units, self.scale, self.released, self.plans
+        plan = self._plan
+        for slot in frame.slots[len(released) :]:
+            if plan is None:
+                plan = plan_units(interface, units, scale, history, query, released, slot, store, strict)
+            view = draw(plan)
+            if strict and view not in plan.vocabulary.names:
+                raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
+            units, scale = plan.units_after, plan.scale
+            released += ((plan.slot, view),)
+            plans += (plan,)
+            plan = None
+        return TurnCursor(frame, units, scale, released, plans)
 
     def rebase(self, ledgers: Ledgers) -> TurnCursor:
         """The same position in the turn over other ledgers (a durable store's committed
