@@ -45,9 +45,13 @@ class ChargePlan:
     item_indices: tuple[int, ...]
     complete: bool = attrs.field(init=False)  # required <= charge_set (C2)
     _steps: dict[int, int] = attrs.field(init=False, factory=dict, eq=False, repr=False)
+    # eps is a positive plain Fraction (C3), decided once; False: the planner runs the full test
+    _epsilon_positive: bool = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "complete", self.required <= self.charge_set)
+        epsilon = self.epsilon
+        object.__setattr__(self, "_epsilon_positive", type(epsilon) is Fraction and epsilon.numerator > 0)
 
     def step(self, scale: int) -> int | None:
         """eps * scale, the charge as an integer count (None if eps * scale is not whole)."""

@@ -205,8 +205,8 @@ def plan_units(
             "C2.uncharged_read",
             f"{_Where(query.name, slot)}, attribute {missing}: read touches I_{missing} but is not charged to it",
         )
-    # C3, before any ledger arithmetic uses it (a plain Fraction is positive iff its numerator is)
-    if (type(epsilon) is not Fraction or epsilon.numerator <= 0) and (not isinstance(epsilon, Fraction) or epsilon <= 0):
+    # C3, before any ledger arithmetic uses it (decided once per charge plan for a plain Fraction)
+    if not charges._epsilon_positive and (not isinstance(epsilon, Fraction) or epsilon <= 0):
         raise ContractViolation(
             "C3.invalid_epsilon", f"slot {slot}: epsilon must be a positive exact rational, found {epsilon}"
         )
@@ -215,7 +215,7 @@ def plan_units(
         wider = common_scale(scale, (epsilon,))
         units, scale = rescale(units, scale, wider), wider
         step = epsilon.numerator * (wider // epsilon.denominator)
-    table = interface.fractions(scale)
+    table = memo.fraction_tables.get(scale) or interface.fractions(scale)
     caps = table.caps
     assert len(units) == len(caps), "plan_units: one integer ledger per attribute (checked at the public boundary)"
     indices = charges.indices

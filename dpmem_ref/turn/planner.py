@@ -32,7 +32,7 @@ API
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 
 import attrs
 
@@ -41,6 +41,7 @@ from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, to_units
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
 from dpmem_ref.errors import InputError
 from dpmem_ref.policy import Store
+from dpmem_ref.randomness import RandomSource
 from dpmem_ref.turn.checks import (
     require_exact_ledgers,
     require_interface,
@@ -181,11 +182,11 @@ class TurnCursor:
             require_ledger_ranges(self.interface, units, scale, "ledgers", self.strict)
         return TurnCursor(self.frame, units, scale, self.released + ((plan.slot, view),), self.plans + (plan,))
 
-    def release_each(self, draw: Callable[[SlotPlan], str]) -> TurnCursor:
-        """`cursor = cursor.release(draw(cursor.plan()))` until done, in one pass: the
-        sampler's loop (`run_turn`) without an intermediate cursor per slot. The same plans,
-        views and ledgers as the step-by-step loop, and the same refusal of a view outside
-        the vocabulary (strict)."""
+    def release_sampled(self, source: RandomSource) -> TurnCursor:
+        """`cursor = cursor.release(cursor.plan().distribution.sample(source))` until done,
+        in one pass: the sampler's loop (`run_turn`) without an intermediate cursor per slot.
+        The same plans, draws, views and ledgers as the step-by-step loop, and the same
+        refusal of a view outside the vocabulary (strict)."""
         frame = self.frame
         interface, history, query, store, strict = frame.interface, frame.history, frame.query, frame.store, frame.strict
         units, scale, released, plans = self.units, self.scale, self.released, self.plans
@@ -193,7 +194,7 @@ class TurnCursor:
         for slot in frame.slots[len(released) :]:
             if plan is None:
                 plan = plan_units(interface, units, scale, history, query, released, slot, store, strict)
-            view = draw(plan)
+            view = plan.distribution.sample(source)
             if strict and view not in plan.vocabulary.names:
                 raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
             units, scale = plan.units_after, plan.scale
