@@ -89,13 +89,14 @@ with tempfile.TemporaryDirectory(prefix="dpmem-hot-") as folder:
     kwargs = {{}} if {deadline} else {{"turn_deadline_s": None}}
     session = DurableSession.open(loaded.interface, store, "user", "bench", loaded.store("M"), SeededRandomSource(0), **kwargs)
     session.run_turn("dinner")
-    figures = []
+    figures, cpu = [], []
     for _ in range(5):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         for _ in range({turns}):
             session.run_turn("dinner")
         figures.append((time.perf_counter() - start) / {turns} * 1e3)
-print(json.dumps(statistics.median(figures)))
+        cpu.append((time.process_time() - start_cpu) / {turns} * 1e3)
+print(json.dumps({{"wall": statistics.median(figures), "CPU": statistics.median(cpu)}}))
 """
 
 HELP = "import sys; from dpmem_ref.cli import main; sys.argv = ['dpmem', '--help']; sys.exit(main())"
@@ -105,11 +106,13 @@ def _environment(root: str) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=f"{root}:{root}/eval", DPMEM_LEDGER_KEY="bench-hot-path-key-0123456789abcdef")
 
 
-def _in_process(code: str, root: str) -> float:
+def _in_process(code: str, root: str) -> dict[str, float]:
+    """The cell's figures: {"": value}, or {"wall": ..., "CPU": ...} for the durable cells."""
     done = subprocess.run([sys.executable, "-P", "-c", code], env=_environment(root), cwd=root, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"cell failed in {root}: {done.stderr.strip().splitlines()[-1:]}")
-    return float(json.loads(done.stdout.strip().splitlines()[-1]))
+    value = json.loads(done.stdout.strip().splitlines()[-1])
+    return {key: float(figure) for key, figure in value.items()} if isinstance(value, dict) else {"": float(value)}
 
 
 def _wall(code: str, root: str, repeats: int = 3) -> tuple[float, str]:
@@ -145,28 +148,35 @@ def run(base: str, rounds: int, turns: int, durable_turns: int, only: list[str] 
     trees = {"new": here, "base": base}
     load_before = os.getloadavg()
     chosen = [c for c in cells(turns, durable_turns) if not only or any(word in c[0] for word in only)]
-    figures: dict[str, dict[str, list[float]]] = {label: {"new": [], "base": []} for label, _, _ in chosen}
+    figures: dict[str, dict[str, list[float]]] = {}
+    units: dict[str, str] = {}
     helps: dict[str, str] = {}
     for index in range(rounds):
         order = ("new", "base") if index % 2 == 0 else ("base", "new")
-        for label, _, how in chosen:
+        for label, unit, how in chosen:
             for tree in order:
                 if isinstance(how, tuple):
                     value, output = _wall(how[1], trees[tree])
+                    values = {"": value}
                     if "--help" in label:
                         helps[tree] = output
                 else:
-                    value = _in_process(str(how), trees[tree])
-                figures[label][tree].append(value)
+                    values = _in_process(str(how), trees[tree])
+                for key, value in values.items():
+                    row = f"{label} ({key})" if key else label
+                    units[row] = unit
+                    figures.setdefault(row, {"new": [], "base": []})[tree].append(value)
     load_after = os.getloadavg()
     print(f"hot path: this tree {here} vs base {base}; {rounds} rounds, trees alternating, fresh interpreter per figure")
     print(f"load average (1, 5, 15 min): before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
           f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; {os.cpu_count()} CPUs")
-    print("| cell | unit | base | new | base / new |")
-    print("| --- | --- | ---: | ---: | ---: |")
-    for label, unit, _ in chosen:
-        old, new = statistics.median(figures[label]["base"]), statistics.median(figures[label]["new"])
-        print(f"| {label} | {unit} | {old:,.1f} | {new:,.1f} | {old / new:.2f}x |")
+    print("base / new = ratio of the medians; paired = median over rounds of base_i / new_i (same round, adjacent runs)")
+    print("| cell | unit | base | new | base / new | paired |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for row, per in figures.items():
+        old, new = statistics.median(per["base"]), statistics.median(per["new"])
+        paired = statistics.median(b / n for b, n in zip(per["base"], per["new"], strict=True))
+        print(f"| {row} | {units[row]} | {old:,.1f} | {new:,.1f} | {old / new:.2f}x | {paired:.2f}x |")
     if len(helps) == 2:
         print("dpmem --help output identical in both trees:", helps["new"] == helps["base"])
-    print(json.dumps({label: {tree: values for tree, values in per.items()} for label, per in figures.items()}))
+    print(json.dumps(figures))
