@@ -70,3 +70,14 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         assert str(error) == "module 'dpmem_ref' has no attribute 'no_such_name'"
     else:
         raise AssertionError("no AttributeError")
+
+
+def test_a_turn_imports_no_numpy() -> None:
+    """numpy speeds up `sample_many` only: the kernel imports it on the first batch."""
+    modules = loaded_after(
+        "from dpmem_ref import InterfaceState, SeededRandomSource, load_interface_file, run_turn\n"
+        "loaded = load_interface_file('examples/figure2.toml')\n"
+        "interface = loaded.interface\n"
+        "run_turn(interface, InterfaceState.initial(interface), interface.queries[0], loaded.store('M'), SeededRandomSource(0))"
+    )
+    assert "dpmem_ref.turn.runner" in modules and "numpy" not in modules
