@@ -13,9 +13,10 @@ Cells (each a pure function of public APIs that both trees have):
   one-slot charged interface, HMAC chain keyed), milliseconds, WITHOUT the release
   deadline (`turn_deadline_s=None`); `durable turn + deadline` is the same with the default
   deadline (the padding, reported separately);
-- `import dpmem_ref` / `dpmem --help`: wall time of a fresh interpreter, milliseconds
-  (`--help` runs `dpmem_ref.cli.main`, which the `dpmem` script calls); both trees' help
-  texts must be identical.
+- `import dpmem_ref` / `dpmem --help` / `dpmem run` / `dpmem audit` (examples/figure2.toml):
+  wall time of a fresh interpreter, milliseconds (the commands run `dpmem_ref.cli.main`,
+  which the `dpmem` script calls); both trees' help texts and run transcripts must be
+  identical.
 """
 
 from __future__ import annotations
@@ -100,6 +101,10 @@ print(json.dumps({{"wall": statistics.median(figures), "CPU": statistics.median(
 """
 
 HELP = "import sys; from dpmem_ref.cli import main; sys.argv = ['dpmem', '--help']; sys.exit(main())"
+RUN = ("import sys; from dpmem_ref.cli import main; sys.argv = ['dpmem', 'run', 'examples/figure2.toml', '--store', 'M', "
+       "'--queries', 'examples/figure2-queries.txt', '--seed', '0', '--no-release-deadline']; sys.exit(main())")
+AUDIT = ("import sys; from dpmem_ref.cli import main; sys.argv = ['dpmem', 'audit', 'examples/figure2.toml', '--store-a', 'M', "
+         "'--store-b', 'M_no_diabetes', '--horizon', '16']; sys.exit(main())")
 
 
 def _environment(root: str) -> dict[str, str]:
@@ -140,6 +145,8 @@ def cells(turns: int, durable_turns: int) -> list[tuple[str, str, object]]:
         ("durable SQLite turn + deadline", "ms", DURABLE_CELL.format(bench=bench, turns=durable_turns, deadline=True)),
         ("python -c 'import dpmem_ref'", "ms", ("wall", "import dpmem_ref")),
         ("dpmem --help", "ms", ("wall", HELP)),
+        ("dpmem run figure2 (10 turns, seed 0)", "ms", ("wall", RUN)),
+        ("dpmem audit figure2 (T = 16)", "ms", ("wall", AUDIT)),
     ]
 
 
@@ -158,8 +165,8 @@ def run(base: str, rounds: int, turns: int, durable_turns: int, only: list[str] 
                 if isinstance(how, tuple):
                     value, output = _wall(how[1], trees[tree])
                     values = {"": value}
-                    if "--help" in label:
-                        helps[tree] = output
+                    if "--help" in label or "run figure2" in label:
+                        helps[f"{label} {tree}"] = output
                 else:
                     values = _in_process(str(how), trees[tree])
                 for key, value in values.items():
@@ -177,6 +184,7 @@ def run(base: str, rounds: int, turns: int, durable_turns: int, only: list[str] 
         old, new = statistics.median(per["base"]), statistics.median(per["new"])
         paired = statistics.median(b / n for b, n in zip(per["base"], per["new"], strict=True))
         print(f"| {row} | {units[row]} | {old:,.1f} | {new:,.1f} | {old / new:.2f}x | {paired:.2f}x |")
-    if len(helps) == 2:
-        print("dpmem --help output identical in both trees:", helps["new"] == helps["base"])
+    for label in ("dpmem --help", "dpmem run figure2 (10 turns, seed 0)"):
+        if f"{label} new" in helps:
+            print(f"{label}: output identical in both trees:", helps[f"{label} new"] == helps[f"{label} base"])
     print(json.dumps(figures))
