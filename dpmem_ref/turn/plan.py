@@ -210,7 +210,9 @@ def plan_units(
         raise ContractViolation(
             "C3.invalid_epsilon", f"slot {slot}: epsilon must be a positive exact rational, found {epsilon}"
         )
-    step = charges.step(scale)
+    step = charges._steps.get(scale)  # `ChargePlan.step`'s memo, read here first
+    if step is None:
+        step = charges.step(scale)
     if step is None:  # an eps outside the catalogue's scale: widen, exactly
         wider = common_scale(scale, (epsilon,))
         units, scale = rescale(units, scale, wider), wider

@@ -266,5 +266,9 @@ def open_turn(
     units, scale = state.units(interface.ledger_scale)
     if not state.built_by_planner:
         require_ledger_ranges(interface, units, scale, "state.ledgers", strict)
-    slots = active_slots(interface, query, state.history, store)
+    slots: tuple[str, ...] | None = None
+    if interface.hooks.routing is None and not interface.router.reads_history:
+        slots = interface._memo.routes.get(query)  # `active_slots`'s memo, read here first
+    if slots is None:
+        slots = active_slots(interface, query, state.history, store)
     return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)
