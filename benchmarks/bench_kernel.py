@@ -4,6 +4,7 @@ Algorithm 1 for 6 slots / 4 attributes. Measured side by side in one run; prints
 asserts nothing (targets are read, not timed in tests).
 
     .venv/bin/python benchmarks/bench_kernel.py [--budget S] [--batch N] [--turns N] [--base /work/base] [--only-turn]
+    .venv/bin/python benchmarks/bench_kernel.py --hot-path --base /tmp/base [--rounds 5] [--cells build turn]
 """
 
 from __future__ import annotations
@@ -238,7 +239,19 @@ def main() -> None:
     parser.add_argument("--exact-json", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--turns", type=int, default=5_000)
     parser.add_argument("--only-turn", action="store_true", help="skip the sampler cells")
+    parser.add_argument("--hot-path", action="store_true",
+                        help="issue 25's hot-path cells against --base, side by side (benchmarks/hot_path.py)")
+    parser.add_argument("--rounds", type=int, default=5, help="--hot-path: alternating rounds (medians)")
+    parser.add_argument("--durable-turns", type=int, default=40, help="--hot-path: durable turns per figure")
+    parser.add_argument("--cells", nargs="*", default=None, help="--hot-path: only cells whose label holds one of these")
     args = parser.parse_args()
+    if args.hot_path:
+        from hot_path import run as hot_path
+
+        if not args.base:
+            parser.error("--hot-path needs --base DIR (a checkout of the starting main)")
+        hot_path(args.base, args.rounds, max(args.turns // 5, 1), args.durable_turns, args.cells)
+        return
     if args.exact_json:  # the --base subprocess: only `sample`, which every kernel version has
         print(json.dumps(exact_single_column(args.budget)))
         return

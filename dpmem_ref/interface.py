@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
+from functools import lru_cache
 
 import attrs
 
@@ -45,9 +46,13 @@ class ChargePlan:
     item_indices: tuple[int, ...]
     complete: bool = attrs.field(init=False)  # required <= charge_set (C2)
     _steps: dict[int, int] = attrs.field(init=False, factory=dict, eq=False, repr=False)
+    # eps is a positive plain Fraction (C3), decided once; False: the planner runs the full test
+    _epsilon_positive: bool = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "complete", self.required <= self.charge_set)
+        epsilon = self.epsilon
+        object.__setattr__(self, "_epsilon_positive", type(epsilon) is Fraction and epsilon.numerator > 0)
 
     def step(self, scale: int) -> int | None:
         """eps * scale, the charge as an integer count (None if eps * scale is not whole)."""
@@ -224,8 +229,10 @@ def _require_parts(interface: Interface) -> None:
         raise InputError("name", "a string", type(interface.name).__name__)
 
 
+@lru_cache(maxsize=4096)
 def fallback_distribution(vocabulary: Vocabulary) -> PointMass:
-    """The fixed generic view at zero cost (Algorithm 1, line 10)."""
+    """The fixed generic view at zero cost (Algorithm 1, line 10); one frozen record per
+    vocabulary (memoized: a function of the frozen vocabulary alone)."""
     return PointMass(views=vocabulary.names, view=vocabulary.generic)
 
 

@@ -39,6 +39,7 @@ from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, IV_DPS, ZERO, Loss
 from dpmem_ref.analysis.replay import Replay, enumerate_transcripts, replay_transcript
 from dpmem_ref.analysis.witness import Direction, WitnessTurn, WorstCase, flatten
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.limits import DEFAULT_MAX_STATES as _DEFAULT_MAX_STATES
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query
 from dpmem_ref.interface import Interface
@@ -48,7 +49,7 @@ MAX_HORIZON = 256
 # Memoized states before an audit is refused with exit 2 (`dpmem audit --max-states`):
 # ledger states for the ledger programme, (turn, ledgers) nodes for the general search,
 # bounded before any work (`analysis.bounds`). Every shipped example needs under 20,000.
-DEFAULT_MAX_STATES = 1_000_000
+DEFAULT_MAX_STATES = _DEFAULT_MAX_STATES  # defined with the other input bounds (dpmem_ref.core.limits)
 MAX_DPS = 2000  # the most digits an enclosure is ever computed at (a loss near 1e-300 needs about 400)
 
 __all__ = [

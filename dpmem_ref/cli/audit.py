@@ -9,15 +9,17 @@ import argparse
 import json
 from typing import Any
 
-from dpmem_ref.analysis import DEFAULT_MAX_STATES
-from dpmem_ref.audit.check import check_interface
-from dpmem_ref.audit.render import audit_json, audit_text, check_text
-from dpmem_ref.audit.verdict import audit
-from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.exits import EXIT_OK, EXIT_VIOLATION
+from dpmem_ref.core.limits import DEFAULT_MAX_STATES
+
+# The commands import the auditor when they run: `dpmem --help` loads none of it.
 
 
 def command_check(args: argparse.Namespace) -> int:
+    from dpmem_ref.audit.check import check_interface
+    from dpmem_ref.audit.render import check_text
+    from dpmem_ref.config.load import load_interface_file
+
     loaded = load_interface_file(args.file)
     report = check_interface(loaded.interface)
     print(json.dumps(report.to_json(), indent=2) if args.json else check_text(loaded, report))
@@ -25,6 +27,10 @@ def command_check(args: argparse.Namespace) -> int:
 
 
 def command_audit(args: argparse.Namespace) -> int:
+    from dpmem_ref.audit.render import audit_json, audit_text
+    from dpmem_ref.audit.verdict import audit
+    from dpmem_ref.config.load import load_interface_file
+
     loaded = load_interface_file(args.file)
     report = audit(loaded, args.store_a, args.store_b, args.horizon, max_states=args.max_states)
     print(json.dumps(audit_json(report), indent=2) if args.json else audit_text(report))

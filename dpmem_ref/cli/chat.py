@@ -17,12 +17,12 @@ import sys
 from typing import Any
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.ledger.contract import LedgerStoreError
 
 MAX_LINES = 100_000
 
 
 def command_chat(args: argparse.Namespace) -> int:
+    from dpmem_ref.ledger import LedgerStoreError
     from dpmem_ref.runtime.agent import AgentRuntime
     from dpmem_ref.runtime.scopes import check_scope_id
 

@@ -13,39 +13,24 @@ whatever the store. `--no-release-deadline` opts out.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
-from collections.abc import Callable, Sequence
-from fractions import Fraction
-from typing import Any
-
-import attrs
 
 from dpmem_ref.cli.audit import add_auditor_parsers
 from dpmem_ref.cli.errors import say, usage_error
-from dpmem_ref.cli.ledger import add_ledger_commands, add_store_url_arguments, durable_turns
+from dpmem_ref.cli.ledger import add_ledger_commands, add_store_url_arguments
 from dpmem_ref.cli.serve import add_serve_parser
-from dpmem_ref.config.load import load_interface_file
-from dpmem_ref.contract import require_contract
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION
 from dpmem_ref.core.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
-from dpmem_ref.core.rational import fraction_text
-from dpmem_ref.interface import Interface
-from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
-from dpmem_ref.mechanism.timing import (
-    DEFAULT_DURABLE_TURN_DEADLINE_S,
-    DEFAULT_TURN_DEADLINE_S,
-    check_deadline,
-    wait_until,
-)
-from dpmem_ref.parts.broken import PrivateHooks
-from dpmem_ref.schemas import envelope, json_value
-from dpmem_ref.turn.channel import TemplateChannel
-from dpmem_ref.turn.runner import run_turn
-from dpmem_ref.turn.state import InterfaceState
+from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, DEFAULT_TURN_DEADLINE_S
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads it as True)
+if TYPE_CHECKING:  # `command_run` imports the kernel: `dpmem --help` loads none of it
+    from collections.abc import Callable, Sequence
+    from fractions import Fraction
+    from typing import Any
+
+    from dpmem_ref.interface import Interface
 
 DEBUG_FLAG = "--debug-print-private-scores"
 DEBUG_WARNING = (
@@ -80,6 +65,8 @@ def _history_is_unread(interface: Interface) -> bool:
     """True when no part of the interface reads the completed history: a router and a
     control that declare reads_history=False, and no private hooks. Then `dpmem run` need not keep the history, and a run
     is linear in its number of turns (each turn would otherwise copy the whole history)."""
+    from dpmem_ref.parts.broken import PrivateHooks
+
     return (
         not interface.router.reads_history
         and not interface.control.reads_history
@@ -96,6 +83,22 @@ def _deadline_ms(args: argparse.Namespace) -> float:
 
 
 def command_run(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    import attrs
+
+    from dpmem_ref.cli.ledger import durable_turns
+    from dpmem_ref.config.load import load_interface_file
+    from dpmem_ref.contract import require_contract
+    from dpmem_ref.core.rational import fraction_text
+    from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
+    from dpmem_ref.mechanism.timing import check_deadline, wait_until
+    from dpmem_ref.schemas import envelope
+    from dpmem_ref.turn.channel import TemplateChannel
+    from dpmem_ref.turn.runner import run_turn
+    from dpmem_ref.turn.state import InterfaceState
+
     if args.debug_print_private_scores:
         print(DEBUG_WARNING, file=sys.stderr)
     deadline_s = (
@@ -159,6 +162,9 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def _turn_json(turn: int, name: str, result: Any, ledgers: dict[str, Fraction]) -> dict[str, Any]:
+    from dpmem_ref.core.rational import fraction_text
+    from dpmem_ref.schemas import json_value
+
     slots = [
         {
             "slot": plan.slot,
@@ -201,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n  dpmem run examples/figure2.toml --store M --queries examples/figure2-queries.txt --seed 0",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"dpmem {_version()}")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument(
         "--log-level",
         choices=LOG_LEVELS,
@@ -260,6 +266,15 @@ def _version() -> str:
         return __version__
 
 
+class _Version(argparse._VersionAction):  # noqa: SLF001
+    """`--version`, the installed version looked up only when asked (importlib.metadata is
+    slow to import: `dpmem --help` and every command would pay for it)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        self.version = f"dpmem {_version()}"
+        super().__call__(parser, *args, **kwargs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     parser.error = usage_error  # type: ignore[method-assign]  # exit 2 with a one-line message
@@ -275,6 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     handler: Callable[[argparse.Namespace], int] = args.handler
+    from dpmem_ref.ledger.contract import LedgerStoreError  # a command's machinery, once it runs
+
     try:
         return handler(args)
     except (InputError, LedgerStoreError) as error:  # a LedgerStoreError: an unusable --store-url ledger

@@ -8,21 +8,23 @@ Exit codes as everywhere in `dpmem`: 0 ok, 1 a verified file breaks a ledger inv
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dpmem_ref.cli.errors import say, usage_error
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.exits import EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION
-from dpmem_ref.core.policy import Store
-from dpmem_ref.interface import Interface
-from dpmem_ref.ledger.backup import LedgerReport, backup_sqlite, verify_sqlite
-from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.ledger.urls import open_ledger_store
-from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.mechanism.timing import DEFAULT_TURN_DEADLINE_S
-from dpmem_ref.turn.channel import LLMChannel
-from dpmem_ref.turn.durable import DurableSession, DurableTurn
+
+if TYPE_CHECKING:  # the commands import what they run (`dpmem --help` imports none of it)
+    from collections.abc import Callable
+    from typing import Any
+
+    from dpmem_ref.core.policy import Store
+    from dpmem_ref.interface import Interface
+    from dpmem_ref.ledger.backup import LedgerReport
+    from dpmem_ref.mechanism.randomness import RandomSource
+    from dpmem_ref.turn.channel import LLMChannel
+    from dpmem_ref.turn.durable import DurableTurn
 
 
 def _fail(error: Exception) -> int:
@@ -31,6 +33,9 @@ def _fail(error: Exception) -> int:
 
 
 def command_backup(args: argparse.Namespace) -> int:
+    from dpmem_ref.ledger.backup import backup_sqlite
+    from dpmem_ref.ledger.contract import LedgerStoreError
+
     try:
         report = backup_sqlite(args.database, args.destination)
     except (InputError, LedgerStoreError) as error:
@@ -44,10 +49,14 @@ def _verify(target: str, high_water: bool) -> LedgerReport:
         from dpmem_ref.ledger.postgres_verify import verify_postgres  # needs the postgres extra
 
         return verify_postgres(target)
+    from dpmem_ref.ledger.backup import verify_sqlite
+
     return verify_sqlite(target, high_water=high_water)
 
 
 def command_verify(args: argparse.Namespace) -> int:
+    from dpmem_ref.ledger.contract import LedgerStoreError
+
     try:
         report = _verify(args.database, not args.no_high_water)
     except (InputError, LedgerStoreError) as error:
@@ -57,6 +66,7 @@ def command_verify(args: argparse.Namespace) -> int:
 
 
 def command_restore(args: argparse.Namespace) -> int:
+    from dpmem_ref.ledger.contract import LedgerStoreError
     from dpmem_ref.ledger.restore import restore_sqlite
 
     try:
@@ -69,6 +79,7 @@ def command_restore(args: argparse.Namespace) -> int:
 
 def command_migrate(args: argparse.Namespace) -> int:
     from dpmem_ref.config.load import load_interface_file
+    from dpmem_ref.ledger.contract import LedgerStoreError
     from dpmem_ref.ledger.fingerprint import interface_fingerprint
     from dpmem_ref.ledger.restore import migrate_sqlite
 
@@ -153,6 +164,9 @@ def durable_turns(
     A ledger that fails raises LedgerStoreError; `dpmem_ref.cli.dpmem.main` reports it (exit 2)."""
     if url is None:
         return None
+    from dpmem_ref.ledger.urls import open_ledger_store
+    from dpmem_ref.turn.durable import DurableSession
+
     store = open_ledger_store(url)
     session = DurableSession.open(
         interface, store, user, interaction, memory, source, channel=channel, turn_deadline_s=turn_deadline_s

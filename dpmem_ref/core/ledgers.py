@@ -20,12 +20,12 @@ Units = tuple[int, ...]
 
 def common_scale(scale: int, values: Iterable[Fraction]) -> int:
     """lcm of `scale` and every value's denominator."""
-    return lcm(scale, *(value.denominator for value in values))
+    return lcm(scale, *[value.denominator for value in values])
 
 
 def to_units(ledgers: Ledgers, scale: int) -> Units:
     """Integer counts of `ledgers` over `scale` (every denominator must divide it)."""
-    return tuple(value.numerator * (scale // value.denominator) for value in ledgers)
+    return tuple([value.numerator * (scale // value.denominator) for value in ledgers])
 
 
 def rescale(units: Units, scale: int, new_scale: int) -> Units:

@@ -45,6 +45,9 @@ MAX_HEADER_CHARS = 16_384
 """Longest TOML table header, or key up to its `=`, in characters of the file (pre-scan)."""
 MAX_LEDGER_DIGITS = 1_000
 """Most decimal digits any exact ledger value (numerator or denominator) may need."""
+DEFAULT_MAX_STATES = 1_000_000
+"""Memoized states before an audit is refused with exit 2 (`dpmem audit --max-states`;
+re-exported as dpmem_ref.analysis.DEFAULT_MAX_STATES, whose comment says what is counted)."""
 Z3_BUDGET_S = 5.0
 """Wall-clock seconds the z3 cross-check of one `dpmem check` may take in total."""
 Z3_MEMORY_MB = 256

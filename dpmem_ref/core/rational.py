@@ -97,21 +97,35 @@ def require_em_arguments(views: object, scores: object, epsilon: object, sensiti
     rationals, one exact score in [0, 1] per view name. O(views); the planner memoizes its
     selections, so this runs once per distinct selection."""
     for field, value in (("epsilon", epsilon), ("sensitivity", sensitivity)):
+        if type(value) is Fraction and value.numerator > 0:  # a Fraction's denominator is positive
+            continue
         if not isinstance(value, Fraction) or value <= 0:
             shown = str(value) if isinstance(value, Fraction) else type(value).__name__
             raise InputError(field, "a positive exact rational (Fraction)", shown)
-    if isinstance(views, str) or isinstance(scores, str) or not isinstance(views, Sequence):
+    if isinstance(views, str) or isinstance(scores, str) or (type(views) is not tuple and not isinstance(views, Sequence)):
         raise InputError("views", "a sequence of view names and one score per view", type(views).__name__)
-    if not isinstance(scores, Sequence):
+    if type(scores) is not tuple and type(scores) is not list and not isinstance(scores, Sequence):
         raise InputError("scores", "one exact score per view", type(scores).__name__)
-    for index, score in enumerate(scores):
-        if not isinstance(score, Fraction) or not 0 <= score <= 1:
-            raise InputError(f"scores[{index}]", "an exact rational (Fraction) in [0, 1]", type(score).__name__)
+    if not _plain_unit_scores(scores):  # else the first score at fault, named as before
+        for index, score in enumerate(scores):
+            if not isinstance(score, Fraction) or not 0 <= score <= 1:
+                raise InputError(f"scores[{index}]", "an exact rational (Fraction) in [0, 1]", type(score).__name__)
     for view in views:
-        if not isinstance(view, str):
+        if type(view) is not str and not isinstance(view, str):
             raise InputError("views", "view names (str)", type(view).__name__)
 
 
+def _plain_unit_scores(scores: Sequence[object]) -> bool:
+    """True when every score is a plain Fraction in [0, 1], tested on its integers (the
+    denominator is positive, so 0 <= n / d <= 1 is 0 <= n <= d): the common case in one
+    cheap pass. False sends the caller to the general test (subclasses, other types)."""
+    for score in scores:
+        if type(score) is not Fraction:
+            return False
+        numerator = score.numerator
+        if numerator < 0 or numerator > score.denominator:
+            return False
+    return True
 # ------------------------------------------------------------ printing (formerly core/fmt.py)
 # The kernel's one formatter of exact rationals for humans and JSON.
 #

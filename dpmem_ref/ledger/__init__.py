@@ -13,24 +13,49 @@
 See docs/durability.md.
 """
 
-from dpmem_ref.ledger.contract import (
-    LedgerSession,
-    LedgerStore,
-    LedgerStoreError,
-    ReleaseOutcome,
-    ReleaseRequest,
-    SessionKey,
-    SessionSnapshot,
-    SlotRelease,
-    fraction_from_text,
-    fraction_to_text,
-)
-from dpmem_ref.ledger.fingerprint import interface_fingerprint
-from dpmem_ref.ledger.memory import MemoryLedgerSession, MemoryLedgerStore
-from dpmem_ref.ledger.records import decode_turn, encode_turn
-from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
-from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession
-from dpmem_ref.ledger.urls import open_ledger_store
+from dpmem_ref.core.lazy import TYPE_CHECKING, attach
+
+if TYPE_CHECKING:
+    from dpmem_ref.ledger.contract import (
+        LedgerSession,
+        LedgerStore,
+        LedgerStoreError,
+        ReleaseOutcome,
+        ReleaseRequest,
+        SessionKey,
+        SessionSnapshot,
+        SlotRelease,
+        fraction_from_text,
+        fraction_to_text,
+    )
+    from dpmem_ref.ledger.fingerprint import interface_fingerprint
+    from dpmem_ref.ledger.memory import MemoryLedgerSession, MemoryLedgerStore
+    from dpmem_ref.ledger.records import decode_turn, encode_turn
+    from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
+    from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession
+    from dpmem_ref.ledger.urls import open_ledger_store
+
+# defining module -> the public names it gives this face (imported on first use)
+_MODULES = {
+    "dpmem_ref.ledger.contract": (
+        "LedgerSession",
+        "LedgerStore",
+        "LedgerStoreError",
+        "ReleaseOutcome",
+        "ReleaseRequest",
+        "SessionKey",
+        "SessionSnapshot",
+        "SlotRelease",
+        "fraction_from_text",
+        "fraction_to_text",
+    ),
+    "dpmem_ref.ledger.fingerprint": ("interface_fingerprint",),
+    "dpmem_ref.ledger.memory": ("MemoryLedgerSession", "MemoryLedgerStore"),
+    "dpmem_ref.ledger.records": ("decode_turn", "encode_turn"),
+    "dpmem_ref.ledger.sqlite": ("SQLiteLedgerStore",),
+    "dpmem_ref.ledger.sqlite_session": ("SQLiteLedgerSession",),
+    "dpmem_ref.ledger.urls": ("open_ledger_store",),
+}
 
 __all__ = [
     "LedgerSession",
@@ -52,3 +77,5 @@ __all__ = [
     "interface_fingerprint",
     "open_ledger_store",
 ]
+
+__getattr__, __dir__ = attach(__name__, _MODULES, __all__)

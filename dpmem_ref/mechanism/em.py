@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from functools import lru_cache
+from math import gcd, lcm
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -106,7 +107,8 @@ class ExponentialWeights:
     views: tuple[str, ...]
     exponents: tuple[Fraction, ...]
     # Acceptance probabilities of the exact sampler are exp(-gap_v), gap_v = x_max - x_v.
-    _gaps: tuple[Fraction, ...] = attrs.field(init=False, eq=False, hash=False)
+    # Made on first use from `_gap_parts` (`_gap_fractions`): the uniform sampler needs only the parts.
+    _gaps: tuple[Fraction, ...] | None = attrs.field(init=False, eq=False, hash=False)
     _bucketed: bool = attrs.field(init=False, eq=False, hash=False)  # use the score-adaptive proposal
     _gap_parts: tuple[tuple[int, int, int], ...] = attrs.field(init=False, eq=False, hash=False)
     # log sum_w exp(x_w - x_max), per working precision: shared by every view's likelihood.
@@ -122,11 +124,62 @@ class ExponentialWeights:
                 raise InputError(
                     f"exponential mechanism exponent #{index}", "an exact rational (Fraction)", type(exponent).__name__
                 )
-        top = max(self.exponents)
-        object.__setattr__(self, "_gaps", tuple(top - x for x in self.exponents))
-        bucketed = len(self.views) > UNIFORM_PROPOSAL_MAX_VIEWS and max(self._gaps) > UNIFORM_PROPOSAL_MAX_SPREAD
+        self._derive(*_over_common_denominator(self.exponents))
+
+    @classmethod
+    def _of_checked(
+        cls, views: tuple[str, ...], exponents: tuple[Fraction, ...], numerators: Sequence[int], denominator: int
+    ) -> ExponentialWeights:
+        """The record `cls(views=views, exponents=exponents)` builds, from arguments already
+        checked (`exponential_mechanism`) and the exponents' integer form x_v =
+        numerators[v] / denominator (one common denominator), without recomputing it."""
+        self = object.__new__(cls)
+        object.__setattr__(self, "views", views)
+        object.__setattr__(self, "exponents", exponents)
+        object.__setattr__(self, "_log_sums", {})
+        object.__setattr__(self, "_tables", {})
+        self._derive(numerators, denominator)
+        return self
+
+    def _derive(self, numerators: Sequence[int] | None, denominator: int) -> None:
+        """The sampler's fields from the exponents x_v = numerators[v] / denominator (None:
+        no small common denominator, use the Fractions). Integers only: gap_v = x_max - x_v
+        is (top - numerators[v]) / denominator, split into (whole, numerator, denominator)
+        exactly as `_split_gamma` splits the reduced Fraction (once per distinct value).
+        The gaps as Fractions are made on first use (`_gap_fractions`)."""
+        if numerators is None:
+            top = max(self.exponents)
+            gaps = tuple(top - x for x in self.exponents)
+            object.__setattr__(self, "_gaps", gaps)
+            bucketed = len(self.views) > UNIFORM_PROPOSAL_MAX_VIEWS and max(gaps) > UNIFORM_PROPOSAL_MAX_SPREAD
+            object.__setattr__(self, "_bucketed", bucketed)
+            object.__setattr__(self, "_gap_parts", tuple(_split_gamma(gap) for gap in gaps))
+            return
+        highest = max(numerators)
+        object.__setattr__(self, "_gaps", None)
+        # spread = (top - min) / denominator > 1 (UNIFORM_PROPOSAL_MAX_SPREAD), on integers
+        bucketed = len(self.views) > UNIFORM_PROPOSAL_MAX_VIEWS and highest - min(numerators) > denominator
         object.__setattr__(self, "_bucketed", bucketed)
-        object.__setattr__(self, "_gap_parts", tuple(_split_gamma(gap) for gap in self._gaps))
+        parts: dict[int, tuple[int, int, int]] = {}
+        for numerator in numerators:
+            if numerator not in parts:
+                whole, rest = divmod(highest - numerator, denominator)
+                common = gcd(rest, denominator)  # gcd(0, d) = d: a zero rest is 0/1, as Fraction(0)
+                parts[numerator] = (whole, rest // common, denominator // common)
+        object.__setattr__(self, "_gap_parts", tuple([parts[numerator] for numerator in numerators]))
+
+    def _gap_fractions(self) -> tuple[Fraction, ...]:
+        """gap_v = x_max - x_v as exact Fractions (from the integer split: whole + n / d)."""
+        gaps = self._gaps
+        if gaps is None:
+            made: dict[tuple[int, int, int], Fraction] = {}
+            for split in self._gap_parts:
+                if split not in made:
+                    whole, numerator, denominator = split
+                    made[split] = Fraction(whole * denominator + numerator, denominator)
+            gaps = tuple([made[split] for split in self._gap_parts])
+            object.__setattr__(self, "_gaps", gaps)
+        return gaps
 
     def __repr__(self) -> str:
         return f"ExponentialWeights(views={self.views!r}, <private exponents>)"
@@ -135,7 +188,7 @@ class ExponentialWeights:
         key = ("mp", mpmath.mp.prec)
         log_sum = self._log_sums.get(key)
         if log_sum is None:
-            log_sum = mpmath.log(mpmath.fsum(mpmath.exp(-_mpf_fraction(gap)) for gap in self._gaps))
+            log_sum = mpmath.log(mpmath.fsum(mpmath.exp(-_mpf_fraction(gap)) for gap in self._gap_fractions()))
             self._log_sums[key] = log_sum
         return _mpf_fraction(max(self.exponents)) + log_sum
 
@@ -156,11 +209,11 @@ class ExponentialWeights:
             log_sum = self._log_sums.get(key)
             if log_sum is None:
                 total = mpmath.iv.mpf(0)
-                for gap in self._gaps:
+                for gap in self._gap_fractions():
                     total += mpmath.iv.exp(-_iv_fraction(gap))
                 log_sum = mpmath.iv.log(total)
                 self._log_sums[key] = log_sum
-            return -_iv_fraction(self._gaps[self.views.index(view)]) - log_sum
+            return -_iv_fraction(self._gap_fractions()[self.views.index(view)]) - log_sum
 
     def support(self) -> tuple[str, ...]:
         return self.views
@@ -205,7 +258,7 @@ class ExponentialWeights:
         """
         table = self._tables.get("views")
         if table is None:
-            table = self._tables["views"] = build_table([1] * len(self.views), self._gaps)
+            table = self._tables["views"] = build_table([1] * len(self.views), self._gap_fractions())
         indices = table.draw_many(count, source)
         if count == 1:
             return (self.views[indices[0]],)
@@ -214,9 +267,10 @@ class ExponentialWeights:
     def _bucketed_draw(self, source: RandomSource) -> int:
         proposal = self._tables.get("buckets")
         if proposal is None:
-            proposal = self._tables["buckets"] = bucket_proposal(self._gaps)
+            proposal = self._tables["buckets"] = bucket_proposal(self._gap_fractions())
+        gaps = self._gap_fractions()
         while True:
-            index = bucketed_round(proposal, self._gaps, source)
+            index = bucketed_round(proposal, gaps, source)
             if index is not None:
                 return index
 
@@ -328,11 +382,58 @@ def validate_em_inputs(slot: str, scores: Sequence[Fraction], epsilon: Fraction,
             raise ContractViolation("C3", f"slot {slot}: score #{index} lies outside [0, 1]")
 
 
+# The integer route of a distribution's construction keeps its common denominator below
+# this many bits; past it (many large coprime denominators) the Fractions are used directly.
+_MAX_COMMON_DENOMINATOR_BITS = 256
+
+
+def _common_denominator(denominators: Sequence[int]) -> int | None:
+    """lcm of the (distinct) denominators, or None once it passes the bound above."""
+    common = 1
+    for denominator in set(denominators):
+        common = lcm(common, denominator)
+        if common.bit_length() > _MAX_COMMON_DENOMINATOR_BITS:
+            return None
+    return common
+
+
+def _over_common_denominator(values: Sequence[Fraction]) -> tuple[list[int] | None, int]:
+    """(numerators, denominator) with values[v] = numerators[v] / denominator exactly, or
+    (None, 0) when the common denominator would be large."""
+    denominators = [value.denominator for value in values]
+    common = _common_denominator(denominators)
+    if common is None:
+        return None, 0
+    return [value.numerator * (common // d) for value, d in zip(values, denominators, strict=True)], common
+
+
 @lru_cache(maxsize=65_536)
 def _exponential_mechanism(
-    views: tuple[str, ...], scores: tuple[Fraction, ...], epsilon: Fraction, sensitivity: Fraction
+    views: tuple[str, ...],
+    numerators: tuple[int, ...],
+    denominators: tuple[int, ...],
+    epsilon: Fraction,
+    sensitivity: Fraction,
 ) -> ExponentialWeights:
-    return ExponentialWeights(views=views, exponents=em_exponents(scores, epsilon, sensitivity))
+    """Eq. (7) for the scores u_v = numerators[v] / denominators[v] (reduced: the key is the
+    scores' value, and integers hash much faster than Fractions). The exponents are
+    eps * u_v / (2 Delta) = `em_exponents`, made once per distinct score."""
+    factor = epsilon / (2 * sensitivity)
+    common = _common_denominator(denominators)
+    if common is None:  # the Fraction route
+        scores = tuple(Fraction(n, d) for n, d in zip(numerators, denominators, strict=True))
+        return ExponentialWeights(views=views, exponents=em_exponents(scores, epsilon, sensitivity))
+    # x_v = (f_n u_v) / f_d with u_v = scaled_v / common: numerators f_n scaled_v over f_d common
+    # (f_n > 0, so the order of the scores is the order of the exponents).
+    f_n, f_d = factor.numerator, factor.denominator
+    scaled = [n * (common // d) * f_n for n, d in zip(numerators, denominators, strict=True)]
+    denominator = f_d * common
+    made: dict[int, Fraction] = {}
+    for value in scaled:
+        if value not in made:
+            made[value] = Fraction(value, denominator)  # == factor * u_v, reduced
+    exponents = tuple([made[value] for value in scaled])
+    return ExponentialWeights._of_checked(views, exponents, scaled, denominator)
 
 
 def exponential_mechanism(
@@ -341,7 +442,9 @@ def exponential_mechanism(
     """Eq. (7) over a common vocabulary (a pure function; memoized on its inputs). The
     arguments are checked first (InputError; the planner checks them as C3 before)."""
     require_em_arguments(views, scores, epsilon, sensitivity)
-    return _exponential_mechanism(tuple(views), tuple(scores), epsilon, sensitivity)
+    numerators = tuple([score.numerator for score in scores])
+    denominators = tuple([score.denominator for score in scores])
+    return _exponential_mechanism(tuple(views), numerators, denominators, epsilon, sensitivity)
 
 
 def argmax_view(views: tuple[str, ...], scores: Sequence[Fraction]) -> PointMass:

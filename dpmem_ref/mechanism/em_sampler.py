@@ -27,11 +27,13 @@ Every decision compares integers; the randomness is `RandomSource.randbelow` onl
 
 from __future__ import annotations
 
+import importlib
 import struct
 from bisect import bisect_right
 from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
+from typing import Any
 
 import attrs
 
@@ -43,10 +45,20 @@ _GUARD = 16
 CHUNK_BITS = 32
 _BLOCK = 8192  # draws decoded per big uniform integer in `draw_many`
 
-try:  # numpy only speeds up the batch search; the pure-Python path gives the same draws.
-    import numpy as _np
-except ImportError:  # pragma: no cover - numpy is a kernel dependency
-    _np = None  # type: ignore[assignment]
+# numpy only speeds up the batch search; the pure-Python path gives the same draws. It is
+# imported on the first batch (`_numpy`), not with the kernel: a turn never needs it.
+_NOT_LOADED: Any = object()
+_np: Any = _NOT_LOADED  # the numpy module once loaded; None: missing (or switched off by a test)
+
+
+def _numpy() -> Any:
+    global _np
+    if _np is _NOT_LOADED:  # no local names the module (a test traces this file's frames for arrays)
+        try:
+            _np = importlib.import_module("numpy")
+        except ImportError:  # pragma: no cover - numpy is a kernel dependency
+            _np = None
+    return _np
 
 
 def _series_bounds(p: int, q: int, bits: int) -> tuple[int, int]:
@@ -140,7 +152,7 @@ class ExactTable:
         while len(result) < count:
             block = min(_BLOCK, count - len(result))
             data = source.randbelow(1 << (TABLE_BITS * block)).to_bytes(8 * block, "little")
-            if use_numpy and _np is not None:
+            if use_numpy and _numpy() is not None:
                 slots = _np.frombuffer(data, dtype="<u8")
                 ends = _np.array(self.ends, dtype=_np.uint64)
                 starts = _np.concatenate((_np.zeros(1, dtype=_np.uint64), ends[:-1]))

@@ -23,13 +23,16 @@ import math
 import time
 from collections.abc import Callable
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.rational import require_positive_rational
-from dpmem_ref.mechanism.em import UNIFORM_PROPOSAL_MAX_SPREAD, ExponentialWeights, ReleaseDistribution
-from dpmem_ref.mechanism.randomness import RandomSource
+
+if TYPE_CHECKING:  # the deadline constants below are read by `dpmem --help`: no sampler imported for them
+    from dpmem_ref.mechanism.em import ExponentialWeights, ReleaseDistribution
+    from dpmem_ref.mechanism.randomness import RandomSource
 
 MAX_DEADLINE_S = 10.0
 DEFAULT_TURN_DEADLINE_S = 0.005
@@ -93,6 +96,8 @@ def worst_case_distribution(views: int, epsilon: Fraction, sensitivity: Fraction
     """The public slowest case: one view at score 1, all others at score 0 (gap eps/(2 Delta))."""
     if isinstance(views, bool) or not isinstance(views, int) or not 1 <= views <= 4096:
         raise InputError("views", "a vocabulary size in 1..4096", views)
+    from dpmem_ref.mechanism.em import ExponentialWeights
+
     top = _public_gap(epsilon, sensitivity)
     names = tuple(f"v{i}" for i in range(views))
     return ExponentialWeights(views=names, exponents=(top,) + (Fraction(0),) * (views - 1))
@@ -104,6 +109,8 @@ def slowest_case_distributions(views: int, epsilon: Fraction, sensitivity: Fract
     more than UNIFORM_PROPOSAL_MAX_VIEWS views and a gap above 1), and one view on top with
     every other gap at min(eps/(2 Delta), 1) (the uniform proposal's slowest: each round
     accepts with probability about exp(-1)). Both depend on eps, Delta and the size only."""
+    from dpmem_ref.mechanism.em import UNIFORM_PROPOSAL_MAX_SPREAD, ExponentialWeights
+
     one_hot = worst_case_distribution(views, epsilon, sensitivity)
     spread = min(one_hot.exponents[0], UNIFORM_PROPOSAL_MAX_SPREAD)
     flat = ExponentialWeights(views=one_hot.views, exponents=(spread,) + (Fraction(0),) * (views - 1))

@@ -22,8 +22,7 @@ class FallbackControl:
 
     def observe(self, context: ControlContext, private: PrivateTurnData | None) -> Hashable:
         return tuple(
-            (slot, "released" if ok else "fallback")
-            for (slot, _), ok in zip(context.views, context.admitted, strict=True)
+            [(slot, "released" if ok else "fallback") for (slot, _), ok in zip(context.views, context.admitted, strict=True)]
         )
 
 

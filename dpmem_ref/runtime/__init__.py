@@ -54,9 +54,22 @@ memory changes are serialised). Modules: scopes, router, tagger, similarity, mem
 evolution, binding, channels, settings, langchain (the adapter); `dpmem chat` is dpmem_ref.cli.chat.
 """
 
-from dpmem_ref.core.errors import InputError
-from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.runtime.agent import AgentRuntime, AgentTurn
-from dpmem_ref.runtime.memory import MemoryEntry
+from dpmem_ref.core.lazy import TYPE_CHECKING, attach
+
+if TYPE_CHECKING:
+    from dpmem_ref.core.errors import InputError
+    from dpmem_ref.ledger.contract import LedgerStoreError
+    from dpmem_ref.runtime.agent import AgentRuntime, AgentTurn
+    from dpmem_ref.runtime.memory import MemoryEntry
+
+# defining module -> the public names it gives this face (imported on first use)
+_MODULES = {
+    "dpmem_ref.core.errors": ("InputError",),
+    "dpmem_ref.ledger.contract": ("LedgerStoreError",),
+    "dpmem_ref.runtime.agent": ("AgentRuntime", "AgentTurn"),
+    "dpmem_ref.runtime.memory": ("MemoryEntry",),
+}
 
 __all__ = ["AgentRuntime", "AgentTurn", "InputError", "LedgerStoreError", "MemoryEntry"]
+
+__getattr__, __dir__ = attach(__name__, _MODULES, __all__)

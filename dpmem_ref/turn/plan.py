@@ -48,6 +48,7 @@ class _SlotPlanFields(NamedTuple):
     scale: int = 0
 
 
+_new_plan = tuple.__new__
 _COMPARED = 10  # units_after / scale restate ledgers_after: not part of equality
 
 
@@ -189,7 +190,11 @@ def plan_units(
     released), with the ledgers as integer counts over `scale` (L_a = units_a / scale).
     The hot path of `plan_slot` and of the turn planner; nothing sampled."""
     hooks = interface.hooks
-    vocabulary, read, charges = _route(interface, history, query, released, slot)  # C1; lines 6-8 (C4)
+    memo = interface._memo
+    route: tuple[Vocabulary, SlotRead, ChargePlan] | None = None
+    if not (interface.router.reads_history or interface.router.reads_released_views):
+        route = memo.routes.get((query, slot))  # `_route`'s memo, read here first (the hot path)
+    vocabulary, read, charges = route or _route(interface, history, query, released, slot)  # C1; lines 6-8 (C4)
     if hooks.vocabulary is not None:
         vocabulary = hooks.vocabulary(slot, store)  # a store-dependent vocabulary (breaks C1)
     charge_set = charges.charge_set
@@ -200,16 +205,19 @@ def plan_units(
             "C2.uncharged_read",
             f"{_Where(query.name, slot)}, attribute {missing}: read touches I_{missing} but is not charged to it",
         )
-    if not isinstance(epsilon, Fraction) or epsilon <= 0:  # C3, before any ledger arithmetic uses it
+    # C3, before any ledger arithmetic uses it (decided once per charge plan for a plain Fraction)
+    if not charges._epsilon_positive and (not isinstance(epsilon, Fraction) or epsilon <= 0):
         raise ContractViolation(
             "C3.invalid_epsilon", f"slot {slot}: epsilon must be a positive exact rational, found {epsilon}"
         )
-    step = charges.step(scale)
+    step = charges._steps.get(scale)  # `ChargePlan.step`'s memo, read here first
+    if step is None:
+        step = charges.step(scale)
     if step is None:  # an eps outside the catalogue's scale: widen, exactly
         wider = common_scale(scale, (epsilon,))
         units, scale = rescale(units, scale, wider), wider
         step = epsilon.numerator * (wider // epsilon.denominator)
-    table = interface.fractions(scale)
+    table = memo.fraction_tables.get(scale) or interface.fractions(scale)
     caps = table.caps
     assert len(units) == len(caps), "plan_units: one integer ledger per attribute (checked at the public boundary)"
     indices = charges.indices
@@ -222,11 +230,18 @@ def plan_units(
     else:
         ledger_map = dict(zip(interface.policy.attribute_names, table.ledgers(units), strict=True))
         admitted = interface.cap_rule.admits(ledger_map, interface.caps, charge_set, epsilon)
-    items, selections = _read_store(interface, read, charges, store)  # line 11
+    entry = memo.store_reads.get((read, id(store)))  # `_read_store`'s memo, read here first
+    if entry is not None and entry[0] is store:
+        items, selections = entry[1], entry[2]
+    else:
+        items, selections = _read_store(interface, read, charges, store)  # line 11
     scores: tuple[Fraction, ...] | None = None
     distribution: ReleaseDistribution | None = None
     if admitted:
-        scores, distribution = _select(interface, vocabulary, read, items, epsilon, _Where(query.name, slot), selections)
+        selected = selections.get(vocabulary)  # `_select`'s memo, read here first
+        if selected is None:
+            selected = _select(interface, vocabulary, read, items, epsilon, _Where(query.name, slot), selections)
+        scores, distribution = selected
         if hooks.fallback is not None and hooks.fallback(scores):
             admitted = False
     if admitted:
@@ -246,19 +261,23 @@ def plan_units(
     else:
         distribution = fallback_distribution(vocabulary)  # line 10
         units_after = units
-    return SlotPlan(
-        slot,
-        read,
-        charge_set,
-        epsilon,
-        admitted,
-        distribution,
-        vocabulary,
-        table.ledgers(units_after),
-        items,
-        scores,
-        units_after,
-        scale,
+    # SlotPlan(slot, read, ...) without the named tuple's Python-level __new__ (the same tuple)
+    return _new_plan(
+        SlotPlan,
+        (
+            slot,
+            read,
+            charge_set,
+            epsilon,
+            admitted,
+            distribution,
+            vocabulary,
+            table.ledgers(units_after),
+            items,
+            scores,
+            units_after,
+            scale,
+        ),
     )
 
 

@@ -42,6 +42,7 @@ from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, to_units
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
 from dpmem_ref.interface import Interface
+from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.turn.checks import (
     require_exact_ledgers,
     require_interface,
@@ -182,6 +183,27 @@ class TurnCursor:
             require_ledger_ranges(self.interface, units, scale, "ledgers", self.strict)
         return TurnCursor(self.frame, units, scale, self.released + ((plan.slot, view),), self.plans + (plan,))
 
+    def release_sampled(self, source: RandomSource) -> TurnCursor:
+        """`cursor = cursor.release(cursor.plan().distribution.sample(source))` until done,
+        in one pass: the sampler's loop (`run_turn`) without an intermediate cursor per slot.
+        The same plans, draws, views and ledgers as the step-by-step loop, and the same
+        refusal of a view outside the vocabulary (strict)."""
+        frame = self.frame
+        interface, history, query, store, strict = frame.interface, frame.history, frame.query, frame.store, frame.strict
+        units, scale, released, plans = self.units, self.scale, self.released, self.plans
+        plan = self._plan
+        for slot in frame.slots[len(released) :]:
+            if plan is None:
+                plan = plan_units(interface, units, scale, history, query, released, slot, store, strict)
+            view = plan.distribution.sample(source)
+            if strict and view not in plan.vocabulary.names:
+                raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
+            units, scale = plan.units_after, plan.scale
+            released += ((plan.slot, view),)
+            plans += (plan,)
+            plan = None
+        return TurnCursor(frame, units, scale, released, plans)
+
     def rebase(self, ledgers: Ledgers) -> TurnCursor:
         """The same position in the turn over other ledgers (a durable store's committed
         values): the next plan is made afresh from them."""
@@ -245,5 +267,9 @@ def open_turn(
     units, scale = state.units(interface.ledger_scale)
     if not state.built_by_planner:
         require_ledger_ranges(interface, units, scale, "state.ledgers", strict)
-    slots = active_slots(interface, query, state.history, store)
+    slots: tuple[str, ...] | None = None
+    if interface.hooks.routing is None and not interface.router.reads_history:
+        slots = interface._memo.routes.get(query)  # `active_slots`'s memo, read here first
+    if slots is None:
+        slots = active_slots(interface, query, state.history, store)
     return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)

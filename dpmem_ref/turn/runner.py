@@ -61,8 +61,7 @@ def run_turn(
 def _sample_turn(
     interface: Interface, cursor: TurnCursor, source: RandomSource, channel: LLMChannel | None
 ) -> TurnResult:
-    while not cursor.done:
-        cursor = cursor.release(cursor.plan().distribution.sample(source))
+    cursor = cursor.release_sampled(source)
     response = "" if channel is None else respond(channel, interface, cursor.query, cursor.released, cursor.history)
     new_state, record = cursor.finish(response)
     return TurnResult(state=new_state, record=record, plans=cursor.plans)

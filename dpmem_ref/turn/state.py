@@ -26,8 +26,11 @@ class InterfaceState:
     def units(self, base_scale: int) -> tuple[tuple[int, ...], int]:
         """(units, scale) with L_a = units_a / scale, over a multiple of `base_scale`."""
         cached = self._units
-        if cached is not None and cached[1] % base_scale == 0:
-            return cached
+        if cached is not None:
+            if cached[1] % base_scale == 0:
+                return cached
+            if not any(cached[0]):  # zero ledgers: zero counts over base_scale (= common_scale's answer)
+                return cached[0], base_scale
         scale = common_scale(base_scale, self.ledgers)
         return to_units(self.ledgers, scale), scale
 
@@ -44,7 +47,11 @@ class InterfaceState:
 
     @classmethod
     def initial(cls, interface: Interface) -> InterfaceState:
-        return cls(turn=0, ledgers=tuple(Fraction(0) for _ in interface.policy.attributes), history=())
+        """Turn 0: L_a = 0 for every attribute, no history. Built by the kernel, so it carries
+        its integer view (zero counts, over scale 1) like the states the planner builds: a
+        turn from it need not re-check its ledgers (0 <= 0 <= B_a)."""
+        state = cls(turn=0, ledgers=tuple(Fraction(0) for _ in interface.policy.attributes), history=())
+        return state.with_units((0,) * len(state.ledgers), 1)
 
     def ledger_map(self, interface: Interface) -> dict[str, Fraction]:
         """L_a by attribute name."""
