@@ -88,20 +88,30 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "eps-over-delta",
-        "EM exponents eps * u / Delta instead of eps * u / (2 Delta)",
-        (("mechanism/em.py", r"\(2 \* sensitivity\)", "sensitivity"),),
+        "EM exponents eps * u / Delta instead of eps * u / (2 Delta) (both constructions: the Fraction route and the integer one)",
+        (
+            ("mechanism/em.py", r"factor = epsilon / \(2 \* sensitivity\)\n(\s*)return", r"factor = epsilon / sensitivity\n\1return"),
+            ("mechanism/em.py", r"factor = epsilon / \(2 \* sensitivity\)\n(\s*)common = ", r"factor = epsilon / sensitivity\n\1common = "),
+        ),
     ),
     Mutation(
         "charge-after-sampling",
         "the plan carries no charge; the cursor adds it only when the drawn view is released",
         (
             ("turn/plan.py", r"units_after: Units = tuple\(after\)", "units_after = units"),
-            (
+            (  # the cursor's release, one slot at a time
                 "turn/planner.py",
-                r"units, scale = plan\.units_after, plan\.scale",
-                "units, scale = tuple(u + (plan.epsilon * plan.scale).numerator"
+                r"^        units, scale = plan\.units_after, plan\.scale$",
+                "        units, scale = tuple(u + (plan.epsilon * plan.scale).numerator"
                 " if plan.admitted and n in plan.charge_set else u"
                 " for n, u in zip(self.interface.policy.attribute_names, plan.units_after, strict=True)), plan.scale",
+            ),
+            (  # the sampler's one-pass loop (release_sampled)
+                "turn/planner.py",
+                r"^            units, scale = plan\.units_after, plan\.scale$",
+                "            units, scale = tuple(u + (plan.epsilon * plan.scale).numerator"
+                " if plan.admitted and n in plan.charge_set else u"
+                " for n, u in zip(interface.policy.attribute_names, plan.units_after, strict=True)), plan.scale",
             ),
         ),
     ),
@@ -141,7 +151,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "cursor-release-before-charge",
         "the turn planner releases a view without moving the ledgers to the plan's charged values",
-        (("turn/planner.py", r"units, scale = plan\.units_after, plan\.scale", "units, scale = self.units, self.scale"),),
+        (
+            ("turn/planner.py", r"^        units, scale = plan\.units_after, plan\.scale$", "        units, scale = self.units, self.scale"),
+            ("turn/planner.py", r"^            units, scale = plan\.units_after, plan\.scale$", "            units, scale = units, scale"),
+        ),
     ),
     Mutation(
         "cursor-finish-drops-history",
