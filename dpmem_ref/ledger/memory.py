@@ -1,31 +1,34 @@
-"""In-process ledgers (the default): atomic under one lock, forgotten on exit."""
+"""In-process ledgers (the default): atomic under one lock, forgotten on exit.
+
+The backend primitives of the session template (`dpmem_ref.ledger.session`): the store's lock
+is the transaction; there is no chain, and nothing to roll back (every check runs before the
+first write).
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
+from typing import TypeVar
 
 import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.contract import (
-    ReleaseOutcome,
     ReleaseRequest,
     SessionKey,
     SessionSnapshot,
     SlotRelease,
-    check_caps,
-    check_fingerprint,
-    check_same_caps,
-    check_turn_id,
-    id_used_before,
     interface_mismatch,
     release_row,
 )
-from dpmem_ref.ledger.records import decode_turn, encode_turn
-from dpmem_ref.ledger.scopes import check_meta_key, check_scope_keys, checked_rebind, committed_scopes, rebound_caps
+from dpmem_ref.ledger.records import decode_turn
+from dpmem_ref.ledger.scopes import check_meta_key, checked_rebind, rebound_caps
+from dpmem_ref.ledger.session import LedgerBackend, Ledgers, TemplateSession
+
+_T = TypeVar("_T")
 
 
 @attrs.define
@@ -44,8 +47,10 @@ class _SessionData:
     registry: dict[SessionKey, _SessionData] = attrs.field(factory=dict, repr=False)
 
 
-class MemoryLedgerStore:
+class MemoryLedgerStore(LedgerBackend[None, "MemoryLedgerSession"]):
     """In-process ledgers (the default). Atomic under one lock; forgotten on exit."""
+
+    CHAINED = False
 
     def __init__(self) -> None:
         self._sessions: dict[SessionKey, _SessionData] = {}
@@ -61,32 +66,44 @@ class MemoryLedgerStore:
     def fingerprint(self) -> str | None:
         return self._fingerprint
 
-    def open_session(
-        self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
-    ) -> MemoryLedgerSession:
-        key = SessionKey(user=user, interaction=interaction)
-        checked = check_caps(caps)
-        if fingerprint is not None:
-            check_fingerprint(fingerprint)
+    # ------------------------------------------------ the session template's primitives
+
+    @property
+    def _where(self) -> str:
+        return "(memory)"
+
+    def _transaction(self, work: Callable[[None], _T], resolve: Callable[[None], _T | None] | None = None) -> _T:
         with self._lock:
-            if fingerprint is not None:
-                if self._fingerprint is None:
-                    self._fingerprint = fingerprint
-                elif self._fingerprint != fingerprint:
-                    raise interface_mismatch("(memory)", self._fingerprint, fingerprint)
-            data = self._sessions.get(key)
-            if data is None:
-                data = _SessionData(
-                    lock=self._lock,
-                    caps=checked,
-                    ledgers={a: Fraction(0) for a in checked},
-                    seq=self._seq,
-                    registry=self._sessions,
-                )
-                self._sessions[key] = data
-            else:
-                check_same_caps(data.caps, checked)
-        return MemoryLedgerSession(key=key, data=data)
+            return work(None)
+
+    def _read_fingerprint(self, tx: None) -> str | None:
+        return self._fingerprint
+
+    def _has_history(self, tx: None) -> bool:
+        return False  # forgotten on exit: no charge from before a binding can exist
+
+    def _write_fingerprint(self, tx: None, fingerprint: str) -> None:
+        self._fingerprint = fingerprint
+
+    def _open_rows(
+        self, tx: None, key: SessionKey, caps: dict[str, Fraction]
+    ) -> tuple[dict[str, Fraction] | None, bool]:
+        data = self._sessions.get(key)
+        if data is not None:
+            return data.caps, False
+        self._sessions[key] = _SessionData(
+            lock=self._lock,
+            caps=caps,
+            ledgers={a: Fraction(0) for a in caps},
+            seq=self._seq,
+            registry=self._sessions,
+        )
+        return None, True
+
+    def _session(self, key: SessionKey) -> MemoryLedgerSession:
+        return MemoryLedgerSession(store=self, key=key, data=self._sessions[key])
+
+    # ------------------------------------------------ the rest of the store
 
     def read_meta(self, key: str) -> str | None:
         check_meta_key(key)
@@ -128,9 +145,14 @@ class MemoryLedgerStore:
 
 
 @attrs.frozen
-class MemoryLedgerSession:
+class MemoryLedgerSession(TemplateSession[None]):
+    store: MemoryLedgerStore = attrs.field(repr=False)
     key: SessionKey
     _data: _SessionData = attrs.field(repr=False, alias="data")
+
+    @property
+    def backend(self) -> MemoryLedgerStore:
+        return self.store
 
     def load(self) -> SessionSnapshot:
         data = self._data
@@ -142,32 +164,36 @@ class MemoryLedgerSession:
                 releases=tuple(data.releases),
             )
 
-    def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
-        data = self._data
-        keys = check_scope_keys(self.key, also)
-        with data.lock:
-            if request.release_id in data.release_ids:
-                raise id_used_before("release_id", request.release_id)
-            scopes = [data] + [_opened(data.registry, key) for key in keys[1:]]
-            after = committed_scopes([(scope.ledgers, scope.caps) for scope in scopes], request)
-            data.seq[0] += 1
-            release = release_row(data.seq[0], request, after is not None)
-            if after is not None:
-                for scope, ledgers in zip(scopes, after, strict=True):
-                    scope.ledgers = ledgers
-            data.releases.append(release)
-            data.release_ids.add(release.release_id)
-            return ReleaseOutcome.of(release, data.ledgers, [scope.ledgers for scope in scopes[1:]])
+    # ------------------------------------------------ the session template's primitives
 
-    def record_turn(self, turn_id: str, record: TurnRecord) -> None:
-        check_turn_id(turn_id)
-        decoded = decode_turn(encode_turn(record))  # same validation and round trip as the databases
+    def _release_id_taken(self, tx: None, release_id: str) -> bool:
+        return release_id in self._data.release_ids
+
+    def _read_ledgers(self, tx: None, keys: Sequence[SessionKey], lock: bool) -> list[Ledgers]:
+        scopes = [self._data] + [_opened(self._data.registry, key) for key in keys[1:]]
+        return [(scope.ledgers, scope.caps) for scope in scopes]
+
+    def _write_charge(
+        self, tx: None, key: SessionKey, ledgers: dict[str, Fraction], charge_set: frozenset[str]
+    ) -> None:
+        self._data.registry[key].ledgers = ledgers
+
+    def _insert_release(self, tx: None, request: ReleaseRequest, admitted: bool) -> SlotRelease | None:
         data = self._data
-        with data.lock:
-            if turn_id in data.turn_ids:
-                raise id_used_before("turn_id", turn_id)
-            data.turns.append((turn_id, decoded))
-            data.turn_ids.add(turn_id)
+        data.seq[0] += 1
+        row = release_row(data.seq[0], request, admitted)
+        data.releases.append(row)
+        data.release_ids.add(row.release_id)
+        return row
+
+    def _insert_turn(self, tx: None, turn_id: str, text: str) -> int | None:
+        decoded = decode_turn(text)  # same validation and round trip as the databases
+        data = self._data
+        if turn_id in data.turn_ids:
+            return None
+        data.turns.append((turn_id, decoded))
+        data.turn_ids.add(turn_id)
+        return len(data.turns)
 
 
 def _opened(registry: Mapping[SessionKey, _SessionData], key: SessionKey) -> _SessionData:

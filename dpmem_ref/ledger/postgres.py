@@ -26,23 +26,13 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import errors as pg_errors
 
-from dpmem_ref.ledger.chain import (
-    ChainKey,
-    bind_body,
-    key_from_environment,
-    open_body,
-)
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.contract import (
     FaultHook,
     LedgerStoreError,
     SessionKey,
-    check_caps,
-    check_fingerprint,
-    check_same_caps,
     fraction_from_text,
     fraction_to_text,
-    interface_mismatch,
-    needs_migration,
 )
 from dpmem_ref.ledger.postgres_schema import (
     append_event,
@@ -53,6 +43,7 @@ from dpmem_ref.ledger.postgres_schema import (
 )
 from dpmem_ref.ledger.postgres_session import PostgresLedgerSession
 from dpmem_ref.ledger.scopes import check_meta_key, checked_rebind, grouped_ledgers
+from dpmem_ref.ledger.session import LedgerBackend
 from dpmem_ref.ledger.url_forms import SecretURL, check_postgres_url, redact_url
 
 _T = TypeVar("_T")
@@ -61,7 +52,7 @@ _RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 Work = Callable[[psycopg.Connection[Any]], _T]
 
 
-class PostgresLedgerStore:
+class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerSession]):
     """One PostgreSQL database of ledgers (extra `dpmem-ref[postgres]`, psycopg 3).
 
     `fault_hook` (tests only) is called with "charge:inside" after the charge is written
@@ -161,58 +152,58 @@ class PostgresLedgerStore:
                 except psycopg.Error as error:
                     raise self._failure(error) from None
 
-    def fault(self, point: str) -> None:
-        if self._fault_hook is not None:
-            self._fault_hook(point)
-
     @property
     def fingerprint(self) -> str | None:
         row = self.run(lambda c: c.execute("SELECT value FROM dpmem_meta WHERE key = 'fingerprint'").fetchone())
         return None if row is None else str(row[0])
 
-    def open_session(
-        self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
-    ) -> PostgresLedgerSession:
-        key = SessionKey(user=user, interaction=interaction)
-        checked = check_caps(caps)
-        if fingerprint is not None:
-            check_fingerprint(fingerprint)
+    # ------------------------------------------------ the session template's primitives
 
-        def work(connection: psycopg.Connection[Any]) -> None:
-            lock_chain(connection)
-            if fingerprint is not None:
-                row = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'fingerprint'").fetchone()
-                if row is None:
-                    history = ("dpmem_releases", "dpmem_turns")  # ledgers at zero carry no charge to misattribute
-                    if any(connection.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in history):  # noqa: S608
-                        raise needs_migration(self.name, "charges without an interface fingerprint")  # issue 21.6
-                    connection.execute("INSERT INTO dpmem_meta (key, value) VALUES ('fingerprint', %s)", (fingerprint,))
-                    append_event(connection, self.key, "bind", bind_body(fingerprint))
-                elif row[0] != fingerprint:
-                    raise interface_mismatch(self.name, str(row[0]), fingerprint)
-            created = connection.execute(
-                "INSERT INTO dpmem_ledgers (user_name, interaction, attribute, spent, cap) "
-                "SELECT %s, %s, a, '0/1', c FROM unnest(%s::text[], %s::text[]) AS t(a, c) ON CONFLICT DO NOTHING",
-                (
-                    key.user,
-                    key.interaction,
-                    sorted(checked),
-                    [fraction_to_text(checked[a]) for a in sorted(checked)],
-                ),
+    @property
+    def _where(self) -> str:
+        return self.name
+
+    def _transaction(self, work: Work[_T], resolve: Work[_T | None] | None = None) -> _T:
+        return self.run(work, resolve)
+
+    def _lock_writes(self, tx: psycopg.Connection[Any]) -> None:
+        lock_chain(tx)
+
+    def _read_fingerprint(self, tx: psycopg.Connection[Any]) -> str | None:
+        row = tx.execute("SELECT value FROM dpmem_meta WHERE key = 'fingerprint'").fetchone()
+        return None if row is None else str(row[0])
+
+    def _has_history(self, tx: psycopg.Connection[Any]) -> bool:
+        history = ("dpmem_releases", "dpmem_turns")  # ledgers at zero carry no charge to misattribute
+        return any(tx.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() for t in history)  # noqa: S608
+
+    def _write_fingerprint(self, tx: psycopg.Connection[Any], fingerprint: str) -> None:
+        tx.execute("INSERT INTO dpmem_meta (key, value) VALUES ('fingerprint', %s)", (fingerprint,))
+
+    def _open_rows(
+        self, tx: psycopg.Connection[Any], key: SessionKey, caps: dict[str, Fraction]
+    ) -> tuple[dict[str, Fraction] | None, bool]:
+        created = tx.execute(
+            "INSERT INTO dpmem_ledgers (user_name, interaction, attribute, spent, cap) "
+            "SELECT %s, %s, a, '0/1', c FROM unnest(%s::text[], %s::text[]) AS t(a, c) ON CONFLICT DO NOTHING",
+            (key.user, key.interaction, sorted(caps), [fraction_to_text(caps[a]) for a in sorted(caps)]),
+        )
+        stored = {
+            str(a): fraction_from_text(c, "ledgers.cap")
+            for a, c in tx.execute(
+                "SELECT attribute, cap FROM dpmem_ledgers WHERE user_name = %s AND interaction = %s",
+                (key.user, key.interaction),
             )
-            stored = {
-                str(a): fraction_from_text(c, "ledgers.cap")
-                for a, c in connection.execute(
-                    "SELECT attribute, cap FROM dpmem_ledgers WHERE user_name = %s AND interaction = %s",
-                    (key.user, key.interaction),
-                )
-            }
-            check_same_caps(stored, checked)
-            if created.rowcount:
-                append_event(connection, self.key, "open", open_body(key, checked))
+        }
+        return stored, bool(created.rowcount)
 
-        self.run(work)
+    def _append_chain(self, tx: psycopg.Connection[Any], kind: str, body: str) -> HighWater:
+        return append_event(tx, self.key, kind, body)
+
+    def _session(self, key: SessionKey) -> PostgresLedgerSession:
         return PostgresLedgerSession(store=self, key=key)
+
+    # ------------------------------------------------ the rest of the store
 
     def read_meta(self, key: str) -> str | None:
         check_meta_key(key)

@@ -1,38 +1,29 @@
 """The session of the PostgreSQL ledger store (`dpmem_ref.ledger.postgres`): loads from one REPEATABLE
-READ snapshot, and the charge and the turn record, each one transaction with the session's ledger
-rows locked in attribute order (C5 re-checked on the locked, committed values)."""
+READ snapshot, and the primitives under the session template (`dpmem_ref.ledger.session`) whose charge
+and turn record are each one transaction with the session's ledger rows locked in attribute order (C5
+re-checked on the locked, committed values), resolved by id after a lost COMMIT answer."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import psycopg
 from psycopg import errors as pg_errors
 
-from dpmem_ref.core.transcript import TurnRecord
-from dpmem_ref.ledger.chain import (
-    charge_body,
-    turn_body,
-)
 from dpmem_ref.ledger.contract import (
-    ReleaseOutcome,
     ReleaseRequest,
     SessionKey,
     SessionSnapshot,
-    check_turn_id,
+    SlotRelease,
     fraction_to_text,
-    id_used_before,
     release_row,
 )
-from dpmem_ref.ledger.postgres_schema import (
-    append_event,
-    lock_chain,
-    locked_ledgers,
-)
-from dpmem_ref.ledger.records import LoadCache, decode_release, encode_turn, release_values
-from dpmem_ref.ledger.scopes import check_scope_keys, committed_scopes
+from dpmem_ref.ledger.postgres_schema import locked_ledgers
+from dpmem_ref.ledger.records import LoadCache, decode_release, release_values
+from dpmem_ref.ledger.session import Ledgers, TemplateSession
 
 if TYPE_CHECKING:
     from dpmem_ref.ledger.postgres import PostgresLedgerStore
@@ -42,10 +33,14 @@ _RELEASE_COLUMNS = "seq, release_id, turn_id, slot_index, slot, view, admitted, 
 
 
 @attrs.frozen
-class PostgresLedgerSession:
+class PostgresLedgerSession(TemplateSession[psycopg.Connection[Any]]):
     store: PostgresLedgerStore = attrs.field(repr=False)
     key: SessionKey
     _cache: LoadCache = attrs.field(factory=lambda: LoadCache(), init=False, eq=False, repr=False)
+
+    @property
+    def backend(self) -> PostgresLedgerStore:
+        return self.store
 
     def load(self) -> SessionSnapshot:
         with self._cache.lock:
@@ -65,80 +60,53 @@ class PostgresLedgerSession:
         ).fetchall()
         return cache.snapshot(releases, turns, spent, caps)
 
-    def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
-        key, store = self.key, self.store
-        keys = check_scope_keys(key, also)
+    # ------------------------------------------------ the session template's primitives
+
+    def _read_ledgers(self, tx: psycopg.Connection[Any], keys: Sequence[SessionKey], lock: bool) -> list[Ledgers]:
+        if not lock:
+            return [locked_ledgers(tx, k, lock=False) for k in keys]
         # Rows are locked scope by scope in key order, so two multi-scope charges never deadlock.
-        lock_order = sorted(keys, key=lambda k: (k.user, k.interaction))
+        locked = {k: locked_ledgers(tx, k, lock=True) for k in sorted(keys, key=lambda k: (k.user, k.interaction))}
+        return [locked[k] for k in keys]
 
-        def work(connection: psycopg.Connection[Any]) -> ReleaseOutcome:
-            lock_chain(connection)
-            locked = {k: locked_ledgers(connection, k, lock=True) for k in lock_order}  # the scopes' write locks
-            scopes = [locked[k] for k in keys]
-            charged = committed_scopes(scopes, request)
-            after = None if charged is None else charged[0]
-            for scope_key, ledgers in zip(keys, charged or (), strict=False):
-                with connection.cursor() as cursor:
-                    cursor.executemany(
-                        "UPDATE dpmem_ledgers SET spent = %s WHERE user_name = %s AND interaction = %s "
-                        "AND attribute = %s",
-                        [
-                            (fraction_to_text(ledgers[a]), scope_key.user, scope_key.interaction, a)
-                            for a in sorted(request.charge_set)
-                        ],
-                    )
-            row = release_row(0, request, after is not None)
-            try:
-                inserted = connection.execute(
-                    "INSERT INTO dpmem_releases (user_name, interaction, release_id, turn_id, slot_index, slot, view, "
-                    "admitted, charge_set, epsilon) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
-                    release_values(key, row),
-                ).fetchone()
-            except pg_errors.UniqueViolation:
-                raise id_used_before("release_id", request.release_id) from None
-            row = attrs.evolve(row, seq=int(inserted[0]) if inserted else 0)
-            committed = charged if charged is not None else [ledgers for ledgers, _ in scopes]
-            others = list(zip(keys[1:], committed[1:], strict=True))  # the other scopes debited
-            append_event(connection, store.key, "charge", charge_body(key, row, committed[0], others))
-            store.fault("charge:inside")
-            return ReleaseOutcome.of(row, committed[0], committed[1:])
+    def _write_charge(
+        self, tx: psycopg.Connection[Any], key: SessionKey, ledgers: dict[str, Fraction], charge_set: frozenset[str]
+    ) -> None:
+        with tx.cursor() as cursor:
+            cursor.executemany(
+                "UPDATE dpmem_ledgers SET spent = %s WHERE user_name = %s AND interaction = %s AND attribute = %s",
+                [(fraction_to_text(ledgers[a]), key.user, key.interaction, a) for a in sorted(charge_set)],
+            )
 
-        def resolve(connection: psycopg.Connection[Any]) -> ReleaseOutcome | None:
-            """After a lost connection: did the COMMIT happen? Then that is the outcome."""
-            found = connection.execute(
-                f"SELECT {_RELEASE_COLUMNS} FROM dpmem_releases WHERE release_id = %s", (request.release_id,)
+    def _insert_release(self, tx: psycopg.Connection[Any], request: ReleaseRequest, admitted: bool) -> SlotRelease | None:
+        row = release_row(0, request, admitted)
+        try:
+            inserted = tx.execute(
+                "INSERT INTO dpmem_releases (user_name, interaction, release_id, turn_id, slot_index, slot, view, "
+                "admitted, charge_set, epsilon) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
+                release_values(self.key, row),
             ).fetchone()
-            if found is None:
-                return None
-            committed = [locked_ledgers(connection, k, lock=False)[0] for k in keys]
-            return ReleaseOutcome.of(decode_release(found), committed[0], committed[1:])
+        except pg_errors.UniqueViolation:
+            return None
+        return attrs.evolve(row, seq=int(inserted[0]) if inserted else 0)
 
-        outcome = store.run(work, resolve)
-        store.fault("charge:committed")
-        return outcome
+    def _find_release(self, tx: psycopg.Connection[Any], release_id: str) -> SlotRelease | None:
+        found = tx.execute(f"SELECT {_RELEASE_COLUMNS} FROM dpmem_releases WHERE release_id = %s", (release_id,))
+        row = found.fetchone()
+        return None if row is None else decode_release(row)
 
-    def record_turn(self, turn_id: str, record: TurnRecord) -> None:
-        check_turn_id(turn_id)
-        text = encode_turn(record)
+    def _insert_turn(self, tx: psycopg.Connection[Any], turn_id: str, text: str) -> int | None:
         key = self.key
+        locked_ledgers(tx, key, lock=True)  # turns of one session commit in order
+        try:
+            inserted = tx.execute(
+                "INSERT INTO dpmem_turns (user_name, interaction, turn_id, record) VALUES (%s, %s, %s, %s) "
+                "RETURNING seq",
+                (key.user, key.interaction, turn_id, text),
+            ).fetchone()
+        except pg_errors.UniqueViolation:
+            return None
+        return int(inserted[0]) if inserted else 0
 
-        def work(connection: psycopg.Connection[Any]) -> bool:
-            lock_chain(connection)
-            locked_ledgers(connection, key, lock=True)  # turns of one session commit in order
-            try:
-                inserted = connection.execute(
-                    "INSERT INTO dpmem_turns (user_name, interaction, turn_id, record) VALUES (%s, %s, %s, %s) "
-                    "RETURNING seq",
-                    (key.user, key.interaction, turn_id, text),
-                ).fetchone()
-            except pg_errors.UniqueViolation:
-                raise id_used_before("turn_id", turn_id) from None
-            seq = int(inserted[0]) if inserted else 0
-            append_event(connection, self.store.key, "turn", turn_body(key, seq, turn_id, text))
-            return True
-
-        def resolve(connection: psycopg.Connection[Any]) -> bool | None:
-            found = connection.execute("SELECT 1 FROM dpmem_turns WHERE turn_id = %s", (turn_id,)).fetchone()
-            return True if found else None
-
-        self.store.run(work, resolve)
+    def _turn_committed(self, tx: psycopg.Connection[Any], turn_id: str) -> bool:
+        return tx.execute("SELECT 1 FROM dpmem_turns WHERE turn_id = %s", (turn_id,)).fetchone() is not None

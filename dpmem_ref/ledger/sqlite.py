@@ -25,10 +25,8 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.chain import (
     ChainKey,
     HighWater,
-    bind_body,
     high_water_path,
     key_from_environment,
-    open_body,
     read_high_water,
     write_high_water,
 )
@@ -36,15 +34,11 @@ from dpmem_ref.ledger.contract import (
     FaultHook,
     LedgerStoreError,
     SessionKey,
-    check_caps,
-    check_fingerprint,
-    check_same_caps,
     fraction_from_text,
     fraction_to_text,
-    interface_mismatch,
-    needs_migration,
 )
 from dpmem_ref.ledger.scopes import check_meta_key, checked_rebind, grouped_ledgers
+from dpmem_ref.ledger.session import LedgerBackend
 from dpmem_ref.ledger.sqlite_schema import (
     COLUMNS,
     SCHEMA,
@@ -61,7 +55,7 @@ _T = TypeVar("_T")
 _JITTER = random.SystemRandom()  # backoff jitter only; fresh after fork
 
 
-class SQLiteLedgerStore:
+class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
     """Ledgers in one SQLite file shared by every process of a deployment.
 
     `fault_hook` (tests only) is called with "charge:inside" after the charge is written
@@ -198,48 +192,59 @@ class SQLiteLedgerStore:
             except sqlite3.Error as error:
                 raise self._failure(error) from None
 
-    def fault(self, point: str) -> None:
-        if self._fault_hook is not None:
-            self._fault_hook(point)
-
     @property
     def fingerprint(self) -> str | None:
         with self.reading() as connection:
             row = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
         return None if row is None else str(row[0])
 
-    def open_session(
-        self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
-    ) -> SQLiteLedgerSession:
-        key = SessionKey(user=user, interaction=interaction)
-        checked = check_caps(caps)
-        if fingerprint is not None:
-            check_fingerprint(fingerprint)
-        mark: HighWater | None = None
-        with self.transaction() as connection:  # the binding and the session rows commit together
-            if fingerprint is not None:
-                row = connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
-                if row is None:
-                    if has_history(connection):  # issue 21.6: charges of an unknown interface
-                        raise needs_migration(str(self.path), "charges without an interface fingerprint")
-                    connection.execute("INSERT INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
-                    mark = append_event(connection, self.key, "bind", bind_body(fingerprint))
-                elif row[0] != fingerprint:
-                    raise interface_mismatch(str(self.path), str(row[0]), fingerprint)
-            rows = connection.execute(
-                "SELECT attribute, cap FROM ledgers WHERE user = ? AND interaction = ?", (key.user, key.interaction)
-            ).fetchall()
-            if rows:
-                check_same_caps({a: fraction_from_text(c, "ledgers.cap") for a, c in rows}, checked)
-            else:
-                connection.executemany(
-                    "INSERT INTO ledgers (user, interaction, attribute, spent, cap) VALUES (?, ?, ?, '0/1', ?)",
-                    [(key.user, key.interaction, a, fraction_to_text(c)) for a, c in sorted(checked.items())],
-                )
-                mark = append_event(connection, self.key, "open", open_body(key, checked))
+    # ------------------------------------------------ the session template's primitives
+
+    @property
+    def _where(self) -> str:
+        return str(self.path)
+
+    def _transaction(
+        self, work: Callable[[sqlite3.Connection], _T], resolve: Callable[[sqlite3.Connection], _T | None] | None = None
+    ) -> _T:
+        with self.transaction() as connection:  # BEGIN IMMEDIATE: holds the write lock
+            return work(connection)
+
+    def _read_fingerprint(self, tx: sqlite3.Connection) -> str | None:
+        row = tx.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+        return None if row is None else str(row[0])
+
+    def _has_history(self, tx: sqlite3.Connection) -> bool:
+        return has_history(tx)
+
+    def _write_fingerprint(self, tx: sqlite3.Connection, fingerprint: str) -> None:
+        tx.execute("INSERT INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
+
+    def _open_rows(
+        self, tx: sqlite3.Connection, key: SessionKey, caps: dict[str, Fraction]
+    ) -> tuple[dict[str, Fraction] | None, bool]:
+        rows = tx.execute(
+            "SELECT attribute, cap FROM ledgers WHERE user = ? AND interaction = ?", (key.user, key.interaction)
+        ).fetchall()
+        if rows:
+            return {a: fraction_from_text(c, "ledgers.cap") for a, c in rows}, False
+        tx.executemany(
+            "INSERT INTO ledgers (user, interaction, attribute, spent, cap) VALUES (?, ?, ?, '0/1', ?)",
+            [(key.user, key.interaction, a, fraction_to_text(c)) for a, c in sorted(caps.items())],
+        )
+        return None, True
+
+    def _append_chain(self, tx: sqlite3.Connection, kind: str, body: str) -> HighWater:
+        return append_event(tx, self.key, kind, body)
+
+    def _committed(self, mark: HighWater | None) -> None:
         if mark is not None:
             self.committed(mark)
+
+    def _session(self, key: SessionKey) -> SQLiteLedgerSession:
         return SQLiteLedgerSession(store=self, key=key)
+
+    # ------------------------------------------------ the rest of the store
 
     def read_meta(self, key: str) -> str | None:
         check_meta_key(key)

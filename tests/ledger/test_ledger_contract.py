@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import secrets
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -23,32 +23,55 @@ from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger import (
     LedgerStore,
     LedgerStoreError,
-    MemoryLedgerStore,
     ReleaseRequest,
     SQLiteLedgerStore,
     decode_turn,
     encode_turn,
+    open_ledger_store,
 )
+from dpmem_ref.ledger.session import LedgerBackend, TemplateSession
+from dpmem_ref.ledger.urls import SCHEMES
 
 CAPS = {"diabetes": Fraction(2), "debt": Fraction(2)}
 EPS = Fraction(2, 3)
 
 
+# Every row of the store-URL scheme table runs this suite: a URL of a fresh store per scheme.
+TEST_URLS: dict[str, Callable[[Path], str]] = {
+    "memory": lambda _: "memory:",
+    "sqlite": lambda tmp_path: f"sqlite:///{tmp_path / 'l.db'}",
+    "postgresql": lambda _: postgres_server.new_database(),  # a real server (skips if none starts)
+}
+
+
 def make_store(kind: str, tmp_path: Path) -> LedgerStore:
-    if kind == "memory":
-        return MemoryLedgerStore()
-    if kind == "sqlite":
-        return SQLiteLedgerStore(tmp_path / "l.db")
-    from dpmem_ref.ledger import open_ledger_store
-
-    return open_ledger_store(postgres_server.new_database())  # a real server (skips if none starts)
+    assert kind in TEST_URLS, f"backend {kind!r} is in urls.SCHEMES but has no test URL in TEST_URLS"
+    return open_ledger_store(TEST_URLS[kind](tmp_path))
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=[scheme.name for scheme in SCHEMES])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
     backend = make_store(request.param, tmp_path)
     yield backend
     backend.close()
+
+
+def test_every_registered_backend_runs_this_suite() -> None:
+    """A backend added to `urls.SCHEMES` runs the suite above (the `store` fixture iterates the
+    table); it needs a test URL here, and every test URL names a registered scheme."""
+    assert sorted(TEST_URLS) == sorted(scheme.name for scheme in SCHEMES)
+
+
+@pytest.mark.parametrize("name", [scheme.name for scheme in SCHEMES])
+def test_each_test_url_opens_its_own_scheme(name: str, tmp_path: Path) -> None:
+    url = TEST_URLS[name](tmp_path) if name != "postgresql" else "postgresql://u:p@h/d"
+    assert [scheme.name for scheme in SCHEMES if scheme.claims(url)][0] == name
+
+
+def test_every_backend_is_built_on_the_session_template(store: LedgerStore) -> None:
+    """open-session and the commit are written once (dpmem_ref.ledger.session)."""
+    assert isinstance(store, LedgerBackend)
+    assert isinstance(store.open_session("u", "i", CAPS), TemplateSession)
 
 
 def req(
