@@ -251,10 +251,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         "PostgreSQL's retry after a lost COMMIT answer releases the request's candidate, not the committed row"
         " (tests/turn/test_paths_durable.py: lost answer on a refused commit)",
         (
-            (
-                "ledger/postgres_session.py",
-                r"return ReleaseOutcome\.of\(decode_release\(found\), ",
-                "return ReleaseOutcome.of(attrs.evolve(decode_release(found), view=request.view), ",
+            (  # the session template's resolve_charge, which PostgreSQL's retry runs
+                "ledger/session.py",
+                r"return ReleaseOutcome\.of\(found, ",
+                "return ReleaseOutcome.of(__import__('attrs').evolve(found, view=request.view), ",
             ),
         ),
     ),
