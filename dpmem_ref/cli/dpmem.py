@@ -19,7 +19,7 @@ from dpmem_ref.cli.audit import add_auditor_parsers
 from dpmem_ref.cli.errors import say, usage_error
 from dpmem_ref.cli.ledger import add_ledger_commands, add_store_url_arguments
 from dpmem_ref.cli.serve import add_serve_parser
-from dpmem_ref.core.errors import ContractViolation, InputError
+from dpmem_ref.core.errors import ContractViolation, InputError, error_origin
 from dpmem_ref.core.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION
 from dpmem_ref.core.limits import MAX_QUERIES_BYTES, MAX_QUERY_LINES, read_bounded
 from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, DEFAULT_TURN_DEADLINE_S
@@ -312,15 +312,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except (Exception, RecursionError) as error:  # noqa: BLE001  # never a traceback (issue 13.4)
         # The type and where it was raised, never its message: a message may quote a value.
-        say(f"dpmem: error: internal error {type(error).__name__} at {_origin(error)}; please report it")
+        say(f"dpmem: error: internal error {type(error).__name__} at {error_origin(error)}; please report it")
         return EXIT_BAD_INPUT
-
-
-def _origin(error: BaseException) -> str:
-    frame = error.__traceback__
-    while frame is not None and frame.tb_next is not None:
-        frame = frame.tb_next
-    if frame is None:
-        return "unknown"
-    code = frame.tb_frame.f_code
-    return f"{code.co_filename.rsplit('/', 1)[-1]}:{frame.tb_lineno} ({code.co_name})"

@@ -129,6 +129,18 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def error_origin(error: BaseException) -> str:
+    """file:line (function) where an exception was raised: no message, no values (a message
+    may quote an input or a secret). The last-resort report of `dpmem` and `dpmem serve`."""
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    if frame is None:
+        return "unknown"
+    code = frame.tb_frame.f_code
+    return f"{code.co_filename.rsplit('/', 1)[-1]}:{frame.tb_lineno} ({code.co_name})"
+
+
 def one_line(text: str) -> str:
     """Escape line breaks and other non-printable characters (names come from input files)."""
     if text.isprintable():

@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from dpmem_ref.core.errors import error_origin
 from dpmem_ref.serve.keys import Keys, Principal
 
 Scope = MutableMapping[str, Any]
@@ -116,7 +117,7 @@ class Gate:
         try:
             await self._handle(scope, receive, tracked_send)
         except Exception as error:  # noqa: BLE001  # never a traceback, never a message
-            log.error("internal error %s at %s", type(error).__name__, origin(error))
+            log.error("internal error %s at %s", type(error).__name__, error_origin(error))
             if status["code"] == 0:
                 await _respond(tracked_send, 500, error_body("internal error"))
         finally:
@@ -158,14 +159,3 @@ class Gate:
             return await receive()
 
         await self.app(scope, replay, send)
-
-
-def origin(error: BaseException) -> str:
-    """file:line (function) where an exception was raised: no message, no values."""
-    frame = error.__traceback__
-    while frame is not None and frame.tb_next is not None:
-        frame = frame.tb_next
-    if frame is None:
-        return "unknown"
-    code = frame.tb_frame.f_code
-    return f"{code.co_filename.rsplit('/', 1)[-1]}:{frame.tb_lineno} ({code.co_name})"
