@@ -43,7 +43,7 @@ from benchmarks.adversarial_cases import (  # noqa: E402  # the inputs of each c
     toml_cases,
     toml_timings,
 )
-from tests.test_hygiene_bounds import coprime_caps  # noqa: E402  # the same coprime-caps inputs as the tests
+from tests.hygiene.test_hygiene_bounds import coprime_caps  # noqa: E402  # the same coprime-caps inputs as the tests
 
 FIGURE2 = (ROOT / "examples" / "figure2.toml").read_text()
 CLASSES = ("hygiene", "bounds", "tracebacks", "toml")
