@@ -20,7 +20,8 @@ from dpmem_ref.core.policy import MemoryItem, Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.interface import ChargePlan, Interface, fallback_distribution
-from dpmem_ref.mechanism.em import ReleaseDistribution, validate_em_inputs
+from dpmem_ref.mechanism.construction import validate_em_inputs
+from dpmem_ref.mechanism.em import ReleaseDistribution
 from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
 from dpmem_ref.turn import checks
 
