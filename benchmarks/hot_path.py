@@ -39,7 +39,10 @@ BUILD_CELL = """
 import json, random, statistics, time
 from fractions import Fraction
 from dpmem_ref import exponential_mechanism
-from dpmem_ref.mechanism import _exponential_mechanism
+try:  # this tree; a base tree from before the mechanism package has dpmem_ref/mechanism.py
+    from dpmem_ref.mechanism.construction import _exponential_mechanism
+except ImportError:
+    from dpmem_ref.mechanism import _exponential_mechanism
 views_count, kind = {views}, {kind!r}
 if kind == "paper":
     scores = [Fraction(4, 5), Fraction(2, 5), Fraction(3, 5), Fraction(0), Fraction(1, 5)]

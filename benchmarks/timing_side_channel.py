@@ -39,7 +39,8 @@ from dpmem_ref.cli import main as dpmem_main
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.core.transcript import PublicPrefix
 from dpmem_ref.ledger import MemoryLedgerStore, SlotRelease
-from dpmem_ref.mechanism.em import ReleaseDistribution, exponential_mechanism
+from dpmem_ref.mechanism.construction import exponential_mechanism
+from dpmem_ref.mechanism.em import ReleaseDistribution
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.mechanism.timing import (
     DEFAULT_TURN_DEADLINE_S,

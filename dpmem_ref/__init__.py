@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
     from dpmem_ref.core.views import View, Vocabulary
     from dpmem_ref.interface import Interface
-    from dpmem_ref.mechanism.em import ExponentialWeights, PointMass, bernoulli_exp_minus, exponential_mechanism
+    from dpmem_ref.mechanism.bernoulli import bernoulli_exp_minus
+    from dpmem_ref.mechanism.construction import exponential_mechanism
+    from dpmem_ref.mechanism.em import ExponentialWeights, PointMass
     from dpmem_ref.mechanism.randomness import (
         RandomSource,
         RecordingSource,
@@ -85,7 +87,9 @@ _MODULES = {
     "dpmem_ref.core.transcript": ("PublicPrefix", "Query", "SlotRead", "TurnRecord",),
     "dpmem_ref.core.views": ("View", "Vocabulary",),
     "dpmem_ref.interface": ("Interface",),
-    "dpmem_ref.mechanism.em": ("ExponentialWeights", "PointMass", "bernoulli_exp_minus", "exponential_mechanism",),
+    "dpmem_ref.mechanism.bernoulli": ("bernoulli_exp_minus",),
+    "dpmem_ref.mechanism.construction": ("exponential_mechanism",),
+    "dpmem_ref.mechanism.em": ("ExponentialWeights", "PointMass",),
     "dpmem_ref.mechanism.randomness": (
         "RandomSource",
         "RecordingSource",

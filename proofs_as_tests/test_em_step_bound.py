@@ -19,7 +19,8 @@ import mpmath
 from hypothesis import event, given, note, target
 from hypothesis import strategies as st
 
-from dpmem_ref.mechanism.em import exponential_mechanism, iv_precision
+from dpmem_ref.mechanism.construction import exponential_mechanism
+from dpmem_ref.mechanism.em import iv_precision
 from proofs_as_tests import transcripts as tx
 from proofs_as_tests.strategies import EPSILONS, score_pairs
 from proofs_as_tests.strategies.core import near_bound_score_pairs

@@ -19,7 +19,7 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from dpmem_ref import InterfaceState, RecordingSource, SeededRandomSource, TapeSource, bernoulli_exp_minus, run_turn
-from dpmem_ref.mechanism.em import exponential_mechanism
+from dpmem_ref.mechanism.construction import exponential_mechanism
 from proofs_as_tests.strategies import cases, score_pairs
 
 P_MIN = mpmath.mpf("1e-6")

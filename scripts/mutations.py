@@ -67,7 +67,7 @@ MUTATIONS: tuple[Mutation, ...] = (
                 r"return exponential_mechanism\(views, scores, epsilon, sensitivity\)",
                 "return argmax_view(views, scores)",
             ),
-            ("parts/selectors.py", r"^from dpmem_ref\.mechanism\.em import ", "from dpmem_ref.mechanism.em import argmax_view, "),
+            ("parts/selectors.py", r"^from dpmem_ref\.mechanism\.construction import ", "from dpmem_ref.mechanism.construction import argmax_view, "),
         ),
     ),
     Mutation(
@@ -90,8 +90,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "eps-over-delta",
         "EM exponents eps * u / Delta instead of eps * u / (2 Delta) (both constructions: the Fraction route and the integer one)",
         (
-            ("mechanism/em.py", r"factor = epsilon / \(2 \* sensitivity\)\n(\s*)return", r"factor = epsilon / sensitivity\n\1return"),
-            ("mechanism/em.py", r"factor = epsilon / \(2 \* sensitivity\)\n(\s*)common = ", r"factor = epsilon / sensitivity\n\1common = "),
+            ("mechanism/construction.py", r"factor = epsilon / \(2 \* sensitivity\)\n(\s*)return", r"factor = epsilon / sensitivity\n\1return"),
+            ("mechanism/construction.py", r"factor = epsilon / \(2 \* sensitivity\)\n(\s*)common = ", r"factor = epsilon / sensitivity\n\1common = "),
         ),
     ),
     Mutation(
@@ -145,7 +145,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "sampler-parity-flip",
         "Bernoulli(exp(-gamma)) accepts on even K (the exact sampler draws the wrong law)",
-        (("mechanism/em.py", r"return k % 2 == 1", "return k % 2 == 0"),),
+        (("mechanism/bernoulli.py", r"return k % 2 == 1", "return k % 2 == 0"),),
     ),
     # One mutant per consumer of the turn planner: each loop that drives the cursor.
     Mutation(

@@ -5,7 +5,10 @@ A release distribution is described exactly, then *consumed* three ways: sampled
 (mpmath interval arithmetic for certificates). The sampler, the auditor and the proofs
 therefore read one description and cannot drift apart.
 
-EM weights are exp(x_v) with rational exponents x_v = eps * u_v / (2 Delta).
+EM weights are exp(x_v) with rational exponents x_v = eps * u_v / (2 Delta). The exact
+Bernoulli samplers and proposal rounds the sampler runs are `dpmem_ref.mechanism.bernoulli`;
+the construction from scores (`exponential_mechanism`, the C3 check of its inputs, the
+argmax of a broken selector) is `dpmem_ref.mechanism.construction`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
-from functools import lru_cache
 from math import gcd, lcm
 from operator import itemgetter
 from typing import Any, Protocol
@@ -21,9 +23,9 @@ from typing import Any, Protocol
 import attrs
 import mpmath
 
-from dpmem_ref.core.errors import ContractViolation, InputError
-from dpmem_ref.core.rational import require_em_arguments
-from dpmem_ref.mechanism.em_sampler import CHUNK_BITS, TABLE_BITS, ExactTable, build_table
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.mechanism.bernoulli import _bernoulli_exp_minus_split, _split_gamma, bucket_proposal, bucketed_round
+from dpmem_ref.mechanism.em_sampler import build_table
 from dpmem_ref.mechanism.randomness import RandomSource
 
 DEFAULT_DPS = 60
@@ -32,7 +34,6 @@ DEFAULT_DPS = 60
 # top view is always accepted); it builds no table, which matters for a fresh turn.
 UNIFORM_PROPOSAL_MAX_SPREAD = Fraction(1)
 UNIFORM_PROPOSAL_MAX_VIEWS = 8
-BUCKETS_PER_UNIT = 4  # the bucketed proposal groups gaps by floor(4 gap)
 IV_DPS = 70  # decimal digits of every interval enclosure of a log-probability (the exact engine uses the same)
 
 
@@ -275,113 +276,6 @@ class ExponentialWeights:
                 return index
 
 
-def uniform_proposal_round(gaps: tuple[Fraction, ...], source: RandomSource) -> int | None:
-    """One round: view v with probability exp(-gap_v) / n, else None."""
-    index = source.randbelow(len(gaps))
-    return index if bernoulli_exp_minus(gaps[index], source) else None
-
-
-BucketProposal = tuple[ExactTable, tuple[tuple[int, ...], ...], tuple[int, ...]]
-
-
-def bucketed_round(proposal: BucketProposal, gaps: tuple[Fraction, ...], source: RandomSource) -> int | None:
-    """One round: view v with probability (scale / table bound) * exp(-gap_v), else None."""
-    table, members, keys = proposal
-    bucket = table.round(source)
-    if bucket is None:
-        return None
-    group = members[bucket]
-    index = group[source.randbelow(len(group))] if len(group) > 1 else group[0]
-    gap = gaps[index]
-    # gap - k/4 = (4 p - k q) / (4 q), in [0, 1/4)
-    remainder = BUCKETS_PER_UNIT * gap.numerator - keys[bucket] * gap.denominator
-    return index if _bernoulli_exp_minus_unit(remainder, BUCKETS_PER_UNIT * gap.denominator, source) else None
-
-
-def bucket_proposal(gaps: tuple[Fraction, ...], table_bits: int = TABLE_BITS, chunk_bits: int = CHUNK_BITS) -> BucketProposal:
-    """Views grouped by floor(4 gap), and the exact table with weights |B_k| exp(-k/4)."""
-    members: dict[int, list[int]] = {}
-    for index, gap in enumerate(gaps):
-        members.setdefault(BUCKETS_PER_UNIT * gap.numerator // gap.denominator, []).append(index)
-    keys = tuple(sorted(members))
-    table = _bucket_table(keys, tuple(len(members[k]) for k in keys), table_bits, chunk_bits)
-    return table, tuple(tuple(members[k]) for k in keys), keys
-
-
-@lru_cache(maxsize=4096)
-def _bucket_table(keys: tuple[int, ...], counts: tuple[int, ...], table_bits: int, chunk_bits: int) -> ExactTable:
-    # A function of the bucket shape only: turns with recurring shapes share one table.
-    return build_table(counts, [Fraction(k, BUCKETS_PER_UNIT) for k in keys], table_bits, chunk_bits)
-
-
-def bernoulli_rational(probability: Fraction, source: RandomSource) -> bool:
-    """Exact Bernoulli(p) for rational p in [0, 1]: a uniform integer below the denominator."""
-    return source.randbelow(probability.denominator) < probability.numerator
-
-
-def bernoulli_exp_minus(gamma: Fraction, source: RandomSource) -> bool:
-    """Exact Bernoulli(exp(-gamma)) for rational gamma >= 0.
-
-    Canonne, Kamath, Steinke (2020), Algorithm 1: for gamma in [0, 1], draw
-    A_k ~ Bernoulli(gamma / k) for k = 1, 2, ... until the first failure at K;
-    Pr[K odd] = exp(-gamma). For gamma > 1, exp(-gamma) = exp(-1)^floor(gamma) *
-    exp(-(gamma - floor(gamma))).
-    """
-    if isinstance(gamma, bool) or not isinstance(gamma, Fraction | int):
-        raise InputError("gamma", "a non-negative exact rational (Fraction or int)", type(gamma).__name__)
-    if gamma < 0:
-        raise InputError("gamma", "a non-negative rational", gamma)
-    return _bernoulli_exp_minus_split(*_split_gamma(gamma), source)
-
-
-def _split_gamma(gamma: Fraction) -> tuple[int, int, int]:
-    """gamma = whole + numerator / denominator with the fraction in [0, 1), as integers."""
-    whole = gamma.numerator // gamma.denominator
-    rest = gamma - whole
-    return whole, rest.numerator, rest.denominator
-
-
-def _bernoulli_exp_minus_split(whole: int, numerator: int, denominator: int, source: RandomSource) -> bool:
-    """`bernoulli_exp_minus` of gamma = whole + numerator / denominator (`_split_gamma`):
-    integers only, so a distribution splits its gaps once and the hot path does no
-    Fraction arithmetic. Draws exactly what `bernoulli_exp_minus(gamma)` draws."""
-    if whole == 0 and numerator == 0:
-        return True
-    for _ in range(whole):
-        if not _bernoulli_exp_minus_unit(1, 1, source):
-            return False
-    return _bernoulli_exp_minus_unit(numerator, denominator, source)
-
-
-def _bernoulli_exp_minus_unit(numerator: int, denominator: int, source: RandomSource) -> bool:
-    """Bernoulli(exp(-numerator / denominator)) for 0 <= numerator / denominator <= 1."""
-    k = 1
-    # Bernoulli(gamma / k) = [randbelow(denominator * k) < numerator].
-    while source.randbelow(denominator * k) < numerator:
-        k += 1
-    return k % 2 == 1
-
-
-def em_exponents(scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction) -> tuple[Fraction, ...]:
-    """x_v = eps * u_v / (2 Delta): the exponents of Eq. (7)."""
-    factor = epsilon / (2 * sensitivity)
-    return tuple(factor * u for u in scores)
-
-
-def validate_em_inputs(slot: str, scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction) -> None:
-    """C3: an admitted charged selection uses the EM with eps > 0, Delta > 0, u in [0, 1]."""
-    if not isinstance(epsilon, Fraction) or epsilon <= 0:
-        raise ContractViolation("C3", f"slot {slot}: epsilon must be a positive exact rational, found {epsilon}")
-    if not isinstance(sensitivity, Fraction) or sensitivity <= 0:
-        raise ContractViolation("C3", f"slot {slot}: sensitivity bound must be positive, found {sensitivity}")
-    for index, score in enumerate(scores):
-        # The value is internal: name only the position of the offending score.
-        if not isinstance(score, Fraction):
-            raise ContractViolation("C3", f"slot {slot}: score #{index} is not an exact rational")
-        if not 0 <= score <= 1:
-            raise ContractViolation("C3", f"slot {slot}: score #{index} lies outside [0, 1]")
-
-
 # The integer route of a distribution's construction keeps its common denominator below
 # this many bits; past it (many large coprime denominators) the Fractions are used directly.
 _MAX_COMMON_DENOMINATOR_BITS = 256
@@ -405,49 +299,3 @@ def _over_common_denominator(values: Sequence[Fraction]) -> tuple[list[int] | No
     if common is None:
         return None, 0
     return [value.numerator * (common // d) for value, d in zip(values, denominators, strict=True)], common
-
-
-@lru_cache(maxsize=65_536)
-def _exponential_mechanism(
-    views: tuple[str, ...],
-    numerators: tuple[int, ...],
-    denominators: tuple[int, ...],
-    epsilon: Fraction,
-    sensitivity: Fraction,
-) -> ExponentialWeights:
-    """Eq. (7) for the scores u_v = numerators[v] / denominators[v] (reduced: the key is the
-    scores' value, and integers hash much faster than Fractions). The exponents are
-    eps * u_v / (2 Delta) = `em_exponents`, made once per distinct score."""
-    factor = epsilon / (2 * sensitivity)
-    common = _common_denominator(denominators)
-    if common is None:  # the Fraction route
-        scores = tuple(Fraction(n, d) for n, d in zip(numerators, denominators, strict=True))
-        return ExponentialWeights(views=views, exponents=em_exponents(scores, epsilon, sensitivity))
-    # x_v = (f_n u_v) / f_d with u_v = scaled_v / common: numerators f_n scaled_v over f_d common
-    # (f_n > 0, so the order of the scores is the order of the exponents).
-    f_n, f_d = factor.numerator, factor.denominator
-    scaled = [n * (common // d) * f_n for n, d in zip(numerators, denominators, strict=True)]
-    denominator = f_d * common
-    made: dict[int, Fraction] = {}
-    for value in scaled:
-        if value not in made:
-            made[value] = Fraction(value, denominator)  # == factor * u_v, reduced
-    exponents = tuple([made[value] for value in scaled])
-    return ExponentialWeights._of_checked(views, exponents, scaled, denominator)
-
-
-def exponential_mechanism(
-    views: tuple[str, ...], scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction
-) -> ExponentialWeights:
-    """Eq. (7) over a common vocabulary (a pure function; memoized on its inputs). The
-    arguments are checked first (InputError; the planner checks them as C3 before)."""
-    require_em_arguments(views, scores, epsilon, sensitivity)
-    numerators = tuple([score.numerator for score in scores])
-    denominators = tuple([score.denominator for score in scores])
-    return _exponential_mechanism(tuple(views), numerators, denominators, epsilon, sensitivity)
-
-
-def argmax_view(views: tuple[str, ...], scores: Sequence[Fraction]) -> PointMass:
-    """Deterministic highest-score selection (first index on ties): NOT private (C3)."""
-    best = max(range(len(views)), key=lambda i: (scores[i], -i))
-    return PointMass(views=views, view=views[best])

@@ -16,7 +16,8 @@ import attrs
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query, TurnRecord
 from dpmem_ref.core.views import Vocabulary
-from dpmem_ref.mechanism.em import ReleaseDistribution, argmax_view
+from dpmem_ref.mechanism.construction import argmax_view
+from dpmem_ref.mechanism.em import ReleaseDistribution
 from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
 
 

@@ -8,7 +8,8 @@ from typing import ClassVar
 
 import attrs
 
-from dpmem_ref.mechanism.em import ReleaseDistribution, exponential_mechanism
+from dpmem_ref.mechanism.construction import exponential_mechanism
+from dpmem_ref.mechanism.em import ReleaseDistribution
 
 
 @attrs.frozen

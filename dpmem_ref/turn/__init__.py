@@ -2,6 +2,7 @@
 
 - `plan`: `plan_slot`, the one exact description of a slot-level release (`SlotPlan`);
 - `planner`: `begin_turn` / `TurnCursor`, the one turn loop every consumer drives;
+- `record`: `observe_control` / `turn_record`, the control signal and the record of a turn;
 - `runner`: `run_turn` / `run_interaction`, sampling through the planner;
 - `channel`: the LLM channel (Eq. 2); `state`: `InterfaceState`;
 - `durable`: `DurableSession`, the turn loop over a ledger store (C5 across processes).
@@ -9,16 +10,9 @@
 
 from dpmem_ref.core.ledgers import Ledgers
 from dpmem_ref.turn.channel import LLMChannel, TemplateChannel, respond, view_texts
-from dpmem_ref.turn.plan import (
-    SlotPlan,
-    active_slots,
-    observe_control,
-    plan_slot,
-    plan_units,
-    turn_record,
-    zero_ledgers,
-)
+from dpmem_ref.turn.plan import SlotPlan, active_slots, plan_slot, plan_units, zero_ledgers
 from dpmem_ref.turn.planner import TurnCursor, TurnFrame, begin_turn
+from dpmem_ref.turn.record import observe_control, turn_record
 from dpmem_ref.turn.runner import TurnResult, run_interaction, run_turn
 from dpmem_ref.turn.state import InterfaceState
 

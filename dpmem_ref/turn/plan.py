@@ -4,12 +4,12 @@
 admission decision and the exact release distribution, given the public prefix, the
 ledgers and the store. The sampler (`dpmem_ref.turn.runner`), the durable session, the
 exact engine and the proofs all consume it, through the turn planner
-(`dpmem_ref.turn.planner.TurnCursor`) or directly.
+(`dpmem_ref.turn.planner.TurnCursor`) or directly. What a turn leaves behind (the control
+signal c_t and the turn record) is `dpmem_ref.turn.record`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -20,12 +20,9 @@ from dpmem_ref.core.policy import MemoryItem, Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.interface import ChargePlan, Interface, fallback_distribution
-from dpmem_ref.mechanism.em import ReleaseDistribution, validate_em_inputs
-from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
+from dpmem_ref.mechanism.construction import validate_em_inputs
+from dpmem_ref.mechanism.em import ReleaseDistribution
 from dpmem_ref.turn import checks
-
-_NO_CHARGE: frozenset[str] = frozenset()
-_ZERO = Fraction(0)
 
 
 def zero_ledgers(interface: Interface) -> Ledgers:
@@ -318,50 +315,3 @@ def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, 
         found = router.active_slots(query, ())
         KernelMemo.put(table, query, found)
     return found
-
-
-def observe_control(
-    interface: Interface,
-    query: Query,
-    history: tuple[TurnRecord, ...],
-    plans: Sequence[SlotPlan],
-    views: tuple[tuple[str, str], ...],
-    ledgers: Ledgers,
-) -> Hashable:
-    """Algorithm 1, line 19: c_t from public inputs, released views and ledgers (C6)."""
-    policy = interface.policy
-    context = ControlContext(
-        query,
-        views,
-        tuple([p.admitted for p in plans]),
-        history,
-        tuple(zip(policy.attribute_names, ledgers, strict=True)),
-        policy.cap_items,
-    )
-    private = None
-    if interface.control.reads_private:
-        private = PrivateTurnData(
-            items=tuple(p.items for p in plans),
-            scores=tuple(p.scores for p in plans),
-            vocabularies=tuple(p.vocabulary for p in plans),
-        )
-    return interface.control.observe(context, private)
-
-
-def turn_record(
-    query: Query,
-    views: tuple[tuple[str, str], ...],
-    control: Hashable,
-    response: str,
-    plans: Sequence[SlotPlan],
-) -> TurnRecord:
-    """Algorithm 1, line 21: the turn appended to the history, with the public accounting
-    facts (charge set and eps of each admitted selection; nothing for a fallback)."""
-    return TurnRecord(
-        query.name,
-        views,
-        control,
-        response,
-        tuple([p.admitted for p in plans]),
-        tuple([(p.slot, p.charge_set, p.epsilon) if p.admitted else (p.slot, _NO_CHARGE, _ZERO) for p in plans]),
-    )

@@ -52,7 +52,8 @@ from dpmem_ref.turn.checks import (
     require_store,
     require_strict,
 )
-from dpmem_ref.turn.plan import SlotPlan, active_slots, observe_control, plan_units, turn_record
+from dpmem_ref.turn.plan import SlotPlan, active_slots, plan_units
+from dpmem_ref.turn.record import observe_control, turn_record
 from dpmem_ref.turn.state import InterfaceState
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from dpmem_ref import Attribute, ContractViolation, InputError, Layout, MemoryItem, OnlineBudget, Policy, Store
 from dpmem_ref.core.policy import MAX_ATTRIBUTES, MAX_POSITIONS
-from dpmem_ref.mechanism.em import ExponentialWeights, validate_em_inputs
+from dpmem_ref.mechanism.construction import validate_em_inputs
+from dpmem_ref.mechanism.em import ExponentialWeights
 
 LAYOUT = Layout(("g", "g", "h"))
 A = Attribute("a", frozenset({1}), Fraction(1))

@@ -16,7 +16,8 @@ from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.policy import MAX_ATTRIBUTES, MAX_POSITIONS, Attribute, Layout, Policy
 from dpmem_ref.core.rational import positive_fraction, to_fraction, unit_interval_fraction
 from dpmem_ref.core.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
-from dpmem_ref.mechanism.em import bernoulli_exp_minus, validate_em_inputs
+from dpmem_ref.mechanism.bernoulli import bernoulli_exp_minus
+from dpmem_ref.mechanism.construction import validate_em_inputs
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.parts.budget import OnlineBudget, PreallocatedBudget
 from dpmem_ref.parts.scoring import LinearTagScorer, LinearWeights

@@ -17,7 +17,7 @@ from dpmem_ref.cli import main
 from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import MemoryLedgerStore, SlotRelease
-from dpmem_ref.mechanism.em import exponential_mechanism
+from dpmem_ref.mechanism.construction import exponential_mechanism
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.mechanism.timing import (
     DEFAULT_TURN_DEADLINE_S,

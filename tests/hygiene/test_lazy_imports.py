@@ -62,7 +62,7 @@ def test_dpmem_help_imports_no_part_of_the_kernel() -> None:
         "import contextlib, io, sys\nfrom dpmem_ref.cli import main\nsys.argv = ['dpmem', '--help']\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n    main()"
     )
-    kernel = ("mechanism.em", "mechanism.em_sampler", "config", "interface", "turn", "analysis", "ledger.sqlite", "schemas")
+    kernel = ("mechanism.em", "mechanism.em_sampler", "mechanism.bernoulli", "mechanism.construction", "config", "interface", "turn", "analysis", "ledger.sqlite", "schemas")
     assert [m for m in modules if m.split(".")[0] in ("mpmath", "numpy", "sqlite3", "z3", "tomllib")] == []
     assert "importlib.metadata" not in modules  # looked up by --version only
     assert [m for m in modules if m.startswith(tuple(f"dpmem_ref.{k}" for k in kernel))] == []

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dpmem_ref import ExponentialWeights, InputError, SeededRandomSource, exponential_mechanism
 from dpmem_ref.core.rational import require_em_arguments
-from dpmem_ref.mechanism import em
+from dpmem_ref.mechanism import bernoulli, construction, em
 
 
 def reference(views: tuple[str, ...], scores: list[Fraction], epsilon: Fraction, sensitivity: Fraction) -> dict[str, object]:
@@ -28,7 +28,7 @@ def reference(views: tuple[str, ...], scores: list[Fraction], epsilon: Fraction,
         "exponents": exponents,
         "gaps": gaps,
         "bucketed": len(views) > em.UNIFORM_PROPOSAL_MAX_VIEWS and max(gaps) > em.UNIFORM_PROPOSAL_MAX_SPREAD,
-        "parts": tuple(em._split_gamma(gap) for gap in gaps),
+        "parts": tuple(bernoulli._split_gamma(gap) for gap in gaps),
     }
 
 
@@ -70,7 +70,7 @@ def test_the_integer_construction_equals_the_fraction_one(
         for index, pick in enumerate(picks)
     ]
     views = tuple(f"v{i}" for i in range(len(scores)))
-    em._exponential_mechanism.cache_clear()
+    construction._exponential_mechanism.cache_clear()
     law = exponential_mechanism(views, scores, epsilon, sensitivity)
     expected = reference(views, scores, epsilon, sensitivity)
     exact_fields(fields(law), expected)
@@ -98,7 +98,7 @@ def test_a_negative_exponent_and_a_wide_spread_through_the_public_constructor() 
     top = max(exponents)
     gaps = tuple(top - x for x in exponents)
     assert law._gap_fractions() == gaps and law._bucketed
-    assert law._gap_parts == tuple(em._split_gamma(gap) for gap in gaps)
+    assert law._gap_parts == tuple(bernoulli._split_gamma(gap) for gap in gaps)
 
 
 @pytest.mark.parametrize(
@@ -124,6 +124,6 @@ def test_many_views_many_draws_match_the_reference_tables() -> None:
     for views_count in (9, 256, 1024):
         scores = [Fraction(rng.randrange(101), 100) for _ in range(views_count)]
         views = tuple(f"v{i}" for i in range(views_count))
-        em._exponential_mechanism.cache_clear()
+        construction._exponential_mechanism.cache_clear()
         law = exponential_mechanism(views, scores, Fraction(12), Fraction(3, 5))
         exact_fields(fields(law), reference(views, scores, Fraction(12), Fraction(3, 5)))

@@ -11,7 +11,8 @@ import pytest
 
 from dpmem_ref import SeededRandomSource, bernoulli_exp_minus, exponential_mechanism, plan_slot
 from dpmem_ref.core.transcript import PublicPrefix
-from dpmem_ref.mechanism.em import ExponentialWeights, _bernoulli_exp_minus_unit, uniform_proposal_round
+from dpmem_ref.mechanism.bernoulli import _bernoulli_exp_minus_unit, uniform_proposal_round
+from dpmem_ref.mechanism.em import ExponentialWeights
 from dpmem_ref.turn import zero_ledgers
 from tests.kernel_fixtures import figure2
 

@@ -22,7 +22,7 @@ from dpmem_ref.core.rational import (
     to_fraction,
     unit_interval_fraction,
 )
-from dpmem_ref.mechanism.em import bucket_proposal, bucketed_round
+from dpmem_ref.mechanism.bernoulli import bucket_proposal, bucketed_round
 from dpmem_ref.mechanism.em_sampler import ExactTable, build_table, exp_neg_bounds, residual_accept
 from dpmem_ref.mechanism.randomness import TapeExhausted
 

@@ -21,7 +21,7 @@ import pytest
 
 from dpmem_ref import RecordingSource, SeededRandomSource, TapeSource, exponential_mechanism
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.mechanism.em import bucket_proposal, bucketed_round, uniform_proposal_round
+from dpmem_ref.mechanism.bernoulli import bucket_proposal, bucketed_round, uniform_proposal_round
 from dpmem_ref.mechanism.em_sampler import build_table, exp_neg_bounds, residual_accept
 
 
