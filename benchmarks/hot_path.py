@@ -86,10 +86,12 @@ DURABLE_CELL = """
 import json, os, statistics, sys, tempfile, time
 sys.path.insert(0, {bench!r})
 from bench_ledger import INTERFACE
-from dpmem_ref.config import interface_from_dict
-from dpmem_ref.durable import DurableSession
+from dpmem_ref import SeededRandomSource, interface_from_dict
+try:  # the durable session's module: turn/durable.py since the floors, durable.py before
+    from dpmem_ref.turn.durable import DurableSession
+except ImportError:
+    from dpmem_ref.durable import DurableSession
 from dpmem_ref.ledger import SQLiteLedgerStore
-from dpmem_ref.randomness import SeededRandomSource
 loaded = interface_from_dict(INTERFACE)
 with tempfile.TemporaryDirectory(prefix="dpmem-hot-") as folder:
     store = SQLiteLedgerStore(os.path.join(folder, "ledger.db"))
