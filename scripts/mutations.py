@@ -159,7 +159,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "cursor-finish-drops-history",
         "the turn planner's finish does not append the turn to the history routing and controls read",
-        (("turn/planner.py", r"frame\.history \+ \(record,\)\)", "frame.history)"),),
+        (("turn/planner.py", r"frame\.history \+ \(record,\), self\.units", "frame.history, self.units"),),
     ),
     Mutation(
         "durable-ignores-committed-ledgers",

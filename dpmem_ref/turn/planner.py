@@ -230,8 +230,8 @@ class TurnCursor:
                 raise InputError("cursor", "a turn whose every slot has released", f"{len(self.released)} released")
             control = observe_control(frame.interface, frame.query, frame.history, self.plans, self.released, ledgers)
         record = turn_record(frame.query, self.released, control, response, self.plans)
-        state = InterfaceState(frame.turn + 1, ledgers, frame.history + (record,))
-        return state.with_units(self.units, self.scale), record
+        state = InterfaceState.planned(frame.turn + 1, ledgers, frame.history + (record,), self.units, self.scale)
+        return state, record
 
 
 def begin_turn(
