@@ -10,6 +10,7 @@ signal c_t and the turn record) is `dpmem_ref.turn.record`.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -30,7 +31,46 @@ def zero_ledgers(interface: Interface) -> Ledgers:
     return tuple(Fraction(0) for _ in interface.policy.attributes)
 
 
-class _SlotPlanFields(NamedTuple):
+class LedgerCounts(NamedTuple):
+    """Ledgers as exact integer counts over a common denominator: L_a = units[a] / scale
+    (dpmem_ref.core.ledgers). A value: two counts are equal when they are the same ledgers,
+    over whatever scale (units_a * scale' == units'_a * scale), and hash alike then."""
+
+    units: Units
+    scale: int
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LedgerCounts):
+            return NotImplemented
+        if self.scale == other.scale:
+            return self.units == other.units
+        return len(self.units) == len(other.units) and all(
+            a * other.scale == b * self.scale for a, b in zip(self.units, other.units, strict=True)
+        )
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        divisor = math.gcd(self.scale, *self.units) or 1  # the lowest terms: one hash per value
+        return hash((tuple(u // divisor for u in self.units), self.scale // divisor))
+
+
+_new_plan = _new_counts = tuple.__new__
+
+
+class SlotPlan(NamedTuple):
+    """The exact description of one slot-level operation g_{t,j} (Algorithm 1, lines 4-16).
+
+    Public fields follow from the public prefix and the ledgers (C4, C5); the release
+    distribution is exact. Read items and scores are private and hidden from the repr.
+    `counts` is `ledgers_after` again, as exact integer counts over a common denominator
+    (the form the turn planner carries on); it compares as the ledgers it stands for, so
+    equality and hash are those of the plan's values, whatever scale the planner used.
+    Immutable (a named tuple: built once per slot on the hot path without per-field setattr).
+    """
+
     slot: str
     read: SlotRead
     charge_set: frozenset[str]
@@ -41,25 +81,7 @@ class _SlotPlanFields(NamedTuple):
     ledgers_after: Ledgers
     items: tuple[MemoryItem, ...]
     scores: tuple[Fraction, ...] | None
-    units_after: Units = ()
-    scale: int = 0
-
-
-_new_plan = tuple.__new__
-_COMPARED = 10  # units_after / scale restate ledgers_after: not part of equality
-
-
-class SlotPlan(_SlotPlanFields):
-    """The exact description of one slot-level operation g_{t,j} (Algorithm 1, lines 4-16).
-
-    Public fields follow from the public prefix and the ledgers (C4, C5); the release
-    distribution is exact. Read items and scores are private and hidden from the repr.
-    `units_after` / `scale` are the same ledgers as `ledgers_after`, as exact integer
-    counts over a common denominator (dpmem_ref.core.ledgers). Immutable (a named tuple:
-    built once per slot on the hot path without per-field setattr).
-    """
-
-    __slots__ = ()
+    counts: LedgerCounts
 
     def __repr__(self) -> str:
         return (
@@ -67,18 +89,15 @@ class SlotPlan(_SlotPlanFields):
             f"admitted={self.admitted}, <private items and scores>)"
         )
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SlotPlan):
-            return NotImplemented
-        return self[:_COMPARED] == other[:_COMPARED]
+    @property
+    def units_after(self) -> Units:
+        """`ledgers_after` as integer counts over `scale`."""
+        return self.counts.units
 
-    def __ne__(self, other: object) -> bool:
-        if not isinstance(other, SlotPlan):
-            return NotImplemented
-        return self[:_COMPARED] != other[:_COMPARED]
-
-    def __hash__(self) -> int:
-        return hash(self[:_COMPARED])
+    @property
+    def scale(self) -> int:
+        """The common denominator of `units_after`."""
+        return self.counts.scale
 
     @property
     def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...]]:
@@ -258,7 +277,7 @@ def plan_units(
     else:
         distribution = fallback_distribution(vocabulary)  # line 10
         units_after = units
-    # SlotPlan(slot, read, ...) without the named tuple's Python-level __new__ (the same tuple)
+    # SlotPlan(slot, read, ...) without the named tuples' Python-level __new__ (the same tuples)
     return _new_plan(
         SlotPlan,
         (
@@ -272,8 +291,7 @@ def plan_units(
             table.ledgers(units_after),
             items,
             scores,
-            units_after,
-            scale,
+            _new_counts(LedgerCounts, (units_after, scale)),
         ),
     )
 

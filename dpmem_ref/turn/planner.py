@@ -176,7 +176,7 @@ class TurnCursor:
         plan = self.plan()
         if self.strict and view not in plan.vocabulary.names:
             raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
-        units, scale = plan.units_after, plan.scale
+        units, scale = plan.counts
         if ledgers is not None:  # committed values from a durable store: checked at this boundary
             ledgers = require_exact_ledgers(self.interface, ledgers, "ledgers")
             scale = common_scale(scale, ledgers)
@@ -199,7 +199,7 @@ class TurnCursor:
             view = plan.distribution.sample(source)
             if strict and view not in plan.vocabulary.names:
                 raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
-            units, scale = plan.units_after, plan.scale
+            units, scale = plan.counts
             released += ((plan.slot, view),)
             plans += (plan,)
             plan = None
