@@ -327,7 +327,7 @@ def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, 
     router = interface.router
     if router.reads_history:
         return router.active_slots(query, history)
-    table = interface._memo.routes  # a router that reads no history: G_t is a function of q_t
+    table = interface._memo.active_slots  # a router that reads no history: G_t is a function of q_t
     found: tuple[str, ...] | None = table.get(query)
     if found is None:
         found = router.active_slots(query, ())

@@ -270,7 +270,7 @@ def open_turn(
         require_ledger_ranges(interface, units, scale, "state.ledgers", strict)
     slots: tuple[str, ...] | None = None
     if interface.hooks.routing is None and not interface.router.reads_history:
-        slots = interface._memo.routes.get(query)  # `active_slots`'s memo, read here first
+        slots = interface._memo.active_slots.get(query)  # `active_slots`'s memo, read here first
     if slots is None:
         slots = active_slots(interface, query, state.history, store)
     return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)
