@@ -10,12 +10,11 @@ signal c_t and the turn record) is `dpmem_ref.turn.record`.
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import NamedTuple
 
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, rescale, to_units
+from dpmem_ref.core.ledgers import LedgerCounts, Ledgers, Units, common_scale, rescale, to_units
 from dpmem_ref.core.memo import KernelMemo
 from dpmem_ref.core.policy import MemoryItem, Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
@@ -31,33 +30,7 @@ def zero_ledgers(interface: Interface) -> Ledgers:
     return tuple(Fraction(0) for _ in interface.policy.attributes)
 
 
-class LedgerCounts(NamedTuple):
-    """Ledgers as exact integer counts over a common denominator: L_a = units[a] / scale
-    (dpmem_ref.core.ledgers). A value: two counts are equal when they are the same ledgers,
-    over whatever scale (units_a * scale' == units'_a * scale), and hash alike then."""
-
-    units: Units
-    scale: int
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, LedgerCounts):
-            return NotImplemented
-        if self.scale == other.scale:
-            return self.units == other.units
-        return len(self.units) == len(other.units) and all(
-            a * other.scale == b * self.scale for a, b in zip(self.units, other.units, strict=True)
-        )
-
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    def __hash__(self) -> int:
-        divisor = math.gcd(self.scale, *self.units) or 1  # the lowest terms: one hash per value
-        return hash((tuple(u // divisor for u in self.units), self.scale // divisor))
-
-
-_new_plan = _new_counts = tuple.__new__
+_new_plan = tuple.__new__
 
 
 class SlotPlan(NamedTuple):
@@ -277,7 +250,8 @@ def plan_units(
     else:
         distribution = fallback_distribution(vocabulary)  # line 10
         units_after = units
-    # SlotPlan(slot, read, ...) without the named tuples' Python-level __new__ (the same tuples)
+    ledgers_after, counts = table.counted(units_after)  # both cached per vector
+    # SlotPlan(slot, read, ...) without the named tuple's Python-level __new__ (the same tuple)
     return _new_plan(
         SlotPlan,
         (
@@ -288,10 +262,10 @@ def plan_units(
             admitted,
             distribution,
             vocabulary,
-            table.ledgers(units_after),
+            ledgers_after,
             items,
             scores,
-            _new_counts(LedgerCounts, (units_after, scale)),
+            counts,
         ),
     )
 

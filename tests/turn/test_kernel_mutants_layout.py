@@ -189,7 +189,7 @@ def test_rescale_multiplies_exactly():
 
 
 def test_slot_plans_compare_and_hash_on_their_values_whatever_the_scale_of_their_counts():
-    from dpmem_ref.turn.plan import LedgerCounts
+    from dpmem_ref.core.ledgers import LedgerCounts
 
     interface = _interface()
     prefix = PublicPrefix((), interface.query("q"), ())
