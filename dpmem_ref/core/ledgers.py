@@ -12,10 +12,37 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from fractions import Fraction
-from math import lcm
+from math import gcd, lcm
+from typing import NamedTuple
 
 Ledgers = tuple[Fraction, ...]
 Units = tuple[int, ...]
+
+
+class LedgerCounts(NamedTuple):
+    """Ledgers as exact integer counts over a common denominator: L_a = units[a] / scale
+    (the turn planner's form of a ledger vector). A value: two counts are equal when they are the same ledgers,
+    over whatever scale (units_a * scale' == units'_a * scale), and hash alike then."""
+
+    units: Units
+    scale: int
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LedgerCounts):
+            return NotImplemented
+        if self.scale == other.scale:
+            return self.units == other.units
+        return len(self.units) == len(other.units) and all(
+            a * other.scale == b * self.scale for a, b in zip(self.units, other.units, strict=True)
+        )
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        divisor = gcd(self.scale, *self.units) or 1  # the lowest terms: one hash per value
+        return hash((tuple(u // divisor for u in self.units), self.scale // divisor))
 
 
 def common_scale(scale: int, values: Iterable[Fraction]) -> int:
@@ -44,7 +71,7 @@ class FractionTable:
         self.scale = scale
         self.caps: Units = to_units(tuple(caps), scale)
         self._table: dict[int, Fraction] = {}
-        self._vectors: dict[Units, Ledgers] = {}
+        self._vectors: dict[Units, tuple[Ledgers, LedgerCounts]] = {}
 
     def __call__(self, count: int) -> Fraction:
         found = self._table.get(count)
@@ -58,7 +85,15 @@ class FractionTable:
         """The Fraction view of a ledger vector (cached per vector)."""
         found = self._vectors.get(units)
         if found is None:
-            found = tuple(map(self, units))
+            found = self.counted(units)
+        return found[0]
+
+    def counted(self, units: Units) -> tuple[Ledgers, LedgerCounts]:
+        """The Fraction view of a ledger vector and its counts over this scale (cached per
+        vector, so a plan reuses them rather than building them again)."""
+        found = self._vectors.get(units)
+        if found is None:
+            found = (tuple(map(self, units)), LedgerCounts(units, self.scale))
             if len(self._vectors) < 65536:
                 self._vectors[units] = found
         return found

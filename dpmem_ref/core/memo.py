@@ -16,17 +16,19 @@ MEMO_LIMIT = 100_000
 
 
 class KernelMemo:
-    """Bounded tables: eps per charge set, charge plans per read, reads per (query, slot)
-    for routers that read neither history nor released views, read-set items and their
-    selections (scores and release law, per vocabulary) per (read, store object), ledger
-    scale tables, and the static contract check."""
+    """Bounded tables, each keyed one way: eps per charge set, charge plans per read, routes
+    (vocabulary, read, charge plan) per (query, slot) for routers that read neither history
+    nor released views, active slots per query for routers that read no history, read-set
+    items and their selections (scores and release law, per vocabulary) per (read, store
+    object), ledger scale tables, and the static contract check."""
 
-    __slots__ = ("epsilon", "reads", "routes", "store_reads", "fraction_tables", "scale", "violations")
+    __slots__ = ("epsilon", "reads", "routes", "active_slots", "store_reads", "fraction_tables", "scale", "violations")
 
     def __init__(self) -> None:
         self.epsilon: dict[frozenset[str], Any] = {}
         self.reads: dict[Hashable, Any] = {}
         self.routes: dict[Hashable, Any] = {}
+        self.active_slots: dict[Hashable, tuple[str, ...]] = {}
         self.store_reads: dict[Hashable, Any] = {}
         self.fraction_tables: dict[int, FractionTable] = {}
         self.scale: int | None = None

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, rescale, to_units
+from dpmem_ref.core.ledgers import LedgerCounts, Ledgers, Units, common_scale, rescale, to_units
 from dpmem_ref.core.memo import KernelMemo
 from dpmem_ref.core.policy import MemoryItem, Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
@@ -30,7 +30,20 @@ def zero_ledgers(interface: Interface) -> Ledgers:
     return tuple(Fraction(0) for _ in interface.policy.attributes)
 
 
-class _SlotPlanFields(NamedTuple):
+_new_plan = tuple.__new__
+
+
+class SlotPlan(NamedTuple):
+    """The exact description of one slot-level operation g_{t,j} (Algorithm 1, lines 4-16).
+
+    Public fields follow from the public prefix and the ledgers (C4, C5); the release
+    distribution is exact. Read items and scores are private and hidden from the repr.
+    `counts` is `ledgers_after` again, as exact integer counts over a common denominator
+    (the form the turn planner carries on); it compares as the ledgers it stands for, so
+    equality and hash are those of the plan's values, whatever scale the planner used.
+    Immutable (a named tuple: built once per slot on the hot path without per-field setattr).
+    """
+
     slot: str
     read: SlotRead
     charge_set: frozenset[str]
@@ -41,25 +54,7 @@ class _SlotPlanFields(NamedTuple):
     ledgers_after: Ledgers
     items: tuple[MemoryItem, ...]
     scores: tuple[Fraction, ...] | None
-    units_after: Units = ()
-    scale: int = 0
-
-
-_new_plan = tuple.__new__
-_COMPARED = 10  # units_after / scale restate ledgers_after: not part of equality
-
-
-class SlotPlan(_SlotPlanFields):
-    """The exact description of one slot-level operation g_{t,j} (Algorithm 1, lines 4-16).
-
-    Public fields follow from the public prefix and the ledgers (C4, C5); the release
-    distribution is exact. Read items and scores are private and hidden from the repr.
-    `units_after` / `scale` are the same ledgers as `ledgers_after`, as exact integer
-    counts over a common denominator (dpmem_ref.core.ledgers). Immutable (a named tuple:
-    built once per slot on the hot path without per-field setattr).
-    """
-
-    __slots__ = ()
+    counts: LedgerCounts
 
     def __repr__(self) -> str:
         return (
@@ -67,18 +62,15 @@ class SlotPlan(_SlotPlanFields):
             f"admitted={self.admitted}, <private items and scores>)"
         )
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SlotPlan):
-            return NotImplemented
-        return self[:_COMPARED] == other[:_COMPARED]
+    @property
+    def units_after(self) -> Units:
+        """`ledgers_after` as integer counts over `scale`."""
+        return self.counts.units
 
-    def __ne__(self, other: object) -> bool:
-        if not isinstance(other, SlotPlan):
-            return NotImplemented
-        return self[:_COMPARED] != other[:_COMPARED]
-
-    def __hash__(self) -> int:
-        return hash(self[:_COMPARED])
+    @property
+    def scale(self) -> int:
+        """The common denominator of `units_after`."""
+        return self.counts.scale
 
     @property
     def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...]]:
@@ -258,6 +250,7 @@ def plan_units(
     else:
         distribution = fallback_distribution(vocabulary)  # line 10
         units_after = units
+    ledgers_after, counts = table.counted(units_after)  # both cached per vector
     # SlotPlan(slot, read, ...) without the named tuple's Python-level __new__ (the same tuple)
     return _new_plan(
         SlotPlan,
@@ -269,11 +262,10 @@ def plan_units(
             admitted,
             distribution,
             vocabulary,
-            table.ledgers(units_after),
+            ledgers_after,
             items,
             scores,
-            units_after,
-            scale,
+            counts,
         ),
     )
 
@@ -309,7 +301,7 @@ def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, 
     router = interface.router
     if router.reads_history:
         return router.active_slots(query, history)
-    table = interface._memo.routes  # a router that reads no history: G_t is a function of q_t
+    table = interface._memo.active_slots  # a router that reads no history: G_t is a function of q_t
     found: tuple[str, ...] | None = table.get(query)
     if found is None:
         found = router.active_slots(query, ())

@@ -176,7 +176,7 @@ class TurnCursor:
         plan = self.plan()
         if self.strict and view not in plan.vocabulary.names:
             raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
-        units, scale = plan.units_after, plan.scale
+        units, scale = plan.counts
         if ledgers is not None:  # committed values from a durable store: checked at this boundary
             ledgers = require_exact_ledgers(self.interface, ledgers, "ledgers")
             scale = common_scale(scale, ledgers)
@@ -199,7 +199,7 @@ class TurnCursor:
             view = plan.distribution.sample(source)
             if strict and view not in plan.vocabulary.names:
                 raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
-            units, scale = plan.units_after, plan.scale
+            units, scale = plan.counts
             released += ((plan.slot, view),)
             plans += (plan,)
             plan = None
@@ -230,8 +230,8 @@ class TurnCursor:
                 raise InputError("cursor", "a turn whose every slot has released", f"{len(self.released)} released")
             control = observe_control(frame.interface, frame.query, frame.history, self.plans, self.released, ledgers)
         record = turn_record(frame.query, self.released, control, response, self.plans)
-        state = InterfaceState(frame.turn + 1, ledgers, frame.history + (record,))
-        return state.with_units(self.units, self.scale), record
+        state = InterfaceState.planned(frame.turn + 1, ledgers, frame.history + (record,), self.units, self.scale)
+        return state, record
 
 
 def begin_turn(
@@ -270,7 +270,7 @@ def open_turn(
         require_ledger_ranges(interface, units, scale, "state.ledgers", strict)
     slots: tuple[str, ...] | None = None
     if interface.hooks.routing is None and not interface.router.reads_history:
-        slots = interface._memo.routes.get(query)  # `active_slots`'s memo, read here first
+        slots = interface._memo.active_slots.get(query)  # `active_slots`'s memo, read here first
     if slots is None:
         slots = active_slots(interface, query, state.history, store)
     return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)

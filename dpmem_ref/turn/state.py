@@ -19,8 +19,9 @@ class InterfaceState:
     turn: int
     ledgers: Ledgers
     history: tuple[TurnRecord, ...]
-    # The turn planner's integer view of `ledgers` (units, scale), set only by the planner
-    # on the state it builds; never copied by attrs.evolve (init=False), so never stale.
+    # The kernel's integer view of `ledgers` (units, scale), given only at construction by
+    # `InterfaceState.planned` (the states the kernel builds); never copied by attrs.evolve
+    # (init=False), so never stale, and never passed in by a caller (see `built_by_planner`).
     _units: tuple[tuple[int, ...], int] | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
     def units(self, base_scale: int) -> tuple[tuple[int, ...], int]:
@@ -40,18 +41,26 @@ class InterfaceState:
         turn records the kernel wrote, so the public boundary need not re-check them."""
         return self._units is not None
 
-    def with_units(self, units: tuple[int, ...], scale: int) -> InterfaceState:
-        """This state, remembering the integer view the planner already has of its ledgers."""
-        object.__setattr__(self, "_units", (units, scale))
-        return self
+    @classmethod
+    def planned(
+        cls, turn: int, ledgers: Ledgers, history: tuple[TurnRecord, ...], units: tuple[int, ...], scale: int
+    ) -> InterfaceState:
+        """A new state built by the kernel, carrying the integer view it already has of its
+        ledgers (L_a = units_a / scale). The view is part of the construction: the state is
+        complete before it is returned, and no existing state is ever changed. Kernel only
+        (`TurnCursor.finish`, `initial`): such a state is trusted as `built_by_planner`."""
+        state = cls(turn, ledgers, history)
+        # attrs' own idiom for a frozen init=False field, on the object being constructed.
+        object.__setattr__(state, "_units", (units, scale))
+        return state
 
     @classmethod
     def initial(cls, interface: Interface) -> InterfaceState:
         """Turn 0: L_a = 0 for every attribute, no history. Built by the kernel, so it carries
         its integer view (zero counts, over scale 1) like the states the planner builds: a
         turn from it need not re-check its ledgers (0 <= 0 <= B_a)."""
-        state = cls(turn=0, ledgers=tuple(Fraction(0) for _ in interface.policy.attributes), history=())
-        return state.with_units((0,) * len(state.ledgers), 1)
+        ledgers = tuple(Fraction(0) for _ in interface.policy.attributes)
+        return cls.planned(0, ledgers, (), (0,) * len(ledgers), 1)
 
     def ledger_map(self, interface: Interface) -> dict[str, Fraction]:
         """L_a by attribute name."""

@@ -76,6 +76,19 @@ def test_sensitivity_counterexample_is_reported() -> None:
     assert len(messages) == 3  # food, finance and health are all charged slots
 
 
+def test_eq6_is_checked_once_where_the_audit_proves_it() -> None:
+    """The kernel's Eq. 6 comparison is left out (not filtered out) where the audit proves
+    Eq. 6 itself: every other finding is the kernel's, in its order."""
+    from dpmem_ref.contract import contract_violations, find_violations
+
+    interface = load_interface_file(EXAMPLES / "broken" / "sensitivity-too-small.toml").interface
+    kernel = contract_violations(interface)
+    assert any(v.code == "C3.sensitivity_below_bound" for v in kernel)
+    assert find_violations(interface, eq6=False) == [v for v in kernel if v.code != "C3.sensitivity_below_bound"]
+    codes = [v.code for v in check_interface(interface).violations]
+    assert codes.count("C3.sensitivity_below_bound") == 3  # one per charged slot, from the proof
+
+
 def test_over_charging_is_allowed() -> None:
     """C2 asks Gamma >= Gamma*: a superset is sound (Definition 1)."""
     text = (EXAMPLES / "figure2.toml").read_text()

@@ -188,12 +188,18 @@ def test_rescale_multiplies_exactly():
     assert rescale((3**40,), 7, 21) == (3**41,)  # beyond a float's 53 bits: integer arithmetic
 
 
-def test_slot_plans_compare_and_hash_on_their_first_ten_fields():
+def test_slot_plans_compare_and_hash_on_their_values_whatever_the_scale_of_their_counts():
+    from dpmem_ref.core.ledgers import LedgerCounts
+
     interface = _interface()
     prefix = PublicPrefix((), interface.query("q"), ())
     plan = plan_slot(interface, zero_ledgers(interface), prefix, "g", STORE)
     again = plan_slot(interface, zero_ledgers(interface), prefix, "g", STORE)
-    rescaled = plan._replace(units_after=tuple(2 * u for u in plan.units_after), scale=2 * plan.scale)
+    rescaled = plan._replace(counts=LedgerCounts(tuple(2 * u for u in plan.units_after), 2 * plan.scale))
+    assert rescaled.counts == plan.counts and not (rescaled.counts != plan.counts)
+    assert hash(rescaled.counts) == hash(plan.counts)
+    assert LedgerCounts((1, 2), 3) != LedgerCounts((1, 3), 3) and LedgerCounts((2, 4), 6) == LedgerCounts((1, 2), 3)
+    assert LedgerCounts((2, 4), 6) != LedgerCounts((1, 2), 4) and LedgerCounts((1,), 3) != LedgerCounts((1, 0), 3)
     for same in (again, rescaled):
         assert same is not plan and same == plan and not (same != plan) and hash(same) == hash(plan)
     later = plan_slot(interface, plan.ledgers_after, prefix, "g", STORE)
