@@ -18,6 +18,18 @@ TAGS = ("t1", "t2", "t3")
 CAPS = (Fraction(1), Fraction(2), Fraction(3, 2), Fraction(4))
 
 
+def vocabularies(rng: random.Random, slots: list[str], most_views: int) -> dict[str, Any]:
+    """Per slot: its generic view and 1..most_views tagged views (the same draws, in order, as
+    each generator made inline)."""
+    slot_table: dict[str, Any] = {}
+    for slot in slots:
+        views: dict[str, Any] = {f"{slot}-generic": {}}
+        for v in range(rng.randint(1, most_views)):
+            views[f"{slot}-v{v}"] = {"compatible": rng.sample(TAGS, rng.randint(1, 2))}
+        slot_table[slot] = {"generic": f"{slot}-generic", "views": views}
+    return slot_table
+
+
 def interface_case(seed: int) -> tuple[dict[str, Any], str, str]:
     rng = random.Random(seed)
     names = [f"a{i}" for i in range(rng.randint(1, 4))]
@@ -39,12 +51,7 @@ def interface_case(seed: int) -> tuple[dict[str, Any], str, str]:
         budget: dict[str, Any] = {"rule": "preallocated", "plan": {name: rng.randint(2, 4) for name in names}}
     else:
         budget = {"rule": "online", "K": rng.randint(2, 3)}
-    slot_table = {}
-    for slot in slots:
-        views = {f"{slot}-generic": {}}
-        for v in range(rng.randint(1, 2)):
-            views[f"{slot}-v{v}"] = {"compatible": rng.sample(TAGS, rng.randint(1, 2))}
-        slot_table[slot] = {"generic": f"{slot}-generic", "views": views}
+    slot_table = vocabularies(rng, slots, most_views=2)
     queries = []
     for q in range(rng.randint(4, 6) if separable else rng.randint(2, 4)):
         reads = []
@@ -112,12 +119,7 @@ def lattice_case(seed: int, large: bool = False) -> tuple[dict[str, Any], str, s
         budget = {"rule": "preallocated", "plan": {name: rng.randint(1, 4) for name in names}}
     else:
         budget = {"rule": "online", "K": rng.randint(1, 3)}
-    slot_table = {}
-    for slot in slots:
-        views = {f"{slot}-generic": {}}
-        for v in range(rng.randint(1, 3)):
-            views[f"{slot}-v{v}"] = {"compatible": rng.sample(TAGS, rng.randint(1, 2))}
-        slot_table[slot] = {"generic": f"{slot}-generic", "views": views}
+    slot_table = vocabularies(rng, slots, most_views=3)
     queries = []
     for q in range(rng.randint(2, 6)):
         slot = rng.choice(slots)
