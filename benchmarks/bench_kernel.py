@@ -192,29 +192,12 @@ def bench_turn(turns: int) -> None:
     print(f"Algorithm 1, one turn with 1 active slot (the evaluation's shape), 6 slots / 4 attributes: {per_turn:,.1f} us/turn")
 
 
-TURN_CELL = """
-import sys, time
-sys.path.insert(0, {bench!r})
-from bench_kernel import evaluation_shaped_interface
-from dpmem_ref import InterfaceState, SeededRandomSource, run_turn
-interface, store = evaluation_shaped_interface()
-source, initial = SeededRandomSource(1), InterfaceState.initial(interface)
-query = interface.query("all-slots")
-run_turn(interface, initial, query, store, source)
-best = float("inf")
-for _ in range({repeats}):
-    start = time.perf_counter()
-    for _ in range({turns}):
-        run_turn(interface, initial, query, store, source)
-    best = min(best, (time.perf_counter() - start) / {turns} * 1e6)
-print(best)
-"""
-
-
 def bench_turn_against_base(turns: int, base: str, rounds: int = 3) -> None:
     """The 6-slot turn in this tree and in `base` (the starting main), alternating fresh
     interpreters (-P: the tree comes from PYTHONPATH only); best of each."""
     here = str(Path(__file__).resolve().parents[1])
+    from hot_path import TURN_CELL  # the same cell as --hot-path's
+
     code = TURN_CELL.format(bench=str(Path(__file__).resolve().parent), repeats=5, turns=max(turns // 5, 1))
     best = {"this tree": float("inf"), "base": float("inf")}
     for _ in range(rounds):
