@@ -123,9 +123,6 @@ def make_channel(llm: str, seed: int | None = None) -> LLMChannel:
             raise InputError("--llm", "hf:MODEL_ID_OR_PATH", "an empty model reference")
 
         def build() -> Any:
-            # torch's OpenMP threads sleep instead of spinning while they wait (the eval's
-            # setting, docs/eval.md): libgomp reads it once, when the backend first imports torch.
-            importlib.import_module("dpmem_eval.pipeline.models").set_thread_waiting()
             return importlib.import_module("dpmem_eval.pipeline.generation").make_backend("hf", ref, batch_size=1)
 
         return BackendChannel(_need_eval(build), seed=seed or 0)

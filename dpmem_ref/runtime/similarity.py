@@ -47,9 +47,6 @@ class MiniLMEmbedder:
 
     def __init__(self, ref: str = "minilm") -> None:
         try:
-            # torch's OpenMP threads sleep while they wait (the eval's setting, docs/eval.md);
-            # read once, when torch is first imported.
-            importlib.import_module("dpmem_eval.pipeline.models").set_thread_waiting()
             encoder = importlib.import_module("dpmem_eval.pipeline.auditor").Encoder
         except ImportError:
             raise InputError(

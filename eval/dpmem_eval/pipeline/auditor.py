@@ -223,9 +223,10 @@ class Encoder:
         import time
         from pathlib import Path
 
-        from dpmem_eval.pipeline.models import resolve_encoder, set_offline
+        from dpmem_eval.pipeline.models import resolve_encoder, set_offline, set_thread_waiting
 
         set_offline()
+        set_thread_waiting()  # before sentence-transformers first imports torch (whoever loads it)
         start = time.perf_counter()
         from sentence_transformers import SentenceTransformer
 

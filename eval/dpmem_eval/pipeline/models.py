@@ -55,7 +55,8 @@ def set_thread_waiting() -> None:
     run's share of the cores while its partner is descheduled: the smoke preset's generation
     took about a third of the CPU time and wall time with passive waiting (docs/eval.md).
     libgomp reads the variable once, when torch is first imported: the pipeline's commands
-    call this before anything imports torch."""
+    call this before anything imports torch, and so do the hf backend and the encoder before they
+    first load it (the agent runtime builds both without the pipeline's commands)."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 

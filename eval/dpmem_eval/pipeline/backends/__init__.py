@@ -35,6 +35,9 @@ def make_backend(name: str, model_ref: str, batch_size: int = 16, cache_dir: str
                  token_budget: int | None = None) -> Backend:
     if name == "hf":
         from dpmem_eval.pipeline.backends.hf import HFBackend
+        from dpmem_eval.pipeline.models import set_thread_waiting
+
+        set_thread_waiting()  # before the backend first imports torch (whoever builds it)
 
         return HFBackend(model_ref, batch_size=batch_size, cache_dir=cache_dir, device_map=device_map, dtype=dtype,
                          token_budget=token_budget)
