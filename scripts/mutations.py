@@ -98,20 +98,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         "charge-after-sampling",
         "the plan carries no charge; the cursor adds it only when the drawn view is released",
         (
-            ("turn/plan.py", r"units_after: Units = tuple\(after\)", "units_after = units"),
+            ("turn/plan.py", r"units_after = tuple\(after\)", "units_after = units"),
             (  # the cursor's release, one slot at a time
                 "turn/planner.py",
-                r"^        units, scale = plan\.counts$",
-                "        units, scale = tuple(u + (plan.epsilon * plan.scale).numerator"
-                " if plan.admitted and n in plan.charge_set else u"
-                " for n, u in zip(self.interface.policy.attribute_names, plan.units_after, strict=True)), plan.scale",
+                r"^        vector = plan\.vector_after$",
+                "        vector = type(plan.vector_after)(tuple(u + (plan.epsilon * plan.vector_after.scale).numerator"
+                " if plan.admitted and n in plan.charge_set else u for n, u in"
+                " zip(self.interface.policy.attribute_names, plan.vector_after.units, strict=True)), plan.vector_after.scale)",
             ),
             (  # the sampler's one-pass loop (release_sampled)
                 "turn/planner.py",
-                r"^            units, scale = plan\.counts$",
-                "            units, scale = tuple(u + (plan.epsilon * plan.scale).numerator"
-                " if plan.admitted and n in plan.charge_set else u"
-                " for n, u in zip(interface.policy.attribute_names, plan.units_after, strict=True)), plan.scale",
+                r"^            vector = plan\.vector_after$",
+                "            vector = type(plan.vector_after)(tuple(u + (plan.epsilon * plan.vector_after.scale).numerator"
+                " if plan.admitted and n in plan.charge_set else u for n, u in"
+                " zip(interface.policy.attribute_names, plan.vector_after.units, strict=True)), plan.vector_after.scale)",
             ),
         ),
     ),
@@ -152,14 +152,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         "cursor-release-before-charge",
         "the turn planner releases a view without moving the ledgers to the plan's charged values",
         (
-            ("turn/planner.py", r"^        units, scale = plan\.counts$", "        units, scale = self.units, self.scale"),
-            ("turn/planner.py", r"^            units, scale = plan\.counts$", "            units, scale = units, scale"),
+            ("turn/planner.py", r"^        vector = plan\.vector_after$", "        vector = self.vector"),
+            ("turn/planner.py", r"^            vector = plan\.vector_after$", "            vector = vector"),
         ),
     ),
     Mutation(
         "cursor-finish-drops-history",
         "the turn planner's finish does not append the turn to the history routing and controls read",
-        (("turn/planner.py", r"frame\.history \+ \(record,\), self\.units", "frame.history, self.units"),),
+        (("turn/planner.py", r"frame\.history \+ \(record,\), self\.vector", "frame.history, self.vector"),),
     ),
     Mutation(
         "durable-ignores-committed-ledgers",

@@ -1,8 +1,8 @@
 """Exact ledgers: Fractions at the public boundary, integer counts on the hot path.
 
 The public ledger vector is `Ledgers` = (L_a for a in policy order), exact Fractions.
-The turn planner keeps the same values as integer counts over a common denominator
-(`scale`): L_a = units_a / scale, exactly. Additions and the cap test L_a + eps <= B_a
+The turn planner keeps the same values as ONE `LedgerVector`: integer counts over a common
+denominator (`scale`), L_a = units_a / scale, exactly. Additions and the cap test L_a + eps <= B_a
 are then integer operations (C5 stays exact: 2/3 + 2/3 + 2/3 is exactly 2). The scale is
 the lcm of the caps' and the catalogue's eps denominators; an eps outside it (a custom
 router or budget rule) widens the scale of that cursor, exactly, never rounds.
@@ -19,16 +19,35 @@ Ledgers = tuple[Fraction, ...]
 Units = tuple[int, ...]
 
 
-class LedgerCounts(NamedTuple):
-    """Ledgers as exact integer counts over a common denominator: L_a = units[a] / scale
-    (the turn planner's form of a ledger vector). A value: two counts are equal when they are the same ledgers,
-    over whatever scale (units_a * scale' == units'_a * scale), and hash alike then."""
+class LedgerVector(NamedTuple):
+    """The turn planner's ONE ledger form: exact integer counts over a common denominator,
+    L_a = units[a] / scale. The planner, its cursors, the states it builds and its slot
+    plans carry this, never a loose (units, scale) pair; the Fraction view (`Ledgers`) is
+    made at the public boundary (`FractionTable.ledgers`).
+
+    A value: two vectors are equal when they are the same ledgers, over whatever scale
+    (units_a * scale' == units'_a * scale), and hash alike then."""
 
     units: Units
     scale: int
 
+    @classmethod
+    def of(cls, ledgers: Ledgers, base_scale: int) -> LedgerVector:
+        """`ledgers` as counts over the lcm of `base_scale` and their denominators (exact)."""
+        scale = common_scale(base_scale, ledgers)
+        return cls(to_units(ledgers, scale), scale)
+
+    def widened(self, values: Iterable[Fraction]) -> LedgerVector:
+        """The same ledgers over a scale that also holds every denominator of `values`
+        (itself when the scale already does: nothing is ever rounded)."""
+        scale = common_scale(self.scale, values)
+        if scale == self.scale:
+            return self
+        factor = scale // self.scale
+        return LedgerVector(tuple([count * factor for count in self.units]), scale)
+
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, LedgerCounts):
+        if not isinstance(other, LedgerVector):
             return NotImplemented
         if self.scale == other.scale:
             return self.units == other.units
@@ -55,12 +74,6 @@ def to_units(ledgers: Ledgers, scale: int) -> Units:
     return tuple([value.numerator * (scale // value.denominator) for value in ledgers])
 
 
-def rescale(units: Units, scale: int, new_scale: int) -> Units:
-    """The same ledgers over `new_scale`, a multiple of `scale`."""
-    factor = new_scale // scale
-    return tuple(count * factor for count in units)
-
-
 class FractionTable:
     """One ledger scale: the caps as integer counts (`caps`, B_a * scale in policy order)
     and units -> Fraction(units, scale), cached (a ledger takes few distinct values)."""
@@ -71,7 +84,7 @@ class FractionTable:
         self.scale = scale
         self.caps: Units = to_units(tuple(caps), scale)
         self._table: dict[int, Fraction] = {}
-        self._vectors: dict[Units, tuple[Ledgers, LedgerCounts]] = {}
+        self._vectors: dict[Units, tuple[Ledgers, LedgerVector]] = {}
 
     def __call__(self, count: int) -> Fraction:
         found = self._table.get(count)
@@ -88,12 +101,12 @@ class FractionTable:
             found = self.counted(units)
         return found[0]
 
-    def counted(self, units: Units) -> tuple[Ledgers, LedgerCounts]:
+    def counted(self, units: Units) -> tuple[Ledgers, LedgerVector]:
         """The Fraction view of a ledger vector and its counts over this scale (cached per
         vector, so a plan reuses them rather than building them again)."""
         found = self._vectors.get(units)
         if found is None:
-            found = (tuple(map(self, units)), LedgerCounts(units, self.scale))
+            found = (tuple(map(self, units)), LedgerVector(units, self.scale))
             if len(self._vectors) < 65536:
                 self._vectors[units] = found
         return found

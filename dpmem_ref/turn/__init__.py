@@ -10,8 +10,8 @@
 
 from dpmem_ref.core.ledgers import Ledgers
 from dpmem_ref.turn.channel import LLMChannel, TemplateChannel, respond, view_texts
-from dpmem_ref.turn.plan import SlotPlan, active_slots, plan_slot, plan_units, zero_ledgers
-from dpmem_ref.turn.planner import TurnCursor, TurnFrame, begin_turn
+from dpmem_ref.turn.plan import SlotPlan, TurnFrame, active_slots, plan_slot, plan_units, zero_ledgers
+from dpmem_ref.turn.planner import TurnCursor, begin_turn
 from dpmem_ref.turn.record import observe_control, turn_record
 from dpmem_ref.turn.runner import TurnResult, run_interaction, run_turn
 from dpmem_ref.turn.state import InterfaceState

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.core.ledgers import Ledgers, Units
+from dpmem_ref.core.ledgers import Ledgers, LedgerVector
 from dpmem_ref.core.limits import MAX_LEDGER_DIGITS, digits
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
@@ -102,11 +102,22 @@ def require_exact_ledgers(interface: Interface, ledgers: object, field: str) -> 
     return tuple(value if isinstance(value, Fraction) else Fraction(value) for value in ledgers)
 
 
-def require_ledger_ranges(interface: Interface, units: Units, scale: int, field: str, strict: bool = True) -> None:
+def require_ledger_vector(
+    interface: Interface, ledgers: object, field: str, base_scale: int, strict: bool = True
+) -> LedgerVector:
+    """Caller-given ledgers (`require_exact_ledgers`) as the planner's `LedgerVector` over a
+    multiple of `base_scale`, with their ranges checked (`require_ledger_ranges`)."""
+    vector = LedgerVector.of(require_exact_ledgers(interface, ledgers, field), base_scale)
+    require_ledger_ranges(interface, vector, field, strict)
+    return vector
+
+
+def require_ledger_ranges(interface: Interface, vector: LedgerVector, field: str, strict: bool = True) -> None:
     """0 <= L_a <= B_a for every attribute, on the exact integer counts (L_a = units_a / scale),
     and a common denominator of at most MAX_LEDGER_DIGITS digits (it bounds every ledger's).
     Lenient runs (strict=False: a broken cap rule such as NoCap, run for audits and
     counterexamples) may carry ledgers past B_a; they are still never negative."""
+    units, scale = vector
     if scale.bit_length() > _MAX_DENOMINATOR_BITS and digits(scale) > MAX_LEDGER_DIGITS:
         raise InputError(field, f"ledgers whose denominators need at most {MAX_LEDGER_DIGITS} digits", "larger ones")
     caps = interface.fractions(scale).caps

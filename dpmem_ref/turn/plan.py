@@ -13,11 +13,13 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import NamedTuple
 
+import attrs
+
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.core.ledgers import LedgerCounts, Ledgers, Units, common_scale, rescale, to_units
+from dpmem_ref.core.ledgers import Ledgers, LedgerVector
 from dpmem_ref.core.memo import KernelMemo
 from dpmem_ref.core.policy import MemoryItem, Store
-from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+from dpmem_ref.core.transcript import PublicPrefix, Query, ReleasedViews, SlotRead, TurnRecord
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.interface import ChargePlan, Interface, fallback_distribution
 from dpmem_ref.mechanism.construction import validate_em_inputs
@@ -30,6 +32,21 @@ def zero_ledgers(interface: Interface) -> Ledgers:
     return tuple(Fraction(0) for _ in interface.policy.attributes)
 
 
+@attrs.frozen
+class TurnFrame:
+    """What is fixed for the whole turn: the interface, the store, q_t, the completed
+    history, the turn index, G_t and strictness. Shared by every cursor of the turn
+    (`dpmem_ref.turn.planner`) and by every plan made in it (`plan_units`)."""
+
+    interface: Interface
+    store: Store = attrs.field(repr=False)
+    query: Query
+    history: tuple[TurnRecord, ...]
+    turn: int
+    slots: tuple[str, ...]
+    strict: bool = True
+
+
 _new_plan = tuple.__new__
 
 
@@ -38,9 +55,9 @@ class SlotPlan(NamedTuple):
 
     Public fields follow from the public prefix and the ledgers (C4, C5); the release
     distribution is exact. Read items and scores are private and hidden from the repr.
-    `counts` is `ledgers_after` again, as exact integer counts over a common denominator
-    (the form the turn planner carries on); it compares as the ledgers it stands for, so
-    equality and hash are those of the plan's values, whatever scale the planner used.
+    `vector_after` is `ledgers_after` again as the planner's `LedgerVector` (the form the
+    turn planner carries on); it compares as the ledgers it stands for, so equality and
+    hash are those of the plan's values, whatever scale the planner used.
     Immutable (a named tuple: built once per slot on the hot path without per-field setattr).
     """
 
@@ -54,23 +71,13 @@ class SlotPlan(NamedTuple):
     ledgers_after: Ledgers
     items: tuple[MemoryItem, ...]
     scores: tuple[Fraction, ...] | None
-    counts: LedgerCounts
+    vector_after: LedgerVector
 
     def __repr__(self) -> str:
         return (
             f"SlotPlan(slot={self.slot!r}, charge_set={sorted(self.charge_set)}, epsilon={self.epsilon}, "
             f"admitted={self.admitted}, <private items and scores>)"
         )
-
-    @property
-    def units_after(self) -> Units:
-        """`ledgers_after` as integer counts over `scale`."""
-        return self.counts.units
-
-    @property
-    def scale(self) -> int:
-        """The common denominator of `units_after`."""
-        return self.counts.scale
 
     @property
     def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...]]:
@@ -139,21 +146,16 @@ class _Where:
         return format(str(self), spec)
 
 
-def _route(
-    interface: Interface,
-    history: tuple[TurnRecord, ...],
-    query: Query,
-    released: tuple[tuple[str, str], ...],
-    slot: str,
-) -> tuple[Vocabulary, SlotRead, ChargePlan]:
+def _route(interface: Interface, prefix: PublicPrefix, slot: str) -> tuple[Vocabulary, SlotRead, ChargePlan]:
     """V_g (C1), line 6 (ReadPolicy) and lines 7-8 (charge set, eps): public prefix only
     (C4). A router that declares it reads neither history nor released views gives a read
     that is a function of (q_t, slot) alone: memoized on those cached-hash keys."""
     router = interface.router
     if router.reads_history or router.reads_released_views:
-        read = router.read(PublicPrefix(history, query, released), slot)
+        read = router.read(prefix, slot)
         return interface.vocabulary(slot), read, interface.charge_plan(read)
     table = interface._memo.routes
+    query = prefix.query
     key = (query, slot)
     found: tuple[Vocabulary, SlotRead, ChargePlan] | None = table.get(key)
     if found is None:
@@ -164,26 +166,20 @@ def _route(
     return found
 
 
-def plan_units(
-    interface: Interface,
-    units: Units,
-    scale: int,
-    history: tuple[TurnRecord, ...],
-    query: Query,
-    released: tuple[tuple[str, str], ...],
-    slot: str,
-    store: Store,
-    strict: bool = True,
-) -> SlotPlan:
-    """Algorithm 1, lines 5-16, for one slot at the public prefix (history, query,
-    released), with the ledgers as integer counts over `scale` (L_a = units_a / scale).
-    The hot path of `plan_slot` and of the turn planner; nothing sampled."""
+def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, slot: str) -> SlotPlan:
+    """Algorithm 1, lines 5-16, for `slot` in the turn `frame` after the views `released`
+    earlier in it (the public prefix h_{t,j} = (frame.history, frame.query, released)), with
+    the ledgers as the planner's `LedgerVector`. The hot path of `plan_slot` and of the turn
+    planner, on arguments already checked (`plan_slot`, `begin_turn`); nothing sampled."""
+    interface, store, query, strict = frame.interface, frame.store, frame.query, frame.strict
     hooks = interface.hooks
     memo = interface._memo
     route: tuple[Vocabulary, SlotRead, ChargePlan] | None = None
     if not (interface.router.reads_history or interface.router.reads_released_views):
         route = memo.routes.get((query, slot))  # `_route`'s memo, read here first (the hot path)
-    vocabulary, read, charges = route or _route(interface, history, query, released, slot)  # C1; lines 6-8 (C4)
+    if route is None:
+        route = _route(interface, PublicPrefix(frame.history, query, released), slot)
+    vocabulary, read, charges = route  # C1; lines 6-8 (C4)
     if hooks.vocabulary is not None:
         vocabulary = hooks.vocabulary(slot, store)  # a store-dependent vocabulary (breaks C1)
     charge_set = charges.charge_set
@@ -199,13 +195,14 @@ def plan_units(
         raise ContractViolation(
             "C3.invalid_epsilon", f"slot {slot}: epsilon must be a positive exact rational, found {epsilon}"
         )
+    units, scale = vector
     step = charges._steps.get(scale)  # `ChargePlan.step`'s memo, read here first
     if step is None:
         step = charges.step(scale)
     if step is None:  # an eps outside the catalogue's scale: widen, exactly
-        wider = common_scale(scale, (epsilon,))
-        units, scale = rescale(units, scale, wider), wider
-        step = epsilon.numerator * (wider // epsilon.denominator)
+        vector = vector.widened((epsilon,))
+        units, scale = vector
+        step = epsilon.numerator * (scale // epsilon.denominator)
     table = memo.fraction_tables.get(scale) or interface.fractions(scale)
     caps = table.caps
     assert len(units) == len(caps), "plan_units: one integer ledger per attribute (checked at the public boundary)"
@@ -246,11 +243,11 @@ def plan_units(
                     f"{_Where(query.name, slot)}, attribute {attribute.name}: "
                     f"ledger {table(after[i])} exceeds cap {attribute.cap}",
                 )
-        units_after: Units = tuple(after)
+        units_after = tuple(after)
     else:
         distribution = fallback_distribution(vocabulary)  # line 10
         units_after = units
-    ledgers_after, counts = table.counted(units_after)  # both cached per vector
+    ledgers_after, vector_after = table.counted(units_after)  # both cached per vector
     # SlotPlan(slot, read, ...) without the named tuple's Python-level __new__ (the same tuple)
     return _new_plan(
         SlotPlan,
@@ -265,7 +262,7 @@ def plan_units(
             ledgers_after,
             items,
             scores,
-            counts,
+            vector_after,
         ),
     )
 
@@ -283,15 +280,16 @@ def plan_slot(
     The public entry point: arguments are checked (one exact ledger per attribute with
     0 <= L_a <= B_a; dpmem_ref.turn.checks) and refused with InputError."""
     interface = checks.require_interface(interface)
-    ledgers = checks.require_exact_ledgers(interface, ledgers, "ledgers")
+    checks.require_exact_ledgers(interface, ledgers, "ledgers")  # types first, in argument order
     checks.require_prefix(prefix)
     checks.require_store(interface, store)
-    scale = common_scale(interface.ledger_scale, ledgers)
-    units = to_units(ledgers, scale)
     strict = checks.require_strict(strict)
-    checks.require_ledger_ranges(interface, units, scale, "ledgers", strict)
+    vector = checks.require_ledger_vector(interface, ledgers, "ledgers", interface.ledger_scale, strict)
     slot = checks.require_slot(slot)
-    return plan_units(interface, units, scale, prefix.history, prefix.query, prefix.released, slot, store, strict)
+    # One slot planned outside a turn: its frame's G_t is the slots released so far and this one.
+    slots = tuple(released_slot for released_slot, _ in prefix.released) + (slot,)
+    frame = TurnFrame(interface, store, prefix.query, prefix.history, len(prefix.history), slots, strict)
+    return plan_units(frame, vector, prefix.released, slot)
 
 
 def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, ...], store: Store) -> tuple[str, ...]:

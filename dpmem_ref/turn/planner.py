@@ -22,8 +22,8 @@ API
   its store refused a charge another process raced for, re-plans on them (`rebase`).
 - Fields: `frame` (what the turn fixes: interface, store, query, history, turn, slots
   (G_t), strict - each also a property of the cursor), `released` ((slot, view), ...),
-  `plans` (the SlotPlans of the released slots); the ledgers are exact integer counts
-  `units` over `scale`, with the Fraction view `ledgers`.
+  `plans` (the SlotPlans of the released slots); the ledgers are ONE `LedgerVector`
+  (`vector`: exact integer counts `units` over `scale`), with the Fraction view `ledgers`.
 - For memo keys (the exact engine): `units`, `scale` and `released` are cheap, hashable
   and exact; a cursor itself compares by value but hashing it hashes the interface.
 - strict=True refuses any part that breaks C1-C6 (the static check at `begin_turn`, C2
@@ -38,37 +38,23 @@ import attrs
 
 from dpmem_ref.contract import require_contract
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.core.ledgers import Ledgers, Units, common_scale, to_units
+from dpmem_ref.core.ledgers import Ledgers, LedgerVector, Units
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.turn.checks import (
-    require_exact_ledgers,
     require_interface,
     require_ledger_ranges,
+    require_ledger_vector,
     require_query,
     require_state,
     require_store,
     require_strict,
 )
-from dpmem_ref.turn.plan import SlotPlan, active_slots, plan_units
+from dpmem_ref.turn.plan import SlotPlan, TurnFrame, active_slots, plan_units
 from dpmem_ref.turn.record import observe_control, turn_record
 from dpmem_ref.turn.state import InterfaceState
-
-
-@attrs.frozen
-class TurnFrame:
-    """What is fixed for the whole turn: the interface, the store, q_t, the completed
-    history, the turn index, G_t and strictness. Shared by every cursor of the turn."""
-
-    interface: Interface
-    store: Store = attrs.field(repr=False)
-    query: Query
-    history: tuple[TurnRecord, ...]
-    turn: int
-    slots: tuple[str, ...]
-    strict: bool = True
 
 
 @attrs.frozen(repr=False)
@@ -76,8 +62,7 @@ class TurnCursor:
     """Algorithm 1 at turn t, after the releases in `released` (see the module doc)."""
 
     frame: TurnFrame
-    units: Units
-    scale: int
+    vector: LedgerVector
     released: tuple[tuple[str, str], ...] = ()
     plans: tuple[SlotPlan, ...] = ()
     # plan() of this cursor, computed once and shared by every fork (a pure function of
@@ -87,6 +72,16 @@ class TurnCursor:
     @property
     def interface(self) -> Interface:
         return self.frame.interface
+
+    @property
+    def units(self) -> Units:
+        """The ledgers' integer counts (`vector.units`): L_a = units_a / scale."""
+        return self.vector.units
+
+    @property
+    def scale(self) -> int:
+        """The ledgers' common denominator (`vector.scale`)."""
+        return self.vector.scale
 
     @property
     def store(self) -> Store:
@@ -139,7 +134,8 @@ class TurnCursor:
     @property
     def ledgers(self) -> Ledgers:
         """L_a in policy order, exact Fractions."""
-        return self.interface.fractions(self.scale).ledgers(self.units)
+        units, scale = self.vector
+        return self.interface.fractions(scale).ledgers(units)
 
     def plan(self) -> SlotPlan:
         """Algorithm 1, lines 5-16 for the next active slot at the current public prefix."""
@@ -150,17 +146,7 @@ class TurnCursor:
         released = self.released
         if len(released) == len(frame.slots):
             raise InputError("cursor", "a turn with a slot left to plan", "every slot released")
-        plan = plan_units(
-            frame.interface,
-            self.units,
-            self.scale,
-            frame.history,
-            frame.query,
-            released,
-            frame.slots[len(released)],
-            frame.store,
-            frame.strict,
-        )
+        plan = plan_units(frame, self.vector, released, frame.slots[len(released)])
         object.__setattr__(self, "_plan", plan)
         return plan
 
@@ -176,13 +162,10 @@ class TurnCursor:
         plan = self.plan()
         if self.strict and view not in plan.vocabulary.names:
             raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
-        units, scale = plan.counts
+        vector = plan.vector_after
         if ledgers is not None:  # committed values from a durable store: checked at this boundary
-            ledgers = require_exact_ledgers(self.interface, ledgers, "ledgers")
-            scale = common_scale(scale, ledgers)
-            units = to_units(ledgers, scale)
-            require_ledger_ranges(self.interface, units, scale, "ledgers", self.strict)
-        return TurnCursor(self.frame, units, scale, self.released + ((plan.slot, view),), self.plans + (plan,))
+            vector = require_ledger_vector(self.interface, ledgers, "ledgers", vector.scale, self.strict)
+        return TurnCursor(self.frame, vector, self.released + ((plan.slot, view),), self.plans + (plan,))
 
     def release_sampled(self, source: RandomSource) -> TurnCursor:
         """`cursor = cursor.release(cursor.plan().distribution.sample(source))` until done,
@@ -190,29 +173,26 @@ class TurnCursor:
         The same plans, draws, views and ledgers as the step-by-step loop, and the same
         refusal of a view outside the vocabulary (strict)."""
         frame = self.frame
-        interface, history, query, store, strict = frame.interface, frame.history, frame.query, frame.store, frame.strict
-        units, scale, released, plans = self.units, self.scale, self.released, self.plans
+        strict = frame.strict
+        vector, released, plans = self.vector, self.released, self.plans
         plan = self._plan
         for slot in frame.slots[len(released) :]:
             if plan is None:
-                plan = plan_units(interface, units, scale, history, query, released, slot, store, strict)
+                plan = plan_units(frame, vector, released, slot)
             view = plan.distribution.sample(source)
             if strict and view not in plan.vocabulary.names:
                 raise InputError(f"slot {plan.slot}", f"a view of {list(plan.vocabulary.names)}", view)
-            units, scale = plan.counts
+            vector = plan.vector_after
             released += ((plan.slot, view),)
             plans += (plan,)
             plan = None
-        return TurnCursor(frame, units, scale, released, plans)
+        return TurnCursor(frame, vector, released, plans)
 
     def rebase(self, ledgers: Ledgers) -> TurnCursor:
         """The same position in the turn over other ledgers (a durable store's committed
         values): the next plan is made afresh from them."""
-        ledgers = require_exact_ledgers(self.interface, ledgers, "ledgers")
-        scale = common_scale(self.interface.ledger_scale, ledgers)
-        units = to_units(ledgers, scale)
-        require_ledger_ranges(self.interface, units, scale, "ledgers", self.strict)
-        return attrs.evolve(self, units=units, scale=scale)
+        vector = require_ledger_vector(self.interface, ledgers, "ledgers", self.interface.ledger_scale, self.strict)
+        return attrs.evolve(self, vector=vector)
 
     def control(self) -> Hashable:
         """c_t (Algorithm 1, line 19; C6), once every slot has released."""
@@ -230,7 +210,7 @@ class TurnCursor:
                 raise InputError("cursor", "a turn whose every slot has released", f"{len(self.released)} released")
             control = observe_control(frame.interface, frame.query, frame.history, self.plans, self.released, ledgers)
         record = turn_record(frame.query, self.released, control, response, self.plans)
-        state = InterfaceState.planned(frame.turn + 1, ledgers, frame.history + (record,), self.units, self.scale)
+        state = InterfaceState.planned(frame.turn + 1, ledgers, frame.history + (record,), self.vector)
         return state, record
 
 
@@ -265,12 +245,12 @@ def open_turn(
         query = interface.query(query)
     if strict:
         require_contract(interface)
-    units, scale = state.units(interface.ledger_scale)
+    vector = state.vector(interface.ledger_scale)
     if not state.built_by_planner:
-        require_ledger_ranges(interface, units, scale, "state.ledgers", strict)
+        require_ledger_ranges(interface, vector, "state.ledgers", strict)
     slots: tuple[str, ...] | None = None
     if interface.hooks.routing is None and not interface.router.reads_history:
         slots = interface._memo.active_slots.get(query)  # `active_slots`'s memo, read here first
     if slots is None:
         slots = active_slots(interface, query, state.history, store)
-    return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), units, scale)
+    return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), vector)

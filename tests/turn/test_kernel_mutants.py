@@ -531,11 +531,12 @@ def test_the_c5_assertion_checks_the_ledgers_it_moved():
     over-cap uncharged ledger does not turn into a C5 at this read. The public entry points
     refuse such a ledger at the boundary (InputError, issue 21), so the planner's inner
     function is driven directly, on integer counts over scale 2."""
-    from dpmem_ref.turn import plan_units
+    from dpmem_ref.core.ledgers import LedgerVector
+    from dpmem_ref.turn import TurnFrame, plan_units
 
     interface = _interface()
     query = interface.query("q")
-    plan = plan_units(interface, (0, 6), 2, (), query, (), "g", store())  # b = 3 > B_b = 2, uncharged
+    plan = plan_units(TurnFrame(interface, store(), query, (), 0, ("g",)), LedgerVector((0, 6), 2), (), "g")  # b = 3 > B_b = 2, uncharged
     assert plan.admitted and plan.ledgers_after == (Fraction(1, 2), Fraction(3))
     with pytest.raises(InputError, match=r"ledgers\[1\]: expected a ledger in \[0, B_b\] = \[0, 2\], found '3'"):
         plan_slot(interface, (Fraction(0), Fraction(3)), PublicPrefix(history=(), query=query, released=()), "g", store())

@@ -181,25 +181,31 @@ def test_rebase_moves_the_cursor_to_the_scale_of_the_new_ledgers():
     assert back.ledgers == zero_ledgers(interface) and back.scale == cursor.scale
 
 
-def test_rescale_multiplies_exactly():
-    from dpmem_ref.core.ledgers import rescale
+def test_a_ledger_vector_widens_exactly():
+    from dpmem_ref.core.ledgers import LedgerVector
 
-    assert rescale((1, 0, 5), 3, 12) == (4, 0, 20)
-    assert rescale((3**40,), 7, 21) == (3**41,)  # beyond a float's 53 bits: integer arithmetic
+    assert LedgerVector((1, 0, 5), 3).widened((Fraction(1, 4),)) == ((4, 0, 20), 12)
+    assert LedgerVector((1, 0, 5), 3).widened((Fraction(1, 4),)).scale == 12
+    assert LedgerVector((3**40,), 7).widened((Fraction(2, 3),)) == ((3**41,), 21)  # past a float's 53 bits
+    same = LedgerVector((1, 2), 6)
+    assert same.widened((Fraction(1, 3), Fraction(1, 2))) is same  # the scale already holds them
+    assert LedgerVector.of((Fraction(1, 2), Fraction(2, 3)), 4) == ((6, 8), 12)
+    assert LedgerVector.of((Fraction(1, 2), Fraction(2, 3)), 4).scale == 12
 
 
 def test_slot_plans_compare_and_hash_on_their_values_whatever_the_scale_of_their_counts():
-    from dpmem_ref.core.ledgers import LedgerCounts
+    from dpmem_ref.core.ledgers import LedgerVector
 
     interface = _interface()
     prefix = PublicPrefix((), interface.query("q"), ())
     plan = plan_slot(interface, zero_ledgers(interface), prefix, "g", STORE)
     again = plan_slot(interface, zero_ledgers(interface), prefix, "g", STORE)
-    rescaled = plan._replace(counts=LedgerCounts(tuple(2 * u for u in plan.units_after), 2 * plan.scale))
-    assert rescaled.counts == plan.counts and not (rescaled.counts != plan.counts)
-    assert hash(rescaled.counts) == hash(plan.counts)
-    assert LedgerCounts((1, 2), 3) != LedgerCounts((1, 3), 3) and LedgerCounts((2, 4), 6) == LedgerCounts((1, 2), 3)
-    assert LedgerCounts((2, 4), 6) != LedgerCounts((1, 2), 4) and LedgerCounts((1,), 3) != LedgerCounts((1, 0), 3)
+    units, scale = plan.vector_after
+    rescaled = plan._replace(vector_after=LedgerVector(tuple(2 * u for u in units), 2 * scale))
+    assert rescaled.vector_after == plan.vector_after and not (rescaled.vector_after != plan.vector_after)
+    assert hash(rescaled.vector_after) == hash(plan.vector_after)
+    assert LedgerVector((1, 2), 3) != LedgerVector((1, 3), 3) and LedgerVector((2, 4), 6) == LedgerVector((1, 2), 3)
+    assert LedgerVector((2, 4), 6) != LedgerVector((1, 2), 4) and LedgerVector((1,), 3) != LedgerVector((1, 0), 3)
     for same in (again, rescaled):
         assert same is not plan and same == plan and not (same != plan) and hash(same) == hash(plan)
     later = plan_slot(interface, plan.ledgers_after, prefix, "g", STORE)
@@ -262,7 +268,7 @@ def test_a_finished_state_keeps_the_planners_wider_scale():
     assert done.scale == cursor.scale and done.scale != interface.ledger_scale
     state, _ = done.finish()
     assert state.ledgers == zero_ledgers(interface)
-    assert state.units(interface.ledger_scale) == ((0, 0), done.scale)
+    assert tuple(state.vector(interface.ledger_scale)) == ((0, 0), done.scale)
     assert begin_turn(interface, state, "q", STORE).scale == done.scale
 
 
@@ -363,15 +369,16 @@ def test_a_slot_is_scored_once_per_read_and_store_object():
     assert [item.tags for items in calls for item in items] == [{"x"}, {"z"}, {"v"}, {"z"}]  # M, then M' (memo kept M)
 
 
-def test_plan_units_is_strict_by_default():
+def test_a_turn_frame_is_strict_by_default():
     from dpmem_ref import ContractViolation
-    from dpmem_ref.turn.plan import plan_units
+    from dpmem_ref.core.ledgers import LedgerVector
+    from dpmem_ref.turn.plan import TurnFrame, plan_units
 
     base = _interface()
     under = Query("under", "under", (SlotRead("g", frozenset({2}), charge=frozenset({"a"})),))
     interface = attrs.evolve(base, queries=base.queries + (under,))
     with pytest.raises(ContractViolation) as error:
-        plan_units(interface, (0, 0), interface.ledger_scale, (), under, (), "g", STORE)
+        plan_units(TurnFrame(interface, STORE, under, (), 0, ("g",)), LedgerVector((0, 0), interface.ledger_scale), (), "g")
     assert error.value.code == "C2.uncharged_read"
 
 
