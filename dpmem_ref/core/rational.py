@@ -146,7 +146,8 @@ def decimal_text(value: Fraction | int, digits: int = 6, rounding: Rounding = "n
     """`value` with at most `digits` digits after the point, trailing zeros dropped.
 
     rounding="up"/"down" rounds toward +inf/-inf (for interval ends); "nearest" rounds
-    half to even. Integers print without a point."""
+    half to even. Integers print without a point. A value that rounds to zero prints "0"
+    (never "-0": the sign is printed only for a nonzero count of 10**-digits units)."""
     value = Fraction(value)
     if value.denominator == 1:
         return str(value.numerator)
@@ -155,24 +156,30 @@ def decimal_text(value: Fraction | int, digits: int = 6, rounding: Rounding = "n
         units = -((-scaled.numerator) // scaled.denominator)
     elif rounding == "down":
         units = scaled.numerator // scaled.denominator
-    else:
+    elif rounding == "nearest":
         units = round(scaled)
+    else:
+        raise ValueError(f"decimal_text: rounding must be 'nearest', 'up' or 'down', not {rounding!r}")
     sign = "-" if units < 0 else ""
     whole, frac = divmod(abs(units), 10**digits)
-    text = f"{sign}{whole}.{frac:0{digits}d}".rstrip("0").rstrip(".") if digits else f"{sign}{whole}"
-    return "0" if text in ("-0", "") else text
+    # With digits = 0, frac is 0 and prints as one "0" that the strips remove again.
+    return f"{sign}{whole}.{frac:0{digits}d}".rstrip("0").rstrip(".")
 
 
 def significant_text(value: Fraction, digits: int, up: bool) -> str:
-    """`value` to `digits` significant digits, rounded toward +inf (up) or -inf, with its sign."""
+    """`value` to `digits` significant digits, rounded toward +inf (up) or -inf, with its sign.
+
+    The decimal exponent e = floor(log10 |value|), exactly, for |value| = p/q in lowest
+    terms: when p >= q, e = len(str(p // q)) - 1 (the integer part has e + 1 digits);
+    when p < q, e = -k for the least k >= 1 with p * 10**k >= q, and for integers
+    p * 10**k >= q <=> 10**k > (q - 1) / p <=> 10**k > (q - 1) // p, whose least k is
+    len(str((q - 1) // p)) ((q - 1) // p >= 1 as q > p). A rounding that carries into the
+    next power of ten prints one more digit (0.99 up to 1 digit is "1.0"), the value exact."""
     if value == 0:
         return "0"
     magnitude = abs(value)
-    exponent = len(str(magnitude.numerator // magnitude.denominator)) - 1 if magnitude >= 1 else 0
-    if magnitude < 1:
-        exponent = -1
-        while magnitude * Fraction(10) ** (-exponent) < 1:
-            exponent -= 1
+    p, q = magnitude.numerator, magnitude.denominator
+    exponent = len(str(p // q)) - 1 if p >= q else -len(str((q - 1) // p))
     scale = Fraction(10) ** (digits - 1 - exponent)
     scaled = value * scale
     integer = -((-scaled.numerator) // scaled.denominator) if up else scaled.numerator // scaled.denominator
