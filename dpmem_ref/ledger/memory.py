@@ -113,7 +113,7 @@ class MemoryLedgerStore(LedgerBackend[None, "MemoryLedgerSession"]):
         self._meta.update(rows)
 
     def _session(self, key: SessionKey) -> MemoryLedgerSession:
-        return MemoryLedgerSession(store=self, key=key, data=self._sessions[key])
+        return MemoryLedgerSession(backend=self, key=key, data=self._sessions[key])
 
     # ------------------------------------------------ the rest of the store
 
@@ -135,13 +135,9 @@ class MemoryLedgerStore(LedgerBackend[None, "MemoryLedgerSession"]):
 
 @attrs.frozen
 class MemoryLedgerSession(TemplateSession[None]):
-    store: MemoryLedgerStore = attrs.field(repr=False)
+    backend: MemoryLedgerStore = attrs.field(repr=False)
     key: SessionKey
     _data: _SessionData = attrs.field(repr=False, alias="data")
-
-    @property
-    def backend(self) -> MemoryLedgerStore:
-        return self.store
 
     def load(self) -> SessionSnapshot:
         data = self._data

@@ -231,7 +231,7 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
         return append_event(tx, self.key, kind, body)
 
     def _session(self, key: SessionKey) -> PostgresLedgerSession:
-        return PostgresLedgerSession(store=self, key=key)
+        return PostgresLedgerSession(backend=self, key=key)
 
     # ------------------------------------------------ the rest of the store
 

@@ -228,7 +228,8 @@ class TemplateSession(ABC, Generic[Tx]):
 
     @property
     @abstractmethod
-    def backend(self) -> LedgerBackend[Tx, Any]: ...
+    def backend(self) -> LedgerBackend[Tx, Any]:
+        """The store the session was opened on (each backend's session holds it as a field)."""
 
     def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
         """ONE transaction (Algorithm 1, line 15, against committed state): C5 re-checked on

@@ -263,7 +263,7 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
             self.committed(mark)
 
     def _session(self, key: SessionKey) -> SQLiteLedgerSession:
-        return SQLiteLedgerSession(store=self, key=key)
+        return SQLiteLedgerSession(backend=self, key=key)
 
     # ------------------------------------------------ the rest of the store
 
