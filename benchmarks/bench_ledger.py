@@ -59,13 +59,13 @@ def serial_worker(url: str, turns: int) -> None:
     if url.startswith("postgresql://"):
         from dpmem_ref.ledger.postgres import PostgresLedgerStore
 
-        store: object = PostgresLedgerStore(url)
+        ledger_store: object = PostgresLedgerStore(url)
     else:
         from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
 
-        store = SQLiteLedgerStore(url)
+        ledger_store = SQLiteLedgerStore(url)
     session = DurableSession.open(  # type: ignore[arg-type]
-        loaded.interface, store, "user", "bench", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
+        loaded.interface, ledger_store, "user", "bench", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
     )
     session.run_turn("dinner")  # warm
     started = time.perf_counter()
@@ -92,12 +92,12 @@ def worker(url: str, selections: int, start_file: str, seed: int) -> None:
     if url.startswith("postgresql://"):
         from dpmem_ref.ledger.postgres import PostgresLedgerStore
 
-        store: object = PostgresLedgerStore(url)
+        ledger_store: object = PostgresLedgerStore(url)
     else:
         from dpmem_ref.ledger.sqlite import SQLiteLedgerStore  # this tree and main both have it
 
-        store = SQLiteLedgerStore(url)
-    session = DurableSession.open(loaded.interface, store, "user", "bench", loaded.store("M"), SeededRandomSource(seed))  # type: ignore[arg-type]
+        ledger_store = SQLiteLedgerStore(url)
+    session = DurableSession.open(loaded.interface, ledger_store, "user", "bench", loaded.store("M"), SeededRandomSource(seed))  # type: ignore[arg-type]
     print("ready", flush=True)
     while not os.path.exists(start_file):
         time.sleep(0.001)

@@ -75,7 +75,7 @@ def runtime_turns(folder: Path, turns: int, encoder: bool) -> tuple[AgentRuntime
 
 
 def kernel_turns(folder: Path, runtime: AgentRuntime, turns: int) -> list[float]:
-    store = SQLiteLedgerStore(folder / "kernel.db")
+    ledger_store = SQLiteLedgerStore(folder / "kernel.db")
     interface = runtime.interface
     memory = runtime.memory.store("u0")
     names = list(FREE_TEXT)
@@ -85,12 +85,12 @@ def kernel_turns(folder: Path, runtime: AgentRuntime, turns: int) -> list[float]
         user = n // 16
         if user not in sessions:
             sessions[user] = DurableSession.open(
-                interface, store, f"u{user}", "i", memory, SeededRandomSource(user), turn_deadline_s=None
+                interface, ledger_store, f"u{user}", "i", memory, SeededRandomSource(user), turn_deadline_s=None
             )
         return sessions[user].run_turn(names[n % len(names)])
 
     samples = timed(turns, one)
-    store.close()
+    ledger_store.close()
     return samples
 
 

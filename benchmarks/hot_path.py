@@ -96,9 +96,9 @@ except ImportError:
 from dpmem_ref.ledger import SQLiteLedgerStore
 loaded = interface_from_dict(INTERFACE)
 with tempfile.TemporaryDirectory(prefix="dpmem-hot-") as folder:
-    store = SQLiteLedgerStore(os.path.join(folder, "ledger.db"))
+    ledger_store = SQLiteLedgerStore(os.path.join(folder, "ledger.db"))
     kwargs = {{}} if {deadline} else {{"turn_deadline_s": None}}
-    session = DurableSession.open(loaded.interface, store, "user", "bench", loaded.store("M"), SeededRandomSource(0), **kwargs)
+    session = DurableSession.open(loaded.interface, ledger_store, "user", "bench", loaded.store("M"), SeededRandomSource(0), **kwargs)
     session.run_turn("dinner")
     figures, cpu = [], []
     for _ in range(5):

@@ -92,8 +92,8 @@ def main() -> int:
         "`pytest_add_cli_args_test_selection` (fast kernel and proof tests, ci Hypothesis profile with 4 examples "
         "per property, no shrinking); per mutant mutmut runs only the tests that reach the mutated function.",
         "",
-        "Survivors of earlier runs were killed by behaviour tests through public names "
-        "(`tests/*/test_kernel_mutants*.py`, `tests/mechanism/test_sampler_batch.py`); what still survives is listed below, "
+        "Survivors of earlier runs were killed by behaviour tests through public names, each beside the behaviour it pins "
+        "(`tests/core/test_policy.py`, `tests/turn/test_plan.py`, `tests/mechanism/test_em_sampler.py`, ...); what still survives is listed below, "
         "each judged equivalent in `scripts/mutation_equivalents.toml` (one-line reason) or marked UNEXPLAINED. "
         "A timeout (the mutant made a test loop past mutmut's CPU limit) counts as killed.",
         "",

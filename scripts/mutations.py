@@ -21,7 +21,7 @@ class Mutation:
 # silently disarm a mutant: each must match exactly once, or the script stops.
 # The kernel decides admission on exact integer ledgers when the cap rule declares itself
 # `prospective` (dpmem_ref/turn/plan.py); ProspectiveCap.admits is the same test on
-# Fractions (held to it by tests/parts/test_kernel_parts_contract.py). Cap mutants patch both.
+# Fractions (held to it by tests/parts/test_parts_contract.py). Cap mutants patch both.
 CAP = r"return all\(ledgers\[a\] \+ epsilon <= caps\[a\] for a in charge_set\)"
 CAP_UNITS = r"if units\[i\] \+ step > caps\[i\]:"
 C5_ASSERTION = r"if strict and after\[i\] > caps\[i\]:"

@@ -48,13 +48,31 @@ UNMEASURED: tuple[str, ...] = (
     # under the tracer; points of the total only they reach), from the per-file runs of
     # docs/mutation-report.md, "How the measured tests were chosen".
     "tests/counterexamples/test_counterexamples.py",  # +12.4 s; +0.03
-    "tests/mechanism/test_kernel_mechanism.py",  # +7.9 s; 0
+    # The Eq. (7) and sampler-law tests of tests/mechanism/test_em.py (200k draws; they were
+    # test_kernel_mechanism.py); the file's likelihood and input tests are measured.
+    *(
+        f"tests/mechanism/test_em.py::{test}"
+        for test in (
+            "test_exact_distribution_matches_eq7_to_40_digits",
+            "test_plan_slot_distribution_is_eq7_for_figure2_food_slot",
+            "test_exact_sampler_passes_chi_square_over_200k_draws",
+            "test_chi_square_rejects_a_wrong_distribution",
+            "test_sampler_decisions_use_no_floats",
+            "test_bernoulli_exp_minus_frequency",
+            "test_seeded_source_reproduces_draws",
+            "test_distribution_repr_hides_exponents",
+        )
+    ),  # +7.9 s; 0
     "tests/config/test_fuzz_config.py",  # +7.7 s; +0.26
     "tests/audit/test_auditor_components.py",  # +4.6 s; +0.04
     "tests/hygiene/test_hygiene_timing.py",  # +3.9 s; +0.37
     "tests/audit/test_auditor_cover.py",  # +3.8 s; 0
     "tests/audit/test_auditor_audit.py",  # +3.5 s; +0.20
-    "tests/mechanism/test_kernel_mutants_exact.py",  # +3.0 s; +0.17
+    # The exact-arithmetic and exact-sampler tests that were test_kernel_mutants_exact.py: +3.0 s; +0.17
+    "tests/core/test_rational.py",
+    "tests/mechanism/test_em_sampler.py",
+    "tests/mechanism/test_bernoulli.py::test_bucketed_round_draws_a_member_only_in_a_shared_bucket",
+    "tests/mechanism/test_em.py::test_the_uniform_proposal_serves_up_to_eight_views_or_a_spread_up_to_one",
     "tests/mechanism/test_sampler_exact.py",  # +2.7 s; +0.06
     "tests/config/test_toml_bounds.py",  # +2.1 s; +0.08
     "tests/hygiene/test_hygiene_secrets.py",  # +2.1 s; +0.16
@@ -66,7 +84,7 @@ UNMEASURED: tuple[str, ...] = (
     "tests/ledger/test_ledger_postgres.py",  # +0.8 s; +0.03 (the server is a subprocess)
     "tests/ledger/test_ledger_concurrency.py",  # +0.3 s; 0 (forked racers would inherit the tracer)
 )
-"""Files under `MEASURED` that run with the tracer off. The other proofs (about 15 s under
+"""Files (or tests, by node id) under `MEASURED` that run with the tracer off. The other proofs (about 15 s under
 the tracer, +0.01 points) and eval/tests (the evaluation, not the kernel) are not measured
 either."""
 

@@ -167,8 +167,8 @@ def durable_turns(
     from dpmem_ref.ledger.urls import open_ledger_store
     from dpmem_ref.turn.durable import DurableSession
 
-    store = open_ledger_store(url)
+    ledger_store = open_ledger_store(url)
     session = DurableSession.open(
-        interface, store, user, interaction, memory, source, channel=channel, turn_deadline_s=turn_deadline_s
+        interface, ledger_store, user, interaction, memory, source, channel=channel, turn_deadline_s=turn_deadline_s
     )
     return session.run_turn

@@ -21,11 +21,10 @@ from dpmem_ref.ledger.contract import (
     SessionKey,
     SessionSnapshot,
     SlotRelease,
-    interface_mismatch,
     release_row,
 )
 from dpmem_ref.ledger.records import decode_turn
-from dpmem_ref.ledger.scopes import check_meta_key, checked_rebind, rebound_caps
+from dpmem_ref.ledger.scopes import check_meta_key
 from dpmem_ref.ledger.session import LedgerBackend, Ledgers, TemplateSession
 
 _T = TypeVar("_T")
@@ -100,8 +99,21 @@ class MemoryLedgerStore(LedgerBackend[None, "MemoryLedgerSession"]):
         )
         return None, True
 
+    def _session_keys(self, tx: None) -> list[SessionKey]:
+        return list(self._sessions)  # in the order they were opened
+
+    def _session_ledgers(self, tx: None, key: SessionKey) -> dict[str, Fraction]:
+        return self._sessions[key].ledgers
+
+    def _write_caps(self, tx: None, key: SessionKey, spent: dict[str, Fraction], caps: dict[str, Fraction]) -> None:
+        data = self._sessions[key]
+        data.ledgers, data.caps = dict(spent), dict(caps)
+
+    def _write_meta(self, tx: None, rows: Mapping[str, str]) -> None:
+        self._meta.update(rows)
+
     def _session(self, key: SessionKey) -> MemoryLedgerSession:
-        return MemoryLedgerSession(store=self, key=key, data=self._sessions[key])
+        return MemoryLedgerSession(backend=self, key=key, data=self._sessions[key])
 
     # ------------------------------------------------ the rest of the store
 
@@ -109,29 +121,6 @@ class MemoryLedgerStore(LedgerBackend[None, "MemoryLedgerSession"]):
         check_meta_key(key)
         with self._lock:
             return self._meta.get(key)
-
-    def rebind(
-        self,
-        expected: str | None,
-        fingerprint: str,
-        meta: Mapping[str, str],
-        caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None = None,
-    ) -> None:
-        rows = checked_rebind(fingerprint, meta)
-        with self._lock:
-            if self._fingerprint != expected:
-                raise interface_mismatch("(memory)", self._fingerprint or "", fingerprint)
-            updates = {}
-            for key, data in self._sessions.items():  # all checked before anything changes
-                caps = None if caps_for is None else caps_for(key)
-                if caps is not None:
-                    updates[key] = rebound_caps(data.ledgers, caps, f"session {key.user}/{key.interaction}")
-            for key, table in updates.items():
-                data = self._sessions[key]
-                data.ledgers = {a: s for a, (s, _) in table.items()}
-                data.caps = {a: c for a, (_, c) in table.items()}
-            self._fingerprint = fingerprint
-            self._meta.update(rows)
 
     def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
         with self._lock:
@@ -146,13 +135,9 @@ class MemoryLedgerStore(LedgerBackend[None, "MemoryLedgerSession"]):
 
 @attrs.frozen
 class MemoryLedgerSession(TemplateSession[None]):
-    store: MemoryLedgerStore = attrs.field(repr=False)
+    backend: MemoryLedgerStore = attrs.field(repr=False)
     key: SessionKey
     _data: _SessionData = attrs.field(repr=False, alias="data")
-
-    @property
-    def backend(self) -> MemoryLedgerStore:
-        return self.store
 
     def load(self) -> SessionSnapshot:
         data = self._data

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
 import psycopg
 
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, genesis_body, rebind_body
+from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, genesis_body
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,
     SCHEMA_VERSION,
     LedgerStoreError,
     SessionKey,
     fraction_from_text,
-    fraction_to_text,
     needs_migration,
 )
-from dpmem_ref.ledger.scopes import rebound_caps
 
 # "user" is reserved in PostgreSQL: the key column is user_name. Exact values as "p/q" text.
 SCHEMA = """
@@ -111,66 +108,6 @@ def locked_ledgers(
         if spent[attribute] > caps[attribute]:
             raise ContractViolation("C5", f"attribute {attribute}: stored ledger exceeds its cap")
     return spent, caps
-
-
-def rebind_database(
-    connection: psycopg.Connection[Any],
-    name: str,
-    key: ChainKey,
-    expected: str | None,
-    fingerprint: str,
-    rows: Mapping[str, str],
-    caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None,
-) -> None:
-    """`PostgresLedgerStore.rebind` in its transaction: compare-and-set the fingerprint,
-    write the meta rows, carry the sessions' ledgers over (`rebind_sessions`), and append
-    the "rebind" chain event that records all of it."""
-    from dpmem_ref.ledger.contract import interface_mismatch
-
-    lock_chain(connection)
-    found = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'fingerprint' FOR UPDATE").fetchone()
-    stored = None if found is None else str(found[0])
-    if stored != expected:
-        raise interface_mismatch(name, stored or "", fingerprint)
-    if stored is None and connection.execute("SELECT 1 FROM dpmem_releases LIMIT 1").fetchone():
-        raise needs_migration(name, "charges without an interface fingerprint")
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO dpmem_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = %s",
-            [(k, v, v) for k, v in sorted({**rows, "fingerprint": fingerprint}.items())],
-        )
-    carried = [] if caps_for is None else rebind_sessions(connection, caps_for)
-    append_event(connection, key, "rebind", rebind_body(expected, fingerprint, rows, carried))
-
-
-def rebind_sessions(
-    connection: psycopg.Connection[Any], caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None]
-) -> list[tuple[SessionKey, dict[str, Fraction], dict[str, Fraction]]]:
-    """Inside `PostgresLedgerStore.rebind`'s transaction: carry every session's ledgers over
-    to the caps `caps_for` gives it (skipped where it gives None), C5 re-checked."""
-    keys = connection.execute(
-        "SELECT DISTINCT user_name, interaction FROM dpmem_ledgers ORDER BY user_name, interaction"
-    ).fetchall()
-    carried = []
-    for user, interaction in keys:
-        key = SessionKey(user=str(user), interaction=str(interaction))
-        caps = caps_for(key)
-        if caps is None:
-            continue
-        spent, _ = locked_ledgers(connection, key, lock=True)
-        table = rebound_caps(spent, caps, f"session {key.user}/{key.interaction}")
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO dpmem_ledgers (user_name, interaction, attribute, spent, cap) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (user_name, interaction, attribute) "
-                "DO UPDATE SET cap = EXCLUDED.cap",
-                [
-                    (key.user, key.interaction, a, fraction_to_text(s), fraction_to_text(c))
-                    for a, (s, c) in sorted(table.items())
-                ],
-            )
-        carried.append((key, {a: s for a, (s, _) in table.items()}, {a: c for a, (_, c) in table.items()}))
-    return carried
 
 
 def lock_chain(connection: psycopg.Connection[Any]) -> None:

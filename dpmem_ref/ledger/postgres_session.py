@@ -34,17 +34,13 @@ _RELEASE_COLUMNS = "seq, release_id, turn_id, slot_index, slot, view, admitted, 
 
 @attrs.frozen
 class PostgresLedgerSession(TemplateSession[psycopg.Connection[Any]]):
-    store: PostgresLedgerStore = attrs.field(repr=False)
+    backend: PostgresLedgerStore = attrs.field(repr=False)
     key: SessionKey
     _cache: LoadCache = attrs.field(factory=lambda: LoadCache(), init=False, eq=False, repr=False)
 
-    @property
-    def backend(self) -> PostgresLedgerStore:
-        return self.store
-
     def load(self) -> SessionSnapshot:
         with self._cache.lock:
-            return self.store.run(self._load_once, read_only=True)
+            return self.backend.run(self._load_once, read_only=True)
 
     def _load_once(self, connection: psycopg.Connection[Any]) -> SessionSnapshot:
         key, cache = self.key, self._cache

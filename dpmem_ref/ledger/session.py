@@ -13,6 +13,10 @@ wraps driver errors into one `LedgerStoreError` line):
 - `LedgerBackend.open_session`: `_lock_writes`, `_read_fingerprint`, `_has_history`,
   `_write_fingerprint`, `_open_rows`, `_append_chain` ("bind", "open"); then `_committed`,
   `_session`;
+- `LedgerBackend.rebind`: `_lock_writes`, `_read_fingerprint`, `_has_history`,
+  `_session_keys`, `_session_ledgers` of each session `caps_for` gives caps (every carried
+  table computed before the first write), `_write_caps` per carried session,
+  `_write_fingerprint`, `_write_meta`, `_append_chain` ("rebind"); then `_committed`;
 - `TemplateSession.charge_and_record`: `_lock_writes`, `_release_id_taken`, `_read_ledgers`
   (locked), `_write_charge` per scope, `_insert_release`, `_append_chain` ("charge"),
   fault "charge:inside"; then `_committed`, fault "charge:committed". After a lost COMMIT
@@ -34,7 +38,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.core.transcript import TurnRecord
-from dpmem_ref.ledger.chain import HighWater, bind_body, charge_body, open_body, turn_body
+from dpmem_ref.ledger.chain import HighWater, bind_body, charge_body, open_body, rebind_body, turn_body
 from dpmem_ref.ledger.contract import (
     FaultHook,
     ReleaseOutcome,
@@ -50,12 +54,14 @@ from dpmem_ref.ledger.contract import (
     needs_migration,
 )
 from dpmem_ref.ledger.records import encode_turn
-from dpmem_ref.ledger.scopes import check_scope_keys, committed_scopes
+from dpmem_ref.ledger.scopes import check_scope_keys, checked_rebind, committed_scopes, rebound_caps
 
 Tx = TypeVar("Tx")  # a backend's transaction handle (a connection; None for the in-process store)
 S = TypeVar("S", bound="TemplateSession[Any]")
 _T = TypeVar("_T")
 Ledgers = tuple[dict[str, Fraction], dict[str, Fraction]]  # (spent, caps) of one session
+CapsFor = Callable[[SessionKey], Mapping[str, Fraction] | None]  # a rebind's new caps of a session (None: kept)
+Carried = tuple[SessionKey, dict[str, Fraction], dict[str, Fraction]]  # a session's (spent, caps) after a rebind
 
 
 def assert_within_caps(key: SessionKey, spent: Mapping[str, Fraction], caps: Mapping[str, Fraction]) -> None:
@@ -69,7 +75,7 @@ def assert_within_caps(key: SessionKey, spent: Mapping[str, Fraction], caps: Map
 
 
 class LedgerBackend(ABC, Generic[Tx, S]):
-    """The store half of the template: `open_session`, over the primitives below."""
+    """The store half of the template: `open_session` and `rebind`, over the primitives below."""
 
     __slots__ = ()
     CHAINED: ClassVar[bool] = True  # appends a chain event per write (False: no `_append_chain`)
@@ -109,6 +115,47 @@ class LedgerBackend(ABC, Generic[Tx, S]):
         self._committed(marks[-1] if marks else None)
         return self._session(key)
 
+    def rebind(
+        self, expected: str | None, fingerprint: str, meta: Mapping[str, str], caps_for: CapsFor | None = None
+    ) -> None:
+        """ONE transaction (see `contract.LedgerStore.rebind`): bind the database to `fingerprint`
+        if it is bound to `expected`, write the `meta` rows, and carry every session `caps_for`
+        gives caps over to them (`rebound_caps`). Every check runs before the first write, so a
+        refused rebind writes nothing even where there is no rollback (the in-process store)."""
+        rows = checked_rebind(fingerprint, meta)
+        marks: list[HighWater] = []
+
+        def work(tx: Tx) -> None:  # binding, meta rows and carried caps commit together
+            marks.clear()
+            self._lock_writes(tx)
+            stored = self._read_fingerprint(tx)
+            if stored != expected:
+                raise interface_mismatch(self._where, stored or "", fingerprint)
+            if stored is None and self._has_history(tx):  # issue 21.6: charges of an unknown interface
+                raise needs_migration(self._where, "charges without an interface fingerprint")
+            carried = [] if caps_for is None else self._carried(tx, caps_for)
+            for key, spent, caps in carried:
+                self._write_caps(tx, key, spent, caps)
+            self._write_fingerprint(tx, fingerprint)
+            self._write_meta(tx, rows)
+            if self.CHAINED:
+                marks.append(self._append_chain(tx, "rebind", rebind_body(expected, fingerprint, rows, carried)))
+
+        self._transaction(work)
+        self._committed(marks[-1] if marks else None)
+
+    def _carried(self, tx: Tx, caps_for: CapsFor) -> list[Carried]:
+        """Each session `caps_for` gives caps, in `_session_keys` order (the rebind event's):
+        its ledgers under the new caps (new attributes at 0, C5 re-checked), nothing written."""
+        carried = []
+        for key in self._session_keys(tx):
+            caps = caps_for(key)
+            if caps is None:
+                continue
+            table = rebound_caps(self._session_ledgers(tx, key), caps, f"session {key.user}/{key.interaction}")
+            carried.append((key, {a: s for a, (s, _) in table.items()}, {a: c for a, (_, c) in table.items()}))
+        return carried
+
     def fault(self, point: str) -> None:
         """Tests only: "charge:inside" before COMMIT, "charge:committed" right after it."""
         if self._fault_hook is not None:
@@ -138,12 +185,29 @@ class LedgerBackend(ABC, Generic[Tx, S]):
         """Committed releases or turns (refuse binding a fingerprint to them)."""
 
     @abstractmethod
-    def _write_fingerprint(self, tx: Tx, fingerprint: str) -> None: ...
+    def _write_fingerprint(self, tx: Tx, fingerprint: str) -> None:
+        """Insert or replace the binding."""
 
     @abstractmethod
     def _open_rows(self, tx: Tx, key: SessionKey, caps: dict[str, Fraction]) -> tuple[dict[str, Fraction] | None, bool]:
         """Create the session's ledgers at zero unless present: (the caps stored before, or None
         if there were none; whether rows were created)."""
+
+    @abstractmethod
+    def _session_keys(self, tx: Tx) -> list[SessionKey]:
+        """Every session with ledgers, in the order a rebind event lists them."""
+
+    @abstractmethod
+    def _session_ledgers(self, tx: Tx, key: SessionKey) -> dict[str, Fraction]:
+        """A session's spent ledgers, locked until COMMIT (the databases check every stored L_a <= B_a)."""
+
+    @abstractmethod
+    def _write_caps(self, tx: Tx, key: SessionKey, spent: dict[str, Fraction], caps: dict[str, Fraction]) -> None:
+        """Store a carried session's caps and ledgers (`_carried`: unchanged, new attributes at 0)."""
+
+    @abstractmethod
+    def _write_meta(self, tx: Tx, rows: Mapping[str, str]) -> None:
+        """Insert or replace extra meta rows (keys checked by `checked_rebind`)."""
 
     def _append_chain(self, tx: Tx, kind: str, body: str) -> HighWater:
         """Append one chain event in the transaction (only called when CHAINED)."""
@@ -164,7 +228,8 @@ class TemplateSession(ABC, Generic[Tx]):
 
     @property
     @abstractmethod
-    def backend(self) -> LedgerBackend[Tx, Any]: ...
+    def backend(self) -> LedgerBackend[Tx, Any]:
+        """The store the session was opened on (each backend's session holds it as a field)."""
 
     def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
         """ONE transaction (Algorithm 1, line 15, against committed state): C5 re-checked on

@@ -37,7 +37,7 @@ from dpmem_ref.ledger.contract import (
     fraction_from_text,
     fraction_to_text,
 )
-from dpmem_ref.ledger.scopes import check_meta_key, checked_rebind, grouped_ledgers
+from dpmem_ref.ledger.scopes import check_meta_key, grouped_ledgers
 from dpmem_ref.ledger.session import LedgerBackend
 from dpmem_ref.ledger.sqlite_schema import (
     COLUMNS,
@@ -46,9 +46,9 @@ from dpmem_ref.ledger.sqlite_schema import (
     check_high_water,
     describe_sqlite_error,
     has_history,
+    ledger_rows,
     open_chain,
 )
-from dpmem_ref.ledger.sqlite_scopes import rebind_sqlite
 from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession
 
 _T = TypeVar("_T")
@@ -218,7 +218,7 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         return has_history(tx)
 
     def _write_fingerprint(self, tx: sqlite3.Connection, fingerprint: str) -> None:
-        tx.execute("INSERT INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
+        tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('fingerprint', ?)", (fingerprint,))
 
     def _open_rows(
         self, tx: sqlite3.Connection, key: SessionKey, caps: dict[str, Fraction]
@@ -234,6 +234,27 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         )
         return None, True
 
+    def _session_keys(self, tx: sqlite3.Connection) -> list[SessionKey]:
+        found = tx.execute("SELECT DISTINCT user, interaction FROM ledgers ORDER BY user, interaction").fetchall()
+        return [SessionKey(user=str(user), interaction=str(interaction)) for user, interaction in found]
+
+    def _session_ledgers(self, tx: sqlite3.Connection, key: SessionKey) -> dict[str, Fraction]:
+        return ledger_rows(tx, key)[0]  # BEGIN IMMEDIATE already holds the write lock
+
+    def _write_caps(
+        self, tx: sqlite3.Connection, key: SessionKey, spent: dict[str, Fraction], caps: dict[str, Fraction]
+    ) -> None:
+        tx.executemany(
+            "INSERT OR REPLACE INTO ledgers (user, interaction, attribute, spent, cap) VALUES (?, ?, ?, ?, ?)",
+            [
+                (key.user, key.interaction, a, fraction_to_text(spent[a]), fraction_to_text(caps[a]))
+                for a in sorted(caps)
+            ],
+        )
+
+    def _write_meta(self, tx: sqlite3.Connection, rows: Mapping[str, str]) -> None:
+        tx.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", sorted(rows.items()))
+
     def _append_chain(self, tx: sqlite3.Connection, kind: str, body: str) -> HighWater:
         return append_event(tx, self.key, kind, body)
 
@@ -242,7 +263,7 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
             self.committed(mark)
 
     def _session(self, key: SessionKey) -> SQLiteLedgerSession:
-        return SQLiteLedgerSession(store=self, key=key)
+        return SQLiteLedgerSession(backend=self, key=key)
 
     # ------------------------------------------------ the rest of the store
 
@@ -251,18 +272,6 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         with self.reading() as connection:
             row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
-
-    def rebind(
-        self,
-        expected: str | None,
-        fingerprint: str,
-        meta: Mapping[str, str],
-        caps_for: Callable[[SessionKey], Mapping[str, Fraction] | None] | None = None,
-    ) -> None:
-        rows = checked_rebind(fingerprint, meta)
-        with self.transaction() as connection:  # binding, meta rows and carried caps commit together
-            mark = rebind_sqlite(connection, str(self.path), self.key, expected, fingerprint, rows, caps_for)
-        self.committed(mark)
 
     def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
         with self.reading() as connection:

@@ -29,24 +29,20 @@ if TYPE_CHECKING:
 
 @attrs.frozen
 class SQLiteLedgerSession(TemplateSession[sqlite3.Connection]):
-    store: SQLiteLedgerStore = attrs.field(repr=False)
+    backend: SQLiteLedgerStore = attrs.field(repr=False)
     key: SessionKey
     _cache: LoadCache = attrs.field(factory=lambda: LoadCache(), init=False, eq=False, repr=False)
 
-    @property
-    def backend(self) -> SQLiteLedgerStore:
-        return self.store
-
     def load(self) -> SessionSnapshot:
         with self._cache.lock:  # the cache below is shared by threads
-            return self.store.retrying(self._load_once)
+            return self.backend.retrying(self._load_once)
 
     def _load_once(self) -> SessionSnapshot:
         # Rows are append-only and numbered in commit order (writes are serialised), so
         # each load reads only the rows committed since the previous one.
         key = self.key
         cache = self._cache
-        with self.store.reading() as connection:
+        with self.backend.reading() as connection:
             spent, caps = ledger_rows(connection, key)
             releases = connection.execute(
                 "SELECT seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "

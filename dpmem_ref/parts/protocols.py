@@ -12,7 +12,7 @@ read them directly and never guess with getattr or isinstance lists:
 - ControlRule: `reads_private` (read items/scores, a C6 breach), `reads_views` (released
   views), `reads_history` (earlier turns).
 
-The contract suites in tests/parts/test_kernel_parts_contract.py check every implementation.
+The contract suites in tests/parts/test_parts_contract.py check every implementation.
 """
 
 from __future__ import annotations

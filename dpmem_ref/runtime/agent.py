@@ -107,7 +107,7 @@ class AgentRuntime:
         self,
         agent: AgentFile,
         memory: MemoryBook,
-        store: LedgerStore,
+        ledger_store: LedgerStore,
         channel: LLMChannel,
         source: RandomSource,
         router: FreeTextRouter,
@@ -118,7 +118,7 @@ class AgentRuntime:
         self.agent = agent
         self.interface: Interface = agent.loaded.interface
         self.memory = memory
-        self.store = store
+        self.ledger_store = ledger_store
         self.channel = channel
         self.source = source
         self.router = router
@@ -164,13 +164,13 @@ class AgentRuntime:
         book = MemoryBook.load(interface, lambda slot, text: tagger.tag(text, slot_tags(interface, slot)), memory)
         channel = make_channel(llm, seed) if isinstance(llm, str) else llm
         source: RandomSource = SystemRandomSource() if seed is None else SeededRandomSource(seed)
-        store = open_ledger_store(store_url or "memory:")
+        ledger_store = open_ledger_store(store_url or "memory:")
         try:
-            epoch, _ = bind(store, interface, caps, new_epoch)
+            epoch, _ = bind(ledger_store, interface, caps, new_epoch)
         except BaseException:
-            store.close()
+            ledger_store.close()
             raise
-        return cls(agent, book, store, channel, source, router, caps, epoch, turn_deadline_s)
+        return cls(agent, book, ledger_store, channel, source, router, caps, epoch, turn_deadline_s)
 
     # ------------------------------------------------------------ scopes
     def _scope(self, user: str, app: str) -> tuple[ScopedLedgers, DurableSession]:
@@ -179,14 +179,14 @@ class AgentRuntime:
             found = self._sessions.get(key)
             if found is None:
                 interface = self.interface
-                app_session = self.store.open_session(user, app_scope(self.epoch, app), interface.caps)
+                app_session = self.ledger_store.open_session(user, app_scope(self.epoch, app), interface.caps)
                 user_session = None
                 if self.user_caps is not None:
-                    user_session = self.store.open_session(user, user_scope(self.epoch), self.user_caps)
+                    user_session = self.ledger_store.open_session(user, user_scope(self.epoch), self.user_caps)
                 scoped = ScopedLedgers(app_session, interface.caps, user_session, self.user_caps)
                 session = DurableSession.open(
                     interface,
-                    _ScopeStore(self.store, scoped),
+                    _ScopedLedgerStore(self.ledger_store, scoped),
                     user,
                     app_scope(self.epoch, app),
                     self.memory.store(user),
@@ -207,7 +207,7 @@ class AgentRuntime:
         (None for the per-user scope), "epoch"}, "ledgers": {a: "p/q"}, "caps": {a: "p/q"}}."""
         check_scope_id(user, "user")
         out = []
-        for interaction, spent, caps in self.store.user_ledgers(user):
+        for interaction, spent, caps in self.ledger_store.user_ledgers(user):
             parsed = parse_scope(interaction)
             if parsed is None:
                 continue
@@ -222,7 +222,7 @@ class AgentRuntime:
 
     def epochs(self) -> list[dict[str, Any]]:
         """The recorded binding log: every epoch start and every carried-over change."""
-        return epoch_log(self.store)
+        return epoch_log(self.ledger_store)
 
     # ------------------------------------------------------------ turns
     def turn(self, user: str, app: str, interaction: str, query: str, respond: bool = True) -> AgentTurn:
@@ -303,38 +303,38 @@ class AgentRuntime:
         close = getattr(self.channel, "close", None)
         if callable(close):
             close()
-        self.store.close()
+        self.ledger_store.close()
 
 
 @attrs.frozen
-class _ScopeStore:
-    """The store as `DurableSession.open` sees it: opening the scope's session returns the
-    `ScopedLedgers` over its scopes (the fingerprint binding is the store's own)."""
+class _ScopedLedgerStore:
+    """The ledger store as `DurableSession.open` sees it: opening the scope's session returns
+    the `ScopedLedgers` over its scopes (the fingerprint binding is the ledger store's own)."""
 
-    store: LedgerStore
+    ledger_store: LedgerStore
     scoped: ScopedLedgers
 
     @property
     def fingerprint(self) -> str | None:
-        return self.store.fingerprint
+        return self.ledger_store.fingerprint
 
     def open_session(
         self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
     ) -> ScopedLedgers:
-        self.store.open_session(user, interaction, caps, fingerprint=fingerprint)  # checks the binding
+        self.ledger_store.open_session(user, interaction, caps, fingerprint=fingerprint)  # checks the binding
         return self.scoped
 
     def read_meta(self, key: str) -> str | None:
-        return self.store.read_meta(key)
+        return self.ledger_store.read_meta(key)
 
     def rebind(self, *args: Any, **kwargs: Any) -> None:
         raise InputError("rebind", "the runtime's own binding (runtime.binding.bind)", "a scope's session")
 
     def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
-        return self.store.user_ledgers(user)
+        return self.ledger_store.user_ledgers(user)
 
     def close(self) -> None:
-        pass  # the runtime closes the store
+        pass  # the runtime closes the ledger store
 
 
 __all__ = ["MAX_QUERY_CHARS", "AgentRuntime", "AgentTurn", "public_json"]

@@ -38,13 +38,13 @@ def _text(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def current_epoch(store: LedgerStore) -> int:
-    text = store.read_meta(EPOCH_KEY)
+def current_epoch(ledger_store: LedgerStore) -> int:
+    text = ledger_store.read_meta(EPOCH_KEY)
     return 0 if text is None else int(text)
 
 
-def epoch_log(store: LedgerStore) -> list[dict[str, Any]]:
-    text = store.read_meta(EPOCHS_KEY)
+def epoch_log(ledger_store: LedgerStore) -> list[dict[str, Any]]:
+    text = ledger_store.read_meta(EPOCHS_KEY)
     return [] if text is None else list(json.loads(text))
 
 
@@ -55,35 +55,35 @@ def check_reason(reason: object) -> str:
 
 
 def bind(
-    store: LedgerStore, interface: Interface, user_caps: Mapping[str, Fraction] | None, new_epoch: str | None
+    ledger_store: LedgerStore, interface: Interface, user_caps: Mapping[str, Fraction] | None, new_epoch: str | None
 ) -> tuple[int, list[Change]]:
-    """Bind `store` to `interface`; returns the budget epoch to serve and the changes found."""
+    """Bind `ledger_store` to `interface`; returns the budget epoch to serve and the changes found."""
     if new_epoch is not None:
         check_reason(new_epoch)
     fingerprint = interface_fingerprint(interface)
     record = interface_record(interface, user_caps)
-    stored = store.fingerprint
+    stored = ledger_store.fingerprint
     entry: dict[str, Any] = {"fingerprint": fingerprint}
     if stored is None:
         entry.update(epoch=0, reason=new_epoch or "created", changes=[])
         meta = {RECORD_KEY: _text(record), EPOCH_KEY: "0", EPOCHS_KEY: _text([entry])}
-        store.rebind(None, fingerprint, meta)
+        ledger_store.rebind(None, fingerprint, meta)
         return 0, []
-    epoch = current_epoch(store)
-    old_text = store.read_meta(RECORD_KEY)
+    epoch = current_epoch(ledger_store)
+    old_text = ledger_store.read_meta(RECORD_KEY)
     old = None if old_text is None else json.loads(old_text)
     if stored == fingerprint and old is None:
         old = record  # a database of `dpmem run` sessions: same interface, nothing to compare
     changes = [] if (stored == fingerprint and old == record) else classify(old, record)
     if not changes and new_epoch is None:
         if old_text is None:
-            store.rebind(stored, fingerprint, {RECORD_KEY: _text(record)})
+            ledger_store.rebind(stored, fingerprint, {RECORD_KEY: _text(record)})
         return epoch, []
-    log = epoch_log(store)
+    log = epoch_log(ledger_store)
     if new_epoch is not None:
         entry.update(epoch=epoch + 1, reason=new_epoch, changes=[c.to_json() for c in changes])
         meta = {RECORD_KEY: _text(record), EPOCH_KEY: str(epoch + 1), EPOCHS_KEY: _text([*log, entry])}
-        store.rebind(stored, fingerprint, meta)
+        ledger_store.rebind(stored, fingerprint, meta)
         return epoch + 1, changes
     unsafe = [c for c in changes if not c.safe]
     if unsafe:
@@ -103,5 +103,5 @@ def bind(
             return None  # an earlier epoch: kept as recorded
         return interface.caps if scope[1] is not None else user_caps
 
-    store.rebind(stored, fingerprint, meta, caps_for=caps_for)
+    ledger_store.rebind(stored, fingerprint, meta, caps_for=caps_for)
     return epoch, changes

@@ -108,7 +108,7 @@ class DurableSession:
     def open(
         cls,
         interface: Interface,
-        store: LedgerStore,
+        ledger_store: LedgerStore,
         user: str,
         interaction: str,
         memory: Store,
@@ -121,11 +121,12 @@ class DurableSession:
         """Open (or resume) the session; refuses a contract-breaking interface (strict).
 
         The validated boundary (issue 21.7): every argument is checked, with an `InputError`
-        naming it, before the store is touched, so a refused call writes nothing."""
+        naming it, before the ledger store is touched, so a refused call writes nothing."""
         if not isinstance(interface, Interface):
             raise InputError("interface", "a dpmem_ref Interface", type(interface).__name__)
-        if not callable(getattr(store, "open_session", None)) or isinstance(store, type):
-            raise InputError("store", "a LedgerStore (dpmem_ref.ledger.open_ledger_store)", type(store).__name__)
+        if not callable(getattr(ledger_store, "open_session", None)) or isinstance(ledger_store, type):
+            found = type(ledger_store).__name__
+            raise InputError("ledger_store", "a LedgerStore (dpmem_ref.ledger.open_ledger_store)", found)
         check_key_part(user, "user")
         check_key_part(interaction, "interaction")
         if not isinstance(memory, Store) or memory.layout != interface.policy.layout:
@@ -145,7 +146,8 @@ class DurableSession:
         check_ledger_size(interface, MAX_TURNS_PER_INTERACTION)
         # The ledger database is bound to this interface's fingerprint (issue 13.1): the
         # ledgers count charges of one set of groups, routes and budget rule only.
-        session = store.open_session(user, interaction, interface.caps, fingerprint=interface_fingerprint(interface))
+        fingerprint = interface_fingerprint(interface)
+        session = ledger_store.open_session(user, interaction, interface.caps, fingerprint=fingerprint)
         return cls(
             interface=interface,
             ledgers=session,

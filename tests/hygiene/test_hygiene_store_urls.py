@@ -72,13 +72,13 @@ def test_no_message_repr_log_or_file_name_holds_the_password(
     caplog.set_level(logging.DEBUG)
     no_secret(redact_url(url))
     try:
-        store = open_ledger_store(url)
+        ledger_store = open_ledger_store(url)
     except (InputError, LedgerStoreError) as error:
         no_secret(str(error), repr(error))
         assert "\n" not in str(error)
     else:  # only a URL of the documented form gets this far, and it cannot connect
-        no_secret(repr(store), str(vars(store)))
-        store.close()
+        no_secret(repr(ledger_store), str(vars(ledger_store)))
+        ledger_store.close()
     no_secret(*(record.getMessage() for record in caplog.records))
     for path in tmp_path.rglob("*"):
         no_secret(path.name)
@@ -161,13 +161,13 @@ def test_postgres_errors_and_repr_never_hold_the_password(caplog: pytest.LogCapt
     url = postgres_server.new_database()
     good = postgres_server.PASSWORD
     as_query = url.replace(f":{good}@", "@") + f"&password={good}"
-    store = open_ledger_store(as_query)
-    assert isinstance(store, PostgresLedgerStore) and good not in repr(store) and good not in str(vars(store))
-    store.open_session("u", "i", {"a": 1}, fingerprint="a" * 64)  # type: ignore[dict-item]
+    ledger_store = open_ledger_store(as_query)
+    assert isinstance(ledger_store, PostgresLedgerStore) and good not in repr(ledger_store) and good not in str(vars(ledger_store))
+    ledger_store.open_session("u", "i", {"a": 1}, fingerprint="a" * 64)  # type: ignore[dict-item]
     with pytest.raises(InputError) as mismatch:
-        store.open_session("u", "j", {"a": 1}, fingerprint="b" * 64)  # type: ignore[dict-item]
+        ledger_store.open_session("u", "j", {"a": 1}, fingerprint="b" * 64)  # type: ignore[dict-item]
     assert good not in str(mismatch.value) and "password=***" in str(mismatch.value)
-    store.close()
+    ledger_store.close()
     wrong = url.replace(f":{good}@", "@") + f"&password={SECRET}"
     with pytest.raises(LedgerStoreError) as refused:
         open_ledger_store(wrong)

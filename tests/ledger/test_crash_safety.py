@@ -110,10 +110,10 @@ def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
 def _worker(path: str, interaction: str, point: str | None, nth: int, seed: int, fd: int) -> None:
     loaded = load_interface_file(FIGURE2)
     maybe_die, report = kill_at(point, nth), release_reporter(fd)
-    store = SQLiteLedgerStore(path, fault_hook=maybe_die)
+    ledger_store = SQLiteLedgerStore(path, fault_hook=maybe_die)
     session = DurableSession.open(
         loaded.interface,
-        store,
+        ledger_store,
         "user",
         interaction,
         loaded.store("M"),
@@ -153,11 +153,11 @@ def _trial(path: Path, interaction: str, rng: random.Random) -> str:
 
 def _verify(path: Path, interaction: str, released: list[list[str]]) -> None:
     loaded = load_interface_file(FIGURE2)
-    store = SQLiteLedgerStore(path)
-    assert store.integrity_check() == "ok"
-    snapshot = store.open_session("user", interaction, loaded.interface.caps).load()
+    ledger_store = SQLiteLedgerStore(path)
+    assert ledger_store.integrity_check() == "ok"
+    snapshot = ledger_store.open_session("user", interaction, loaded.interface.caps).load()
     check_every_release_charged(snapshot, loaded.interface.caps, released)
-    store.close()
+    ledger_store.close()
     report = verify_sqlite(path)  # the chain verifies after every kill (and reaches its mark)
     assert report.ok, report.line()
 
@@ -173,10 +173,10 @@ def _run(tmp_path: Path, trials: int, seed: int) -> Counter[str]:
         outcomes[_trial(path, interaction, rng)] += 1
     # After all the kills, a fresh process-level session continues cleanly.
     loaded = load_interface_file(FIGURE2)
-    store = SQLiteLedgerStore(path)
-    session = DurableSession.open(loaded.interface, store, "user", "after", loaded.store("M"), SeededRandomSource(0))
+    ledger_store = SQLiteLedgerStore(path)
+    session = DurableSession.open(loaded.interface, ledger_store, "user", "after", loaded.store("M"), SeededRandomSource(0))
     assert session.run_turn("affordable-dinner").record.admitted == (True, True)
-    assert store.integrity_check() == "ok"
+    assert ledger_store.integrity_check() == "ok"
     return outcomes
 
 
@@ -220,11 +220,11 @@ def test_sigkill_at_the_second_slot_of_a_turn(point: str, tmp_path: Path) -> Non
     assert worker.exitcode == -signal.SIGKILL  # killed at the point's 2nd hit: the 2nd slot
     _verify(path, "second-slot", released)
     loaded = load_interface_file(FIGURE2)
-    store = SQLiteLedgerStore(path)
-    snapshot = store.open_session("user", "second-slot", loaded.interface.caps).load()
+    ledger_store = SQLiteLedgerStore(path)
+    snapshot = ledger_store.open_session("user", "second-slot", loaded.interface.caps).load()
     assert [r.slot for r in snapshot.releases] == ["food", "finance"][: SECOND_SLOT_ROWS[point]]
     assert [r.index for r in snapshot.releases] == [0, 1][: SECOND_SLOT_ROWS[point]]
     assert snapshot.history == ()  # the turn was never recorded
-    session = DurableSession.open(loaded.interface, store, "user", "second-slot", loaded.store("M"), SeededRandomSource(0))
+    session = DurableSession.open(loaded.interface, ledger_store, "user", "second-slot", loaded.store("M"), SeededRandomSource(0))
     assert session.run_turn("affordable-dinner").record.query == "affordable-dinner"
-    store.close()
+    ledger_store.close()

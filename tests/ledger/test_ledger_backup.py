@@ -44,8 +44,8 @@ def request(attribute: str, eps: Fraction) -> ReleaseRequest:
 
 
 def _charge_then_wait(path: str, ready: object) -> None:
-    store = SQLiteLedgerStore(path)
-    session = store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT)
+    ledger_store = SQLiteLedgerStore(path)
+    session = ledger_store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT)
     for _ in range(CHARGES):
         session.charge_and_record(request("debt", Fraction(1)))
     ready.set()  # type: ignore[attr-defined]
@@ -138,10 +138,10 @@ def tamper(path: Path, statement: str) -> None:
 )
 def test_verify_finds_an_inconsistent_ledger(tmp_path: Path, statement: str, words: str) -> None:
     path = tmp_path / "l.db"
-    store = SQLiteLedgerStore(path)
-    session = store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT)
+    ledger_store = SQLiteLedgerStore(path)
+    session = ledger_store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT)
     session.charge_and_record(request("debt", Fraction(2)))
-    store.close()
+    ledger_store.close()
     assert verify_sqlite(path).ok
     tamper(path, statement)
     run = dpmem("ledger", "verify", str(path))

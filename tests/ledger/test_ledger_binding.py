@@ -91,21 +91,21 @@ def legacy_ledger(path: Path, spent: str = "4/3", fingerprint: str | None = None
 
 def session(data: dict[str, Any], path: Path, seed: int = 0) -> DurableSession:
     loaded = interface_from_dict(data)
-    store = SQLiteLedgerStore(path)
+    ledger_store = SQLiteLedgerStore(path)
     return DurableSession.open(
-        loaded.interface, store, "user", "chat", loaded.store("M"), SeededRandomSource(seed), turn_deadline_s=None
+        loaded.interface, ledger_store, "user", "chat", loaded.store("M"), SeededRandomSource(seed), turn_deadline_s=None
     )
 
 
 def unbound_with_charges(path: Path) -> None:
     """Schema 2, but charges written through the store API without a fingerprint."""
-    store = SQLiteLedgerStore(path)
-    opened = store.open_session("user", "chat", {"diabetes": Fraction(2), "debt": Fraction(2)})
+    ledger_store = SQLiteLedgerStore(path)
+    opened = ledger_store.open_session("user", "chat", {"diabetes": Fraction(2), "debt": Fraction(2)})
     for n in range(2):
         opened.charge_and_record(
             ReleaseRequest(f"{n}a", f"{n}b", 0, "food", "low-glycemic", "balanced", frozenset({"diabetes"}), Fraction(2, 3))
         )
-    store.close()
+    ledger_store.close()
 
 
 def deleted_fingerprint(path: Path) -> None:
@@ -165,10 +165,10 @@ def test_migration_binds_the_named_interface_and_chains_every_row(tmp_path: Path
     assert report.ok and report.chain is not None and report.chain.migrated and report.releases == 2
     assert report.fingerprint == interface_fingerprint(load_interface_file(figure).interface)
     loaded = load_interface_file(figure)
-    store = SQLiteLedgerStore(path)
-    resumed = DurableSession.open(loaded.interface, store, "user", "chat", loaded.store("M"), SeededRandomSource(0))
+    ledger_store = SQLiteLedgerStore(path)
+    resumed = DurableSession.open(loaded.interface, ledger_store, "user", "chat", loaded.store("M"), SeededRandomSource(0))
     assert resumed.state().ledgers[loaded.interface.policy.attribute_names.index("diabetes")] == Fraction(4, 3)
-    store.close()
+    ledger_store.close()
     again = run_cli(["ledger", "migrate", str(path), "--interface", str(figure)])  # idempotent
     assert again[0] == 0
     with pytest.raises(Exception, match="a different interface"):
@@ -237,13 +237,13 @@ def test_postgres_legacy_ledger_is_refused_then_migrated() -> None:
     url = postgres_server.new_database()
     figure = ROOT / "examples" / "figure2.toml"
     loaded = load_interface_file(figure)
-    store = open_ledger_store(url)
+    ledger_store = open_ledger_store(url)
     session = DurableSession.open(
-        loaded.interface, store, "user", "chat", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
+        loaded.interface, ledger_store, "user", "chat", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
     )
     for query in ("affordable-dinner", "checkup-reminder"):
         session.run_turn(query)
-    store.close()
+    ledger_store.close()
     with psycopg.connect(url, autocommit=True) as connection:  # as the old main left it: no chain, no fingerprint
         connection.execute("DROP TABLE dpmem_chain")
         connection.execute("UPDATE dpmem_meta SET value = '1' WHERE key = 'schema'")
@@ -253,11 +253,11 @@ def test_postgres_legacy_ledger_is_refused_then_migrated() -> None:
     assert postgres_server.PASSWORD not in str(refused.value)
     code, out, err = run_cli(["ledger", "migrate", url, "--interface", str(figure)])
     assert code == 0 and "migrated: ledger" in out and postgres_server.PASSWORD not in out + err, (out, err)
-    store = open_ledger_store(url)
-    resumed = DurableSession.open(loaded.interface, store, "user", "chat", loaded.store("M"), SeededRandomSource(1))
+    ledger_store = open_ledger_store(url)
+    resumed = DurableSession.open(loaded.interface, ledger_store, "user", "chat", loaded.store("M"), SeededRandomSource(1))
     assert len(resumed.state().history) == 2
     with pytest.raises(InputError, match="a different interface"):
         session_of_base = interface_from_dict(BASE)
-        DurableSession.open(session_of_base.interface, store, "user", "x", session_of_base.store("M"), SeededRandomSource(0))
-    store.close()
+        DurableSession.open(session_of_base.interface, ledger_store, "user", "x", session_of_base.store("M"), SeededRandomSource(0))
+    ledger_store.close()
     assert run_cli(["ledger", "verify", url])[0] == 0

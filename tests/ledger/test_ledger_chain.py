@@ -64,14 +64,14 @@ def fresh(template: Path, tmp_path: Path) -> Path:
 def populate(url: str) -> None:
     """Two interactions of Figure 2 (charged selections, fallbacks, turns), as a key holder."""
     loaded = load_interface_file(FIGURE2)
-    store = open_ledger_store(url)
+    ledger_store = open_ledger_store(url)
     for interaction in ("chat-1", "chat-2"):
         session = DurableSession.open(
-            loaded.interface, store, "user", interaction, loaded.store("M"), SeededRandomSource(3), turn_deadline_s=None
+            loaded.interface, ledger_store, "user", interaction, loaded.store("M"), SeededRandomSource(3), turn_deadline_s=None
         )
         for query in QUERIES:
             session.run_turn(query)
-    store.close()
+    ledger_store.close()
 
 
 def verify_cli(target: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -406,13 +406,13 @@ def test_multi_scope_charges_and_rebinds_replay_and_their_forgeries_fail(tmp_pat
     from dpmem_ref.ledger.sqlite_schema import append_event
 
     path = tmp_path / "l.db"
-    store = SQLiteLedgerStore(path)
+    ledger_store = SQLiteLedgerStore(path)
     app, user = SessionKey("u", "app:a"), SessionKey("u", "user-cap")
     for key in (app, user):
-        store.open_session(key.user, key.interaction, {"diabetes": Fraction(2)}, fingerprint="f" * 64)
+        ledger_store.open_session(key.user, key.interaction, {"diabetes": Fraction(2)}, fingerprint="f" * 64)
     chain_key = key_from_environment()
     eps = Fraction(2, 3)
-    with store.transaction() as connection:
+    with ledger_store.transaction() as connection:
         for key in (app, user):
             connection.execute(
                 "UPDATE ledgers SET spent = '2/3' WHERE user = ? AND interaction = ?", (key.user, key.interaction)
@@ -426,14 +426,14 @@ def test_multi_scope_charges_and_rebinds_replay_and_their_forgeries_fail(tmp_pat
         row = SlotRelease(int(cursor.lastrowid or 0), "ab", "cd", 0, "food", "low", True, frozenset({"diabetes"}), eps)
         body = charge_body(app, row, {"diabetes": eps}, [(user, {"diabetes": eps})])
         append_event(connection, chain_key, "charge", body)
-    with store.transaction() as connection:  # a cap raised and an attribute added, ledgers carried
+    with ledger_store.transaction() as connection:  # a cap raised and an attribute added, ledgers carried
         connection.execute("UPDATE meta SET value = ? WHERE key = 'fingerprint'", ("e" * 64,))
         connection.execute("INSERT INTO meta VALUES ('runtime.epoch', '1')")
         connection.execute("UPDATE ledgers SET cap = '3/1' WHERE interaction = 'app:a'")
         connection.execute("INSERT INTO ledgers VALUES ('u', 'app:a', 'debt', '0/1', '5/1')")
         sessions = [(app, {"diabetes": eps, "debt": Fraction(0)}, {"diabetes": Fraction(3), "debt": Fraction(5)})]
         append_event(connection, chain_key, "rebind", rebind_body("f" * 64, "e" * 64, {"runtime.epoch": "1"}, sessions))
-    store.close()
+    ledger_store.close()
     from dpmem_ref.ledger.chain import HighWater, high_water_path, write_high_water
 
     raw = sqlite3.connect(path)

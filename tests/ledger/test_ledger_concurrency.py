@@ -47,9 +47,9 @@ ONE_SLOT: dict[str, Any] = {
 def _worker(path: str, seed: int, barrier: Barrier, results: Any) -> None:
     loaded = interface_from_dict(ONE_SLOT)
     rng = random.Random(seed)
-    store = SQLiteLedgerStore(path)
+    ledger_store = SQLiteLedgerStore(path)
     session = DurableSession.open(
-        loaded.interface, store, "user", "interaction", loaded.store("M"), SeededRandomSource(seed)
+        loaded.interface, ledger_store, "user", "interaction", loaded.store("M"), SeededRandomSource(seed)
     )
     barrier.wait()
     admitted = 0
@@ -61,7 +61,7 @@ def _worker(path: str, seed: int, barrier: Barrier, results: Any) -> None:
         admitted += sum(turn.record.admitted)
         max_seen = max(max_seen, max(turn.state.ledgers))
     results.put((admitted, str(max_seen)))
-    store.close()
+    ledger_store.close()
 
 
 @pytest.fixture(autouse=True)
@@ -87,10 +87,10 @@ def run_once(path: Path, seed: int) -> tuple[int, list[int], Fraction]:
         assert worker.exitcode == 0
     per_process = [a for a, _ in outcomes]
     assert all(Fraction(m) <= CAP for _, m in outcomes)  # no process ever saw L > B
-    store = SQLiteLedgerStore(path)
-    snapshot = store.open_session("user", "interaction", {"diabetes": Fraction(CAP)}).load()
-    assert store.integrity_check() == "ok"
-    store.close()
+    ledger_store = SQLiteLedgerStore(path)
+    snapshot = ledger_store.open_session("user", "interaction", {"diabetes": Fraction(CAP)}).load()
+    assert ledger_store.integrity_check() == "ok"
+    ledger_store.close()
     report = verify_sqlite(path)  # the keyed chain of every process's commits verifies
     assert report.ok and report.chain is not None, report.line()
     # The committed record agrees with what the processes observed.

@@ -50,14 +50,14 @@ def make_store(kind: str, tmp_path: Path) -> LedgerStore:
 
 
 @pytest.fixture(params=[scheme.name for scheme in SCHEMES])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
+def ledger_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
     backend = make_store(request.param, tmp_path)
     yield backend
     backend.close()
 
 
 def test_every_registered_backend_runs_this_suite() -> None:
-    """A backend added to `urls.SCHEMES` runs the suite above (the `store` fixture iterates the
+    """A backend added to `urls.SCHEMES` runs the suite above (the `ledger_store` fixture iterates the
     table); it needs a test URL here, and every test URL names a registered scheme."""
     assert sorted(TEST_URLS) == sorted(scheme.name for scheme in SCHEMES)
 
@@ -68,10 +68,10 @@ def test_each_test_url_opens_its_own_scheme(name: str, tmp_path: Path) -> None:
     assert [scheme.name for scheme in SCHEMES if scheme.claims(url)][0] == name
 
 
-def test_every_backend_is_built_on_the_session_template(store: LedgerStore) -> None:
+def test_every_backend_is_built_on_the_session_template(ledger_store: LedgerStore) -> None:
     """open-session and the commit are written once (dpmem_ref.ledger.session)."""
-    assert isinstance(store, LedgerBackend)
-    assert isinstance(store.open_session("u", "i", CAPS), TemplateSession)
+    assert isinstance(ledger_store, LedgerBackend)
+    assert isinstance(ledger_store.open_session("u", "i", CAPS), TemplateSession)
 
 
 def req(
@@ -94,15 +94,15 @@ def req(
     )
 
 
-def test_open_starts_at_zero(store: LedgerStore) -> None:
-    snapshot = store.open_session("u", "i", CAPS).load()
+def test_open_starts_at_zero(ledger_store: LedgerStore) -> None:
+    snapshot = ledger_store.open_session("u", "i", CAPS).load()
     assert snapshot.ledger_map() == {"diabetes": 0, "debt": 0}
     assert dict(snapshot.caps) == CAPS
     assert snapshot.history == () and snapshot.releases == ()
 
 
-def test_exact_thirds_fill_the_cap_and_the_fourth_falls_back(store: LedgerStore) -> None:
-    session = store.open_session("u", "i", CAPS)
+def test_exact_thirds_fill_the_cap_and_the_fourth_falls_back(ledger_store: LedgerStore) -> None:
+    session = ledger_store.open_session("u", "i", CAPS)
     outcomes = [session.charge_and_record(req()) for _ in range(5)]
     assert [o.admitted for o in outcomes] == [True, True, True, False, False]
     assert [o.view for o in outcomes] == ["low-glycemic"] * 3 + ["balanced-meals"] * 2
@@ -112,8 +112,8 @@ def test_exact_thirds_fill_the_cap_and_the_fourth_falls_back(store: LedgerStore)
     assert refused.charge_set == frozenset() and refused.epsilon == 0
 
 
-def test_charge_is_all_or_none(store: LedgerStore) -> None:
-    session = store.open_session("u", "i", CAPS)
+def test_charge_is_all_or_none(ledger_store: LedgerStore) -> None:
+    session = ledger_store.open_session("u", "i", CAPS)
     for _ in range(3):
         assert session.charge_and_record(req(frozenset({"debt"}))).admitted
     outcome = session.charge_and_record(req(frozenset({"diabetes", "debt"})))
@@ -121,38 +121,38 @@ def test_charge_is_all_or_none(store: LedgerStore) -> None:
     assert session.load().ledger_map() == {"diabetes": 0, "debt": 2}
 
 
-def test_joint_charge_charges_every_attribute(store: LedgerStore) -> None:
-    session = store.open_session("u", "i", CAPS)
+def test_joint_charge_charges_every_attribute(ledger_store: LedgerStore) -> None:
+    session = ledger_store.open_session("u", "i", CAPS)
     outcome = session.charge_and_record(req(frozenset({"diabetes", "debt"})))
     assert outcome.admitted
     assert outcome.ledger_map() == {"diabetes": EPS, "debt": EPS} == session.load().ledger_map()
 
 
-def test_unrequested_selection_records_the_fallback_without_charge(store: LedgerStore) -> None:
-    session = store.open_session("u", "i", CAPS)
+def test_unrequested_selection_records_the_fallback_without_charge(ledger_store: LedgerStore) -> None:
+    session = ledger_store.open_session("u", "i", CAPS)
     outcome = session.charge_and_record(req(requested=False))
     assert not outcome.admitted and outcome.view == "balanced-meals"
     assert session.load().ledger_map()["diabetes"] == 0
 
 
-def test_uncharged_selection_costs_nothing(store: LedgerStore) -> None:
-    session = store.open_session("u", "i", CAPS)
+def test_uncharged_selection_costs_nothing(ledger_store: LedgerStore) -> None:
+    session = ledger_store.open_session("u", "i", CAPS)
     outcome = session.charge_and_record(req(frozenset(), eps=Fraction(1)))
     assert outcome.admitted and outcome.view == "low-glycemic"
     assert session.load().ledger_map() == {"diabetes": 0, "debt": 0}
 
 
-def test_sessions_are_keyed_by_user_and_interaction(store: LedgerStore) -> None:
-    a = store.open_session("u", "i", CAPS)
-    b = store.open_session("u", "j", CAPS)
-    c = store.open_session("v", "i", CAPS)
+def test_sessions_are_keyed_by_user_and_interaction(ledger_store: LedgerStore) -> None:
+    a = ledger_store.open_session("u", "i", CAPS)
+    b = ledger_store.open_session("u", "j", CAPS)
+    c = ledger_store.open_session("v", "i", CAPS)
     a.charge_and_record(req())
     assert b.load().ledger_map()["diabetes"] == 0 == c.load().ledger_map()["diabetes"]
-    assert store.open_session("u", "i", CAPS).load().ledger_map()["diabetes"] == EPS
+    assert ledger_store.open_session("u", "i", CAPS).load().ledger_map()["diabetes"] == EPS
 
 
-def test_history_round_trip(store: LedgerStore) -> None:
-    session = store.open_session("u", "i", CAPS)
+def test_history_round_trip(ledger_store: LedgerStore) -> None:
+    session = ledger_store.open_session("u", "i", CAPS)
     record = TurnRecord(
         query="affordable-dinner",
         views=(("food", "low-glycemic"), ("finance", "finance-generic")),
@@ -166,8 +166,8 @@ def test_history_round_trip(store: LedgerStore) -> None:
     assert decode_turn(encode_turn(record)) == record
 
 
-def test_duplicate_ids_are_refused_and_nothing_is_charged(store: LedgerStore) -> None:
-    session = store.open_session("u", "i", CAPS)
+def test_duplicate_ids_are_refused_and_nothing_is_charged(ledger_store: LedgerStore) -> None:
+    session = ledger_store.open_session("u", "i", CAPS)
     session.charge_and_record(req(release_id="abc"))
     with pytest.raises(InputError, match="^release_id: "):
         session.charge_and_record(req(release_id="abc"))
@@ -179,18 +179,18 @@ def test_duplicate_ids_are_refused_and_nothing_is_charged(store: LedgerStore) ->
         session.record_turn("aa", turn)
 
 
-def test_unknown_attribute_is_refused_atomically(store: LedgerStore) -> None:
-    session = store.open_session("u", "i", CAPS)
+def test_unknown_attribute_is_refused_atomically(ledger_store: LedgerStore) -> None:
+    session = ledger_store.open_session("u", "i", CAPS)
     with pytest.raises(InputError, match="^charge_set: "):
         session.charge_and_record(req(frozenset({"diabetes", "pregnancy"})))
     assert session.load().releases == ()
     assert session.load().ledger_map()["diabetes"] == 0
 
 
-def test_caps_are_precommitted(store: LedgerStore) -> None:
-    store.open_session("u", "i", CAPS)
+def test_caps_are_precommitted(ledger_store: LedgerStore) -> None:
+    ledger_store.open_session("u", "i", CAPS)
     with pytest.raises(InputError, match="^caps: "):
-        store.open_session("u", "i", {"diabetes": Fraction(4), "debt": Fraction(2)})
+        ledger_store.open_session("u", "i", {"diabetes": Fraction(4), "debt": Fraction(2)})
 
 
 BAD_CAPS = [
@@ -207,9 +207,9 @@ BAD_CAPS = [
 
 
 @pytest.mark.parametrize(("caps", "field"), BAD_CAPS)
-def test_bad_caps_are_refused(store: LedgerStore, caps: dict[str, object], field: str) -> None:
+def test_bad_caps_are_refused(ledger_store: LedgerStore, caps: dict[str, object], field: str) -> None:
     with pytest.raises(InputError) as info:
-        store.open_session("u", "i", caps)  # type: ignore[arg-type]
+        ledger_store.open_session("u", "i", caps)  # type: ignore[arg-type]
     assert str(info.value).startswith(field + ": ") and "\n" not in str(info.value)
 
 
@@ -217,9 +217,9 @@ def test_bad_caps_are_refused(store: LedgerStore, caps: dict[str, object], field
     ("user", "interaction", "field"),
     [("", "i", "user"), ("u", "", "interaction"), ("u\n", "i", "user"), ("u" * 257, "i", "user"), (3, "i", "user")],
 )
-def test_bad_keys_are_refused(store: LedgerStore, user: object, interaction: object, field: str) -> None:
+def test_bad_keys_are_refused(ledger_store: LedgerStore, user: object, interaction: object, field: str) -> None:
     with pytest.raises(InputError, match=f"^{field}: "):
-        store.open_session(user, interaction, CAPS)  # type: ignore[arg-type]
+        ledger_store.open_session(user, interaction, CAPS)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -262,10 +262,10 @@ def test_bad_release_requests_are_refused(changes: dict[str, object], field: str
 
 def test_sqlite_settings_and_exact_text(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
-    store = SQLiteLedgerStore(path)
-    session = store.open_session("u", "i", CAPS)
+    ledger_store = SQLiteLedgerStore(path)
+    session = ledger_store.open_session("u", "i", CAPS)
     session.charge_and_record(req())
-    store.close()
+    ledger_store.close()
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     rows = dict(raw.execute("SELECT attribute, spent FROM ledgers").fetchall())
@@ -328,24 +328,24 @@ def test_sqlite_refuses_bad_busy_timeouts(tmp_path: Path, timeout: object) -> No
 FP_A, FP_B = "a" * 64, "b" * 64
 
 
-def test_fingerprint_binds_the_database_to_one_interface(store: LedgerStore) -> None:
-    first = store.open_session("u", "i", CAPS, fingerprint=FP_A)
+def test_fingerprint_binds_the_database_to_one_interface(ledger_store: LedgerStore) -> None:
+    first = ledger_store.open_session("u", "i", CAPS, fingerprint=FP_A)
     first.charge_and_record(req())
-    store.open_session("u", "other", CAPS, fingerprint=FP_A)  # same interface: any session
+    ledger_store.open_session("u", "other", CAPS, fingerprint=FP_A)  # same interface: any session
     for key in (("u", "i"), ("v", "j")):  # an existing and a new session alike
         with pytest.raises(InputError) as refused:
-            store.open_session(*key, CAPS, fingerprint=FP_B)
+            ledger_store.open_session(*key, CAPS, fingerprint=FP_B)
         message = str(refused.value)
         assert "\n" not in message and "ledger database" in message and "different interface" in message
     # Nothing was half-written by the refusals: the refused new session has no ledgers.
     assert first.load().ledger_map()["diabetes"] == EPS
-    assert store.open_session("v", "j", CAPS, fingerprint=FP_A).load().ledger_map() == {a: 0 for a in CAPS}
+    assert ledger_store.open_session("v", "j", CAPS, fingerprint=FP_A).load().ledger_map() == {a: 0 for a in CAPS}
 
 
 @pytest.mark.parametrize("fingerprint", ["", "A" * 64, "a" * 63, "g" * 64, 7, b"a" * 64])
-def test_bad_fingerprints_are_refused(store: LedgerStore, fingerprint: object) -> None:
+def test_bad_fingerprints_are_refused(ledger_store: LedgerStore, fingerprint: object) -> None:
     with pytest.raises(InputError, match="fingerprint"):
-        store.open_session("u", "i", CAPS, fingerprint=fingerprint)  # type: ignore[arg-type]
+        ledger_store.open_session("u", "i", CAPS, fingerprint=fingerprint)  # type: ignore[arg-type]
 
 
 def test_sqlite_fingerprint_survives_reopening(tmp_path: Path) -> None:

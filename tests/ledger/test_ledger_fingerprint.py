@@ -117,10 +117,10 @@ INTERFACE_B = variant(VARIANTS["groups swapped (equal caps)"])
 
 def _racer(url: str, which: int, barrier: Any, results: Any) -> None:
     loaded = interface_from_dict(INTERFACE_A if which == 0 else INTERFACE_B)
-    store = open_ledger_store(url)
+    ledger_store = open_ledger_store(url)
     barrier.wait()
     try:
-        session = DurableSession.open(loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(which))
+        session = DurableSession.open(loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(which))
     except InputError as error:
         results.put((which, "refused", str(error)))
         return
@@ -153,9 +153,9 @@ def test_racing_interfaces_one_wins_the_other_is_refused(kind: str, repetition: 
     (winner,) = winners
     data = INTERFACE_A if winner == 0 else INTERFACE_B
     loaded = interface_from_dict(data)
-    store = open_ledger_store(path)
-    assert store.fingerprint == interface_fingerprint(loaded.interface)
-    snapshot = store.open_session("u", "i", loaded.interface.caps).load()
+    ledger_store = open_ledger_store(path)
+    assert ledger_store.fingerprint == interface_fingerprint(loaded.interface)
+    snapshot = ledger_store.open_session("u", "i", loaded.interface.caps).load()
     assert len(snapshot.history) == TURNS * PROCESSES // 2
     running: dict[str, Fraction] = {a: Fraction(0) for a in loaded.interface.caps}
     for release in snapshot.releases:  # 0 overruns at any prefix of the commit order
@@ -167,4 +167,4 @@ def test_racing_interfaces_one_wins_the_other_is_refused(kind: str, repetition: 
     touched = "diabetes" if winner == 0 else "debt"
     admitted = [r for r in snapshot.releases if r.admitted]
     assert admitted and all(r.charge_set == {touched} and r.epsilon > 0 for r in admitted)
-    store.close()
+    ledger_store.close()

@@ -55,12 +55,12 @@ def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _racer(url: str, seed: int, selections: int, barrier: Any, results: Any) -> None:
     loaded = interface_from_dict(ONE_SLOT)
-    store = open_ledger_store(url)
-    session = DurableSession.open(loaded.interface, store, "user", "race", loaded.store("M"), SeededRandomSource(seed))
+    ledger_store = open_ledger_store(url)
+    session = DurableSession.open(loaded.interface, ledger_store, "user", "race", loaded.store("M"), SeededRandomSource(seed))
     barrier.wait()
     admitted = sum(sum(session.run_turn("dinner").record.admitted) for _ in range(selections))
     results.put(admitted)
-    store.close()
+    ledger_store.close()
 
 
 def race(processes: int, selections: int) -> int:
@@ -75,9 +75,9 @@ def race(processes: int, selections: int) -> int:
         worker.join(timeout=60)
         assert worker.exitcode == 0
     loaded = interface_from_dict(ONE_SLOT)
-    store = open_ledger_store(url)
-    snapshot = store.open_session("user", "race", loaded.interface.caps).load()
-    store.close()
+    ledger_store = open_ledger_store(url)
+    snapshot = ledger_store.open_session("user", "race", loaded.interface.caps).load()
+    ledger_store.close()
     assert len(snapshot.releases) == len(snapshot.history) == processes * selections
     running = Fraction(0)
     for release in snapshot.releases:  # 0 overruns at any prefix of the commit order
@@ -110,9 +110,9 @@ def test_race_16_processes_x_100_selections() -> None:
 def _victim(url: str, interaction: str, point: str, nth: int, fd: int) -> None:
     loaded = load_interface_file(FIGURE2)
     maybe_die, report = kill_at(point, nth), release_reporter(fd)
-    store = PostgresLedgerStore(url, fault_hook=maybe_die)
+    ledger_store = PostgresLedgerStore(url, fault_hook=maybe_die)
     session = DurableSession.open(
-        loaded.interface, store, "user", interaction, loaded.store("M"), SeededRandomSource(nth),
+        loaded.interface, ledger_store, "user", interaction, loaded.store("M"), SeededRandomSource(nth),
         checkpoint=maybe_die, on_release=report,
     )  # fmt: skip
     for query in QUERIES:
@@ -122,9 +122,9 @@ def _victim(url: str, interaction: str, point: str, nth: int, fd: int) -> None:
 
 def verify(url: str, interaction: str, released: list[list[str]]) -> None:
     loaded = load_interface_file(FIGURE2)
-    store = PostgresLedgerStore(url)
-    snapshot = store.open_session("user", interaction, loaded.interface.caps).load()
-    store.close()
+    ledger_store = PostgresLedgerStore(url)
+    snapshot = ledger_store.open_session("user", interaction, loaded.interface.caps).load()
+    ledger_store.close()
     check_every_release_charged(snapshot, loaded.interface.caps, released)
     report = verify_postgres(url)  # the chain verifies after every kill
     assert report.ok, report.line()
@@ -147,12 +147,12 @@ def test_sigkill_at_every_kill_point_loses_no_charge(nth: int) -> None:
         verify(url, interaction, read_released(read_fd))
         # Restart path: a new process continues the crashed interaction to its end.
         loaded = load_interface_file(FIGURE2)
-        store = PostgresLedgerStore(url)
+        ledger_store = PostgresLedgerStore(url)
         session = DurableSession.open(
-            loaded.interface, store, "user", interaction, loaded.store("M"), SeededRandomSource(9)
+            loaded.interface, ledger_store, "user", interaction, loaded.store("M"), SeededRandomSource(9)
         )
         session.run_turn("affordable-dinner")
-        store.close()
+        ledger_store.close()
         verify(url, interaction, [])
     assert all(killed)  # every point was reached and killed
 
@@ -160,9 +160,9 @@ def test_sigkill_at_every_kill_point_loses_no_charge(nth: int) -> None:
 def _runner(url: str, turns: int, fd: int) -> None:
     loaded = load_interface_file(FIGURE2)
     report = release_reporter(fd)
-    store = PostgresLedgerStore(url, reconnect_timeout_s=60)
+    ledger_store = PostgresLedgerStore(url, reconnect_timeout_s=60)
     session = DurableSession.open(
-        loaded.interface, store, "user", "restart", loaded.store("M"), SeededRandomSource(4), on_release=report
+        loaded.interface, ledger_store, "user", "restart", loaded.store("M"), SeededRandomSource(4), on_release=report
     )
     for turn in range(turns):
         session.run_turn(QUERIES[turn % len(QUERIES)])
@@ -194,18 +194,18 @@ def test_a_connection_lost_inside_the_charge_is_retried_exactly_once() -> None:
 
     def cut(point: str) -> None:  # the server kills this client's backend before COMMIT
         if point == "charge:inside" and not terminated:
-            terminated.append(store.connect().info.backend_pid)
+            terminated.append(ledger_store.connect().info.backend_pid)
             postgres_server.admin_execute(url, f"SELECT pg_terminate_backend({terminated[0]})")
 
-    store = PostgresLedgerStore(url, fault_hook=cut)
+    ledger_store = PostgresLedgerStore(url, fault_hook=cut)
     loaded = interface_from_dict(ONE_SLOT)
-    session = DurableSession.open(loaded.interface, store, "user", "cut", loaded.store("M"), SeededRandomSource(1))
+    session = DurableSession.open(loaded.interface, ledger_store, "user", "cut", loaded.store("M"), SeededRandomSource(1))
     turn = session.run_turn("dinner")
-    assert terminated and store.connect().info.backend_pid != terminated[0]  # it did reconnect
+    assert terminated and ledger_store.connect().info.backend_pid != terminated[0]  # it did reconnect
     snapshot = session.ledgers.load()
     assert len(snapshot.releases) == 1 and snapshot.releases[0].release_id == turn.releases[0].release_id
     assert snapshot.ledger_map()["diabetes"] == (Fraction(CAP, 3) if turn.record.admitted[0] else 0)
-    store.close()
+    ledger_store.close()
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -228,9 +228,9 @@ def _foreign_schema() -> str:
 def _other_interface() -> str:
     url = postgres_server.new_database()
     data = interface_from_dict(ONE_SLOT)
-    store = PostgresLedgerStore(url)
-    store.open_session("user", "default", data.interface.caps, fingerprint=interface_fingerprint(data.interface))
-    store.close()
+    ledger_store = PostgresLedgerStore(url)
+    ledger_store.open_session("user", "default", data.interface.caps, fingerprint=interface_fingerprint(data.interface))
+    ledger_store.close()
     return url
 
 

@@ -41,14 +41,14 @@ def _chain_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def admitted_turns(path: Path, turns: int) -> int:
     """Charged selections admitted in `turns` turns (B = 2, eps = 2/3: at most 3 ever)."""
     loaded = interface_from_dict(ONE_SLOT)
-    store = SQLiteLedgerStore(path)
+    ledger_store = SQLiteLedgerStore(path)
     try:
         session = DurableSession.open(
-            loaded.interface, store, "user", "race", loaded.store("M"), SeededRandomSource(1), turn_deadline_s=None
+            loaded.interface, ledger_store, "user", "race", loaded.store("M"), SeededRandomSource(1), turn_deadline_s=None
         )
         return sum(sum(session.run_turn("dinner").record.admitted) for _ in range(turns))
     finally:
-        store.close()
+        ledger_store.close()
 
 
 def dpmem(*args: str) -> subprocess.CompletedProcess[str]:

@@ -41,12 +41,12 @@ def test_the_invariant_names_c5_the_session_and_the_attribute() -> None:
 
 def test_a_ledger_above_its_cap_refuses_the_charge_before_anything_is_written() -> None:
     """The in-process store has no rollback: every scope is checked before the first write."""
-    store = MemoryLedgerStore()
-    session = store.open_session("u", "i", CAPS)
-    store._sessions[session.key].ledgers["debt"] = Fraction(3)  # a broken ledger (not the charged attribute)
+    ledger_store = MemoryLedgerStore()
+    session = ledger_store.open_session("u", "i", CAPS)
+    ledger_store._sessions[session.key].ledgers["debt"] = Fraction(3)  # a broken ledger (not the charged attribute)
     with pytest.raises(ContractViolation, match="^C5: "):
         session.charge_and_record(request())
     snapshot = session.load()
     assert snapshot.ledger_map() == {"diabetes": 0, "debt": 3} and snapshot.releases == ()
-    store._sessions[session.key].ledgers["debt"] = Fraction(0)
+    ledger_store._sessions[session.key].ledgers["debt"] = Fraction(0)
     assert session.charge_and_record(request()).release.seq == 1  # the refused charge took no seq nor id

@@ -43,20 +43,20 @@ def request(response_bytes: int = 0) -> ReleaseRequest:
 
 
 def populated(path: Path, charges: int = 40) -> None:
-    store = SQLiteLedgerStore(path)
-    session = store.open_session("u", "i", CAPS)
+    ledger_store = SQLiteLedgerStore(path)
+    session = ledger_store.open_session("u", "i", CAPS)
     for _ in range(charges):
         session.charge_and_record(request(200))
-    store.close()  # last connection: checkpointed into the .db file
+    ledger_store.close()  # last connection: checkpointed into the .db file
 
 
 def use(path: Path) -> None:
     """Everything a session does: open, load, charge."""
-    store = SQLiteLedgerStore(path)
-    session = store.open_session("u", "i", CAPS)
+    ledger_store = SQLiteLedgerStore(path)
+    session = ledger_store.open_session("u", "i", CAPS)
     session.load()
     session.charge_and_record(request())
-    store.close()
+    ledger_store.close()
 
 
 def truncated(path: Path) -> None:
@@ -215,8 +215,8 @@ def test_a_read_only_file_system_is_refused_and_keeps_its_charges(tmpfs: Callabl
 
 def test_disk_full_is_refused_and_no_committed_charge_is_lost(tmpfs: Callable[[str], Path]) -> None:
     path = tmpfs("1m") / "l.db"
-    store = SQLiteLedgerStore(path)
-    session = store.open_session("u", "i", CAPS)
+    ledger_store = SQLiteLedgerStore(path)
+    session = ledger_store.open_session("u", "i", CAPS)
     committed = 0
     with pytest.raises(LedgerStoreError) as full:
         for _ in range(10_000):
@@ -225,7 +225,7 @@ def test_disk_full_is_refused_and_no_committed_charge_is_lost(tmpfs: Callable[[s
     one_line(full.value, path)
     assert "disk full" in str(full.value) or "I/O" in str(full.value)
     assert committed > 10, committed
-    store.close()
+    ledger_store.close()
     # Every charge that returned is in the ledger; the refused one wrote nothing.
     reopened = SQLiteLedgerStore(path)
     snapshot = reopened.open_session("u", "i", CAPS).load()

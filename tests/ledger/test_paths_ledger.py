@@ -87,16 +87,16 @@ def backend(kind: str, tmp_path_factory: pytest.TempPathFactory) -> LedgerStore:
     return _STORES[kind]
 
 
-def reopened(kind: str, store: LedgerStore) -> LedgerStore:
+def reopened(kind: str, ledger_store: LedgerStore) -> LedgerStore:
     """A second connection to the same database (opened once): committed rows only."""
     key = kind + ":reader"
     if key not in _STORES:
-        if isinstance(store, SQLiteLedgerStore):
-            _STORES[key] = SQLiteLedgerStore(store.path)
+        if isinstance(ledger_store, SQLiteLedgerStore):
+            _STORES[key] = SQLiteLedgerStore(ledger_store.path)
         elif kind == "postgres":
             _STORES[key] = open_ledger_store(_URLS[kind])
         else:
-            _STORES[key] = store
+            _STORES[key] = ledger_store
     return _STORES[key]
 
 
@@ -104,13 +104,13 @@ def reopened(kind: str, store: LedgerStore) -> LedgerStore:
 def test_generated_requests_commit_exactly_what_the_model_says(
     kind: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    store = backend(kind, tmp_path_factory)
+    ledger_store = backend(kind, tmp_path_factory)
 
     @settings(max_examples=10 if kind == "postgres" else 25)  # a server round trip per charge
     @given(programmes)
     def run(drawn: tuple[dict[str, Fraction], list[Step]]) -> None:
         caps, programme = drawn
-        session = store.open_session(secrets.token_hex(6), "i", caps)  # a fresh session per example
+        session = ledger_store.open_session(secrets.token_hex(6), "i", caps)  # a fresh session per example
         turn_id = secrets.token_hex(8)
         expected = list(reference(caps, programme))
         outcomes = []
@@ -149,7 +149,7 @@ def test_generated_requests_commit_exactly_what_the_model_says(
                 event("later slot of a turn")
         seqs = [r.seq for r in outcomes]
         assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-        snapshot = reopened(kind, store).open_session(session.key.user, "i", caps).load()
+        snapshot = reopened(kind, ledger_store).open_session(session.key.user, "i", caps).load()
         assert snapshot.releases == tuple(outcomes)  # every field persisted and read back
         assert snapshot.ledger_map() == expected[-1][1]
         assert dict(snapshot.caps) == caps

@@ -95,9 +95,9 @@ def _request(eps: Fraction) -> ReleaseRequest:
 
 
 def test_a_charge_debits_every_scope_or_none(backend: str, tmp_path: Path) -> None:
-    store = open_ledger_store(store_url(backend, tmp_path))
-    app = store.open_session("u", "e0:app:a", {"diabetes": Fraction(2)})
-    user = store.open_session("u", "e0:user", {"diabetes": Fraction(1)})
+    ledger_store = open_ledger_store(store_url(backend, tmp_path))
+    app = ledger_store.open_session("u", "e0:app:a", {"diabetes": Fraction(2)})
+    user = ledger_store.open_session("u", "e0:user", {"diabetes": Fraction(1)})
     first = app.charge_and_record(_request(Fraction(2, 3)), also=(user.key,))
     assert first.admitted and first.ledger_map() == {"diabetes": Fraction(2, 3)}
     assert dict(first.scopes[0]) == {"diabetes": Fraction(2, 3)}
@@ -108,7 +108,7 @@ def test_a_charge_debits_every_scope_or_none(backend: str, tmp_path: Path) -> No
     assert third.admitted and user.load().ledger_map() == {"diabetes": Fraction(1)}
     with pytest.raises(InputError, match="also"):
         app.charge_and_record(_request(Fraction(1, 3)), also=(app.key,))
-    store.close()
+    ledger_store.close()
 
 
 def test_interface_change_carries_or_refuses_on_every_backend(backend: str, tmp_path: Path) -> None:

@@ -185,9 +185,9 @@ def _scope(client: Any, owner: str, user: str, app: str | None) -> tuple[dict[st
 def test_a_scope_continues_across_interactions_and_server_restarts(tmp_path: Path) -> None:
     keys, tokens = write_keys(tmp_path)
     memory, _ = marked_memory(tmp_path)
-    store = f"sqlite:///{tmp_path / 'ledgers.db'}"
+    store_url = f"sqlite:///{tmp_path / 'ledgers.db'}"
     half = Fraction(1, 2)
-    with LiveServer(tmp_path, keys, memory, store, seed=1) as server, server.client() as client:
+    with LiveServer(tmp_path, keys, memory, store_url, seed=1) as server, server.client() as client:
         first = _turn(client, tokens["recipes"], "alice", "monday", DINNER)
         # food charges {debt, diabetes} 1/2, finance charges {debt} 1/2 (eps = B_a / K = 2/4)
         assert fractions(first["remaining"]) == {"debt": 2 - 2 * half, "diabetes": 2 - half}
@@ -195,7 +195,7 @@ def test_a_scope_continues_across_interactions_and_server_restarts(tmp_path: Pat
         assert fractions(second["remaining"]) == {"debt": Fraction(0), "diabetes": Fraction(1)}
         spent, caps = _scope(client, tokens["owner"], "alice", "recipes")
         assert spent == {"debt": Fraction(2), "diabetes": Fraction(1)} and caps == {"debt": 2, "diabetes": 2}
-    with LiveServer(tmp_path, keys, memory, store, seed=2) as server, server.client() as client:
+    with LiveServer(tmp_path, keys, memory, store_url, seed=2) as server, server.client() as client:
         third = _turn(client, tokens["recipes"], "alice", "wednesday", CHECKUP)  # after a restart
         assert fractions(third["remaining"]) == {"debt": Fraction(0), "diabetes": half}
         spent, _ = _scope(client, tokens["owner"], "alice", "recipes")
@@ -240,8 +240,8 @@ def test_no_memory_text_or_token_in_any_response_or_log_line(tmp_path: Path) -> 
     secret = f"SECRET{secrets.token_hex(8)}"
     ledger_key = f"ledger-key-{secrets.token_hex(16)}"  # the ledger chain's HMAC key (docs/durability.md)
     bodies: list[str] = []
-    store = f"sqlite:///{tmp_path / 'ledgers.db'}"
-    with LiveServer(tmp_path, keys, memory, store, env={"DPMEM_LEDGER_KEY": ledger_key}) as server, server.client() as client:
+    store_url = f"sqlite:///{tmp_path / 'ledgers.db'}"
+    with LiveServer(tmp_path, keys, memory, store_url, env={"DPMEM_LEDGER_KEY": ledger_key}) as server, server.client() as client:
         owner, app = auth(tokens["owner"]), auth(tokens["recipes"])
         for response in [
             client.post("/v1/users/alice/memory", headers=owner, json={"slot": "finance", "text": f"I love pasta {secret}"}),

@@ -28,9 +28,9 @@ from dpmem_ref.turn.durable import DurableSession
 FIGURE2 = Path(__file__).resolve().parents[2] / "examples" / "figure2.toml"
 
 BAD: list[tuple[str, Any]] = [
-    ("store", None),
-    ("store", "sqlite:///l.db"),
-    ("store", SQLiteLedgerStore),
+    ("ledger_store", None),
+    ("ledger_store", "sqlite:///l.db"),
+    ("ledger_store", SQLiteLedgerStore),
     ("user", 7),
     ("user", ""),
     ("user", "x" * 257),
@@ -60,10 +60,10 @@ BAD: list[tuple[str, Any]] = [
 def test_every_bad_argument_is_refused_before_anything_is_written(field: str, value: Any, tmp_path: Path) -> None:
     loaded = load_interface_file(FIGURE2)
     path = tmp_path / "l.db"
-    store = SQLiteLedgerStore(path)
+    ledger_store = SQLiteLedgerStore(path)
     arguments: dict[str, Any] = {
         "interface": loaded.interface,
-        "store": store,
+        "ledger_store": ledger_store,
         "user": "u",
         "interaction": "i",
         "memory": loaded.store("M"),
@@ -79,15 +79,15 @@ def test_every_bad_argument_is_refused_before_anything_is_written(field: str, va
         assert raw.execute("SELECT count(*) FROM ledgers").fetchone() == (0,)  # nothing half-written
     finally:
         raw.close()
-    store.close()
+    ledger_store.close()
 
 
 def test_the_good_arguments_still_open(tmp_path: Path) -> None:
     loaded = load_interface_file(FIGURE2)
-    store = SQLiteLedgerStore(tmp_path / "l.db")
+    ledger_store = SQLiteLedgerStore(tmp_path / "l.db")
     session = DurableSession.open(
-        loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(0),
+        loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(0),
         checkpoint=lambda _: None, on_release=lambda _: None, turn_deadline_s=0.001,
     )  # fmt: skip
     assert session.run_turn("affordable-dinner").record.query == "affordable-dinner"
-    store.close()
+    ledger_store.close()

@@ -89,8 +89,8 @@ def test_restart_in_a_new_process_continues_ledgers_and_history(tmp_path: Path) 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_budget_spent_elsewhere_meanwhile_turns_the_release_into_the_fallback(kind: str, tmp_path: Path) -> None:
     loaded = load_interface_file(FIGURE2)
-    store = make_store(kind, tmp_path)
-    other = DurableSession.open(loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(1))
+    ledger_store = make_store(kind, tmp_path)
+    other = DurableSession.open(loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(1))
     fired: list[bool] = []
 
     def spend_elsewhere(point: str) -> None:
@@ -102,7 +102,7 @@ def test_budget_spent_elsewhere_meanwhile_turns_the_release_into_the_fallback(ki
                 other.run_turn("checkup-reminder")
 
     session = DurableSession.open(
-        loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(2), checkpoint=spend_elsewhere
+        loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(2), checkpoint=spend_elsewhere
     )
     turn = session.run_turn("checkup-reminder")
     assert turn.record.views == (("health", "health-generic"),)
@@ -116,10 +116,10 @@ def test_budget_spent_elsewhere_meanwhile_turns_the_release_into_the_fallback(ki
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_views_are_released_only_after_their_charge_committed(kind: str, tmp_path: Path) -> None:
     loaded = load_interface_file(FIGURE2)
-    store = make_store(kind, tmp_path)
+    ledger_store = make_store(kind, tmp_path)
     observer = (
-        store
-        if isinstance(store, MemoryLedgerStore)
+        ledger_store
+        if isinstance(ledger_store, MemoryLedgerStore)
         else SQLiteLedgerStore(tmp_path / "l.db")  # a separate connection sees only committed state
     )
     watcher = observer.open_session("u", "i", loaded.interface.caps)
@@ -135,7 +135,7 @@ def test_views_are_released_only_after_their_charge_committed(kind: str, tmp_pat
 
     session = DurableSession.open(
         loaded.interface,
-        store,
+        ledger_store,
         "u",
         "i",
         loaded.store("M"),
@@ -172,15 +172,15 @@ def test_contract_breaking_interfaces_are_refused(tmp_path: Path) -> None:
 
 def test_bad_arguments_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     loaded = load_interface_file(FIGURE2)
-    store = MemoryLedgerStore()
+    ledger_store = MemoryLedgerStore()
     other_layout = Store.from_mapping(Layout(position_slots=("food",)), {})
     with pytest.raises(InputError, match="^memory: "):
-        DurableSession.open(loaded.interface, store, "u", "i", other_layout, SeededRandomSource(0))
+        DurableSession.open(loaded.interface, ledger_store, "u", "i", other_layout, SeededRandomSource(0))
     with pytest.raises(InputError, match="^source: "):
-        DurableSession.open(loaded.interface, store, "u", "i", loaded.store("M"), object())  # type: ignore[arg-type]
+        DurableSession.open(loaded.interface, ledger_store, "u", "i", loaded.store("M"), object())  # type: ignore[arg-type]
     with pytest.raises(InputError, match="^interface: "):
-        DurableSession.open(object(), store, "u", "i", loaded.store("M"), SeededRandomSource(0))  # type: ignore[arg-type]
-    session = DurableSession.open(loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(0))
+        DurableSession.open(object(), ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(0))  # type: ignore[arg-type]
+    session = DurableSession.open(loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(0))
     with pytest.raises(InputError, match="^query: "):
         session.run_turn("no-such-query")
     monkeypatch.setattr(durable, "MAX_TURNS_PER_INTERACTION", 2)

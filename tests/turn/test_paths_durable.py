@@ -92,11 +92,11 @@ def check_committed_rows(loaded: InterfaceFile, snapshot: SessionSnapshot) -> No
 
 
 def race_at(
-    loaded: InterfaceFile, store: LedgerStore, slot_index: int, spend: str, times: int
+    loaded: InterfaceFile, ledger_store: LedgerStore, slot_index: int, spend: str, times: int
 ) -> tuple[DurableTurn, DurableSession]:
     """Run "both"; just before the charge of slot `slot_index`, another session of the same
     interaction runs `spend` `times` times (it commits first)."""
-    other = DurableSession.open(loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(1))
+    other = DurableSession.open(loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(1))
     seen: list[str] = []
 
     def spend_meanwhile(point: str) -> None:
@@ -107,7 +107,7 @@ def race_at(
                     other.run_turn(spend)
 
     session = DurableSession.open(
-        loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(2), checkpoint=spend_meanwhile
+        loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(2), checkpoint=spend_meanwhile
     )
     turn = session.run_turn("both")
     assert len(seen) == 2  # both slots reached their charge
@@ -124,7 +124,7 @@ SCENARIOS = {
 
 
 @pytest.fixture(params=KINDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
+def ledger_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
     backend = open_store(request.param, tmp_path)
     yield backend
     backend.close()
@@ -132,10 +132,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStor
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_a_race_at_any_slot_releases_only_committed_charges(
-    scenario: str, store: LedgerStore, loaded: InterfaceFile
+    scenario: str, ledger_store: LedgerStore, loaded: InterfaceFile
 ) -> None:
     slot_index, spend, times, admitted, (a, b) = SCENARIOS[scenario]
-    turn, session = race_at(loaded, store, slot_index, spend, times)
+    turn, session = race_at(loaded, ledger_store, slot_index, spend, times)
     assert tuple(plan.admitted for plan in turn.plans) == admitted  # the named path was taken
     assert turn.record.admitted == admitted == tuple(r.admitted for r in turn.releases)
     assert turn.record.views == tuple((r.slot, r.view) for r in turn.releases)
@@ -161,16 +161,16 @@ def test_postgres_lost_commit_answer_resolves_to_the_committed_release(race: boo
     from dpmem_ref.ledger.postgres import PostgresLedgerStore
 
     cut: list[int] = []
-    store: PostgresLedgerStore
+    ledger_store: PostgresLedgerStore
 
     def commit_then_cut(point: str) -> None:
         if point == "charge:inside" and len(cut) < 2:  # at both slots of the turn
-            connection = store.connect()
+            connection = ledger_store.connect()
             connection.execute("COMMIT")  # the transaction's work is now committed
             cut.append(connection.info.backend_pid)
             postgres_server.admin_execute(url, f"SELECT pg_terminate_backend({cut[-1]})")
 
-    store = PostgresLedgerStore(url, fault_hook=commit_then_cut)
+    ledger_store = PostgresLedgerStore(url, fault_hook=commit_then_cut)
     other = DurableSession.open(loaded.interface, open_ledger_store(url), "u", "i", loaded.store("M"), SeededRandomSource(1))
     charges: list[str] = []
 
@@ -181,7 +181,7 @@ def test_postgres_lost_commit_answer_resolves_to_the_committed_release(race: boo
                 other.run_turn("spend-b")
 
     session = DurableSession.open(
-        loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(3), checkpoint=spend_before_slot_1
+        loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(3), checkpoint=spend_before_slot_1
     )
     turn = session.run_turn("both")
     assert len(cut) == 2  # the retry path ran at slot 0 and at slot 1
@@ -193,4 +193,4 @@ def test_postgres_lost_commit_answer_resolves_to_the_committed_release(race: boo
     assert turn.record.views[1] == (("t", "t-generic") if race else ("t", "t-x"))
     assert snapshot.ledger_map() == {"a": HALF, "b": CAP}  # each charge committed exactly once
     check_committed_rows(loaded, snapshot)
-    store.close()
+    ledger_store.close()

@@ -130,3 +130,54 @@ def test_step_losses_from_log_probability_enclosures() -> None:
         Loss.interval(mpmath.iv.mpf(["-inf", "0"]))
     with pytest.raises(ValueError):
         Loss.interval(mpmath.iv.mpf(["0", "inf"]))
+
+
+def test_equal_kinds_never_rank_above_each_other():
+    one = Loss.of_fractions(Fraction(1), Fraction(1))
+    for loss in (IMPOSSIBLE, INFINITE, ZERO, one):
+        assert not loss.ranks_above(loss)
+    assert not INFINITE.ranks_above(Loss(INFINITE.kind)) and not IMPOSSIBLE.ranks_above(Loss(IMPOSSIBLE.kind))
+
+
+def test_add_rounds_outward_and_keeps_a_zero_end():
+    from dpmem_ref.analysis.loss import PREC
+
+    one = Loss.of_fractions(Fraction(1), Fraction(1))
+    tiny = Loss.of_fractions(Fraction(1, 2**300), Fraction(1, 2**300))
+    # 1 + 2**-300 needs 301 bits: the ends round down / up at the working precision.
+    assert one.add(tiny).ends() == (Fraction(1), 1 + Fraction(1, 2 ** (PREC - 1)))
+    half_open = Loss.of_fractions(Fraction(0), Fraction(1))  # one end 0 is not the exact zero
+    assert one.add(half_open).ends() == (Fraction(1), Fraction(2))
+    assert half_open.add(one).ends() == (Fraction(1), Fraction(2))
+    assert one.add(ZERO) is one and ZERO.add(one) is one
+
+
+def test_only_a_finite_loss_has_ends_or_an_interval():
+    for loss in (IMPOSSIBLE, INFINITE):
+        with pytest.raises(ValueError) as error:
+            loss.ends()
+        assert str(error.value) == "only a finite loss has exact ends"
+        with pytest.raises(ValueError) as error:
+            loss.to_interval()
+        assert str(error.value) == "only a finite loss is an interval"
+        with pytest.raises(ValueError) as error:
+            loss.neg()
+        assert str(error.value) == "only a finite loss has a negation"
+    for ends in (["-inf", 0], [0, "inf"]):
+        with pytest.raises(ValueError) as error:
+            Loss.interval(mpmath.iv.mpf(ends))
+        assert str(error.value) == "a finite loss needs finite interval ends"
+
+
+def test_loss_hash_follows_the_value():
+    losses = [IMPOSSIBLE, INFINITE, ZERO] + [Loss.of_fractions(Fraction(k, 7), Fraction(k, 5)) for k in range(1, 6)]
+    assert hash(Loss.of_fractions(Fraction(1, 7), Fraction(1, 5))) == hash(losses[3])
+    # Distinct values spread over distinct hashes (integers and tuples of integers hash
+    # deterministically): a dict of the engine's losses does not degrade to one bucket.
+    assert len({hash(loss) for loss in losses}) == len(losses)
+
+
+def test_a_finite_loss_prints_both_ends_to_twelve_digits():
+    assert repr(Loss.of_fractions(Fraction(1, 3), Fraction(2, 3))) == "Loss([0.333333333333, 0.666666666667])"
+    assert repr(Loss.of_fractions(Fraction(-1, 7), Fraction(1, 7))) == "Loss([-0.142857142857, 0.142857142857])"
+    assert (repr(ZERO), repr(IMPOSSIBLE), repr(INFINITE)) == ("Loss(0)", "Loss(impossible)", "Loss(inf)")

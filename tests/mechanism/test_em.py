@@ -1,4 +1,8 @@
-"""Eq. (7): the exact description, the exact sampler, and its independence from floats."""
+"""The exponential mechanism's release laws (dpmem_ref.mechanism.em). Eq. (7): the exact
+description, the exact sampler, and its independence from floats; the likelihoods of
+ExponentialWeights and PointMass at the working precision, point-mass batches, the EM's own
+input check, and which proposal (uniform or bucketed) a sample uses.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,12 @@ from fractions import Fraction
 import mpmath
 import pytest
 
-from dpmem_ref import SeededRandomSource, bernoulli_exp_minus, exponential_mechanism, plan_slot
+from dpmem_ref import InputError, SeededRandomSource, TapeSource, bernoulli_exp_minus, exponential_mechanism, plan_slot
 from dpmem_ref.core.transcript import PublicPrefix
 from dpmem_ref.mechanism.bernoulli import _bernoulli_exp_minus_unit, uniform_proposal_round
 from dpmem_ref.mechanism.em import ExponentialWeights
 from dpmem_ref.turn import zero_ledgers
-from tests.kernel_fixtures import figure2
+from tests.kernel_fixtures import ScriptedSource, figure2
 
 CASES = [
     ("paper-like", [Fraction(4, 5), Fraction(2, 5), Fraction(3, 5), Fraction(0), Fraction(1, 5)], Fraction(2, 3), Fraction(3, 5)),
@@ -165,3 +169,80 @@ def test_distribution_repr_hides_exponents() -> None:
     distribution = exponential_mechanism(("a", "b"), [Fraction(7, 9), Fraction(0)], Fraction(1), Fraction(1))
     assert "7/9" not in repr(distribution) and "7, 9" not in repr(distribution)
     assert "private" in repr(distribution)
+
+
+def test_point_mass_likelihoods():
+    import mpmath
+
+    from dpmem_ref import PointMass
+
+    fallback = PointMass(views=("g.gen", "g.v1"), view="g.gen")
+    assert fallback.support() == ("g.gen",)
+    assert fallback.sample(ScriptedSource()) == "g.gen"  # draws nothing
+    assert fallback.log_probability("g.gen") == 0
+    assert fallback.log_probability("g.v1") == mpmath.mpf("-inf")
+    certain = fallback.log_probability_interval("g.gen")
+    assert certain is not None and certain.a == 0 and certain.b == 0
+    assert fallback.log_probability_interval("g.v1") is None
+
+
+def test_a_point_mass_batch_repeats_its_view_and_draws_nothing():
+    from dpmem_ref import PointMass
+
+    source = TapeSource([])
+    assert PointMass(views=("g.gen", "g.v1"), view="g.v1").sample_many(3, source) == ("g.v1",) * 3
+    assert PointMass(views=("g.gen",), view="g.gen").sample_many(0, source) == () and source.consumed == 0
+
+
+def test_em_likelihoods_follow_the_working_precision():
+    """The normaliser is cached per precision: a value computed at 15 digits must not be
+    served at 80 (mp) or 150 (interval) digits."""
+    import mpmath
+
+    from dpmem_ref import exponential_mechanism
+    from dpmem_ref.mechanism.em import iv_precision
+
+    em = exponential_mechanism(("a", "b", "c"), (Fraction(0), Fraction(1, 2), Fraction(1)), Fraction(1), Fraction(1))
+    with mpmath.workdps(15):
+        em.log_probability("b")
+    em.log_probability_interval("b")
+    with mpmath.workdps(160):
+        exact = mpmath.mpf(1) / 4 - mpmath.log(1 + mpmath.exp(mpmath.mpf(1) / 4) + mpmath.exp(mpmath.mpf(1) / 2))
+        with mpmath.workdps(80):
+            assert abs(em.log_probability("b") - exact) < mpmath.mpf(10) ** -75
+        with iv_precision(150):
+            enclosure = em.log_probability_interval("b")
+            assert enclosure.a <= exact <= enclosure.b
+            assert enclosure.delta < mpmath.mpf(10) ** -140
+    assert em.log_probability("zzz") == mpmath.mpf("-inf")
+    assert em.log_probability_interval("zzz") is None
+
+
+def test_em_exponents_must_be_exact():
+    from dpmem_ref import ExponentialWeights
+
+    with pytest.raises(InputError) as error:
+        ExponentialWeights(views=("a", "b"), exponents=(Fraction(0), 0.5))
+    assert str(error.value) == "exponential mechanism exponent #1: expected an exact rational (Fraction), found 'float'"
+
+
+def test_the_uniform_proposal_serves_up_to_eight_views_or_a_spread_up_to_one():
+    """The documented dispatch (mechanism.UNIFORM_PROPOSAL_MAX_VIEWS / _MAX_SPREAD): the
+    uniform proposal's first draw is an index below n, the bucketed proposal's a slot of
+    its 64-bit table. Both are exact; the dispatch fixes how a seed or a tape is used."""
+    from dpmem_ref import RecordingSource, SeededRandomSource
+    from dpmem_ref.mechanism.em import UNIFORM_PROPOSAL_MAX_SPREAD, UNIFORM_PROPOSAL_MAX_VIEWS, ExponentialWeights
+
+    assert (UNIFORM_PROPOSAL_MAX_VIEWS, UNIFORM_PROPOSAL_MAX_SPREAD) == (8, 1)
+
+    def first_bound(exponents):
+        law = ExponentialWeights(tuple(f"v{i}" for i in range(len(exponents))), tuple(exponents))
+        source = RecordingSource(SeededRandomSource(1))
+        law.sample(source)
+        return source.tape[0][0]
+
+    wide = [Fraction(0)] + [Fraction(-3)] * 7  # spread 3
+    assert first_bound(wide) == 8
+    assert first_bound(wide + [Fraction(-3)]) == (1 << 64) - 1
+    assert first_bound([Fraction(0)] + [Fraction(-1)] * 8) == 9  # spread exactly 1
+    assert first_bound([Fraction(0)] + [Fraction(-1)] * 7 + [Fraction(-11, 10)]) == (1 << 64) - 1

@@ -19,8 +19,8 @@ FIGURE2 = Path(__file__).resolve().parents[2] / "examples" / "figure2.toml"
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_turn_state_carries_the_committed_ledgers_after_a_concurrent_charge(kind: str, tmp_path: Path) -> None:
     loaded = load_interface_file(FIGURE2)
-    store = MemoryLedgerStore() if kind == "memory" else SQLiteLedgerStore(tmp_path / "l.db")
-    other = DurableSession.open(loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(1))
+    ledger_store = MemoryLedgerStore() if kind == "memory" else SQLiteLedgerStore(tmp_path / "l.db")
+    other = DurableSession.open(loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(1))
     fired: list[bool] = []
 
     def charge_elsewhere(point: str) -> None:
@@ -31,7 +31,7 @@ def test_turn_state_carries_the_committed_ledgers_after_a_concurrent_charge(kind
             other.run_turn("checkup-reminder")
 
     session = DurableSession.open(
-        loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(2), checkpoint=charge_elsewhere
+        loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(2), checkpoint=charge_elsewhere
     )
     turn = session.run_turn("checkup-reminder")
     assert turn.record.admitted == (True,)

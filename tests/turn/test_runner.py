@@ -1,0 +1,199 @@
+"""Running turns (dpmem_ref.turn.runner): `run_turn` and `run_interaction` charge, fall back
+and record; strict by default; routing (a public router, a private routing hook), the
+control's inputs, and the store checked against the interface's layout.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from dpmem_ref import (
+    ContractViolation,
+    InputError,
+    InterfaceState,
+    Layout,
+    Query,
+    SeededRandomSource,
+    SlotRead,
+    Store,
+    TemplateChannel,
+    run_interaction,
+)
+from tests.kernel_fixtures import (
+    interface_reading_1,
+    item,
+    make_store,
+)
+
+
+def test_run_interaction_charges_then_falls_back():
+    interface = interface_reading_1()
+    state = run_interaction(interface, ["q", "q", "q"], make_store(), SeededRandomSource(0))
+    assert state.turn == 3 and len(state.history) == 3
+    assert state.ledger_map(interface) == {"a": Fraction(1), "b": Fraction(0)}
+    assert [record.admitted for record in state.history] == [(True,), (True,), (False,)]
+    assert state.history[2].views == (("g", "g.gen"),)
+    assert run_interaction(interface, [], make_store(), SeededRandomSource(0)) == InterfaceState.initial(interface)
+
+
+def test_a_fallback_records_no_charge():
+    interface = interface_reading_1()
+    state = run_interaction(interface, ["q", "q", "q"], make_store(), SeededRandomSource(0))
+    assert [record.charges for record in state.history] == [
+        (("g", frozenset({"a"}), Fraction(1, 2)),),
+        (("g", frozenset({"a"}), Fraction(1, 2)),),
+        (("g", frozenset(), Fraction(0)),),
+    ]
+
+
+def test_run_interaction_is_strict_by_default_and_calls_the_channel():
+    broken = interface_reading_1(under_charged=True)
+    with pytest.raises(ContractViolation) as error:
+        run_interaction(broken, ["q"], make_store(), SeededRandomSource(0))
+    assert error.value.condition == "C2"
+    relaxed = run_interaction(broken, ["q"], make_store(), SeededRandomSource(0), strict=False)
+    assert relaxed.turn == 1
+    interface = interface_reading_1()
+    state = run_interaction(interface, ["q"], make_store(), SeededRandomSource(0), channel=TemplateChannel())
+    assert state.history[0].response.startswith("Answer to 'q' following [g: ")
+    assert run_interaction(interface, ["q"], make_store(), SeededRandomSource(0)).history[0].response == ""
+
+
+def test_relaxed_run_plans_without_the_contract_checks():
+    broken = interface_reading_1(under_charged=True)
+    state = run_interaction(broken, ["under"], make_store(), SeededRandomSource(0), strict=False)
+    assert state.history[0].charges == (("g", frozenset({"a"}), Fraction(1, 2)),)  # b omitted: the C2 breach
+
+
+def test_run_turn_refuses_a_store_over_another_layout():
+    from dpmem_ref import run_turn
+
+    interface = interface_reading_1()
+    other = Store.from_mapping(Layout(("g",)), {}, "tiny")
+    with pytest.raises(InputError) as error:
+        run_turn(interface, InterfaceState.initial(interface), "q", other, SeededRandomSource(0))
+    assert str(error.value) == "store: expected a store over the interface's layout, found 'tiny'"
+    with pytest.raises(InputError) as error:
+        run_turn(interface, InterfaceState.initial(interface), "q", Store.from_mapping(Layout(("g",)), {}),
+                 SeededRandomSource(0))
+    assert error.value.found == "another layout"
+
+
+class _EveryOtherTurnRouter:
+    """A public router (C4): slots are active on even turns only, and the read narrows
+    to the slot's first position once there is history. Reads the history only."""
+
+    name = "every-other-turn"
+    violates = None
+    reads_history = True  # declared capabilities (dpmem_ref.parts.protocols.Router)
+    reads_released_views = False
+
+    def active_slots(self, query, history):
+        return tuple(read.slot for read in query.reads) if len(history) % 2 == 0 else ()
+
+    def read(self, prefix, slot):
+        read = prefix.query.read_for(slot)
+        if prefix.history:
+            import attrs
+
+            return attrs.evolve(read, positions=frozenset({min(read.positions)}))
+        return read
+
+    def state_key(self, history):
+        return len(history)
+
+
+def test_run_turn_routes_and_reads_from_the_history():
+    import attrs
+
+    interface = attrs.evolve(interface_reading_1(), router=_EveryOtherTurnRouter(),
+                             queries=(Query("q", "q", (SlotRead("g", frozenset({1, 3})),)),))
+    state = run_interaction(interface, ["q", "q", "q"], make_store(), SeededRandomSource(0))
+    assert [record.views != () for record in state.history] == [True, False, True]
+    # Turn 1 reads {1, 3} (charged to a and b); turn 3 reads {1} (charged to a only).
+    assert [charges for record in state.history for charges in record.charges] == [
+        ("g", frozenset({"a", "b"}), Fraction(1, 2)),
+        ("g", frozenset({"a"}), Fraction(1, 2)),
+    ]
+    assert state.ledger_map(interface) == {"a": Fraction(1), "b": Fraction(1, 2)}
+
+
+def test_run_turn_hands_the_store_to_a_routing_hook():
+    """A memory-dependent routing hook (a C4 breach, run with strict=False) sees the store."""
+    import attrs
+
+    from dpmem_ref import PrivateHooks, run_turn
+
+    def routing(query, history, memory):
+        return ("g",) if "x" in memory.items[0].tags else ()
+
+    interface = attrs.evolve(interface_reading_1(), hooks=PrivateHooks(routing=routing))
+    state = InterfaceState.initial(interface)
+    with_x = run_turn(interface, state, "q", make_store(), SeededRandomSource(0), strict=False)
+    without = run_turn(interface, state, "q", make_store(p1=item("v")), SeededRandomSource(0), strict=False)
+    assert len(with_x.record.views) == 1 and without.record.views == ()
+
+
+def test_routing_hook_sees_query_and_history():
+    import attrs
+
+    from dpmem_ref import PrivateHooks
+
+    def routing(query, history, memory):
+        return ("g",) if query.name == "q" and len(history) == 0 else ()
+
+    interface = attrs.evolve(interface_reading_1(), hooks=PrivateHooks(routing=routing))
+    state = run_interaction(interface, ["q", "q"], make_store(), SeededRandomSource(0), strict=False)
+    assert [len(record.views) for record in state.history] == [1, 0]
+
+
+class _QueryAndTurnControl:
+    """c_t = (query name, turns so far, ledgers): public inputs and ledger state only (C6)."""
+
+    name = "query-and-turn"
+    violates = None
+    reads_private = False
+    reads_views = False
+
+    def observe(self, context, private):
+        return (context.query.name, len(context.history), context.ledgers)
+
+
+def test_run_turn_gives_the_control_the_query_history_and_ledgers():
+    import attrs
+
+    interface = attrs.evolve(interface_reading_1(), control=_QueryAndTurnControl())
+    state = run_interaction(interface, ["q", "q"], make_store(), SeededRandomSource(0))
+    assert [record.control for record in state.history] == [
+        ("q", 0, (("a", Fraction(1, 2)), ("b", Fraction(0)))),
+        ("q", 1, (("a", Fraction(1)), ("b", Fraction(0)))),
+    ]
+
+
+def test_controls_get_private_data_only_when_they_declare_it():
+    import attrs
+
+    from dpmem_ref import PrivateHooks, TopScoreControl, run_turn
+
+    class _SeesPrivate:
+        name = "sees-private"
+        violates = None
+        reads_private = False
+        reads_views = False
+
+        def observe(self, context, private):
+            return private is None
+
+    public = attrs.evolve(interface_reading_1(), control=_SeesPrivate())
+    assert run_interaction(public, ["q"], make_store(), SeededRandomSource(0)).history[0].control is True
+    leaky = attrs.evolve(interface_reading_1(), control=TopScoreControl())
+    assert run_interaction(leaky, ["q"], make_store(), SeededRandomSource(0), strict=False).history[0].control == (
+        Fraction(1),
+    )
+    # A state whose ledger vector does not match the attributes is refused even when no slot runs.
+    idle = attrs.evolve(interface_reading_1(), hooks=PrivateHooks(routing=lambda query, history, memory: ()))
+    with pytest.raises(ValueError):
+        run_turn(idle, InterfaceState(turn=0, ledgers=(Fraction(0),), history=()), "q", make_store(),
+                 SeededRandomSource(0), strict=False)
