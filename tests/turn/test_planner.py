@@ -24,8 +24,6 @@ from dpmem_ref import (
     Store,
     TapeSource,
     begin_turn,
-    decimal_text,
-    fraction_text,
     plan_slot,
     run_turn,
 )
@@ -122,13 +120,6 @@ def test_violation_code_registry() -> None:
     assert ContractViolation("C3", "bare condition").code == "C3"
     with pytest.raises(ValueError):
         ContractViolation("C2.no_such_kind", "m")
-
-
-def test_one_fraction_formatter() -> None:
-    assert fraction_text(Fraction(4, 2)) == "2" and fraction_text(Fraction(4, 3)) == "4/3"
-    assert decimal_text(Fraction(4, 3)) == "1.333333"
-    assert decimal_text(Fraction(4, 3), 2, "up") == "1.34" and decimal_text(Fraction(-4, 3), 2, "up") == "-1.33"
-    assert decimal_text(Fraction(1, 3), 3, "down") == "0.333" and decimal_text(Fraction(-1, 10**9), 3) == "0"
 
 
 def test_rebase_moves_the_cursor_to_the_scale_of_the_new_ledgers():
