@@ -60,6 +60,20 @@ def test_bernoulli_exp_minus_names_a_negative_gamma():
     assert str(error.value) == "gamma: expected a non-negative rational, found Fraction(-1, 2)"
 
 
+@pytest.mark.parametrize(("gamma", "found"), [(0.5, "'float'"), ("1/2", "'str'"), (True, "'bool'"), (None, "'NoneType'")])
+def test_bernoulli_exp_minus_takes_only_an_exact_rational(gamma, found):
+    """A float gamma would make exp(-gamma) inexact; a bool is an int Python-wise but not a
+    rational anyone meant. Refused before any draw, naming the type, never the value."""
+    from dpmem_ref import bernoulli_exp_minus
+
+    source = ScriptedSource()
+    with pytest.raises(InputError) as error:
+        bernoulli_exp_minus(gamma, source)
+    assert str(error.value) == f"gamma: expected a non-negative exact rational (Fraction or int), found {found}"
+    assert source.bounds == []
+    assert bernoulli_exp_minus(0, ScriptedSource()) is True  # exp(0) = 1: an int gamma, no draw
+
+
 def test_bucketed_round_draws_a_member_only_in_a_shared_bucket():
     # gaps 0 and 3: buckets floor(4 gap) = 0 and 12, one view each. Slot 0 of the table is
     # bucket 0; its only view is taken without a draw; Bernoulli(exp(-0)) draws once.

@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 
 from dpmem_ref import ContractViolation, FunctionScorer, PublicPrefix, plan_slot
-from dpmem_ref.mechanism.construction import argmax_view, validate_em_inputs
+from dpmem_ref.mechanism.construction import argmax_view, em_exponents, exponential_mechanism, validate_em_inputs
 from tests.kernel_fixtures import (
     interface_reading_1,
     make_store,
@@ -93,3 +93,21 @@ def test_em_inputs_name_the_slot_and_the_score_position(epsilon, sensitivity, sc
 
 def test_em_inputs_accept_scores_at_both_ends():
     assert validate_em_inputs("g", [Fraction(0), Fraction(1)], Fraction(1, 3), Fraction(1, 7)) is None
+
+
+def test_em_exponents_are_eps_times_the_score_over_twice_the_sensitivity():
+    """Eq. (7): x_v = eps * u_v / (2 Delta), exactly."""
+    scores = (Fraction(0), Fraction(1, 3), Fraction(1))
+    assert em_exponents(scores, Fraction(2, 3), Fraction(3, 5)) == (Fraction(0), Fraction(5, 27), Fraction(5, 9))
+    assert em_exponents((), Fraction(1), Fraction(1)) == ()
+
+
+def test_scores_without_a_small_common_denominator_take_the_fraction_route_with_the_same_exponents():
+    """Scores whose denominators' lcm passes the integer route's bound (256 bits) are built
+    from Fractions (`em_exponents`): the exponents are still eps * u_v / (2 Delta)."""
+    primes = [2**127 - 1, 2**89 - 1, 2**107 - 1]  # Mersenne primes: lcm has 323 bits
+    scores = tuple(Fraction(1, p) for p in primes) + (Fraction(1),)
+    epsilon, sensitivity = Fraction(1, 2), Fraction(1, 1)
+    weights = exponential_mechanism(("a", "b", "c", "d"), scores, epsilon, sensitivity)
+    assert weights.exponents == tuple(epsilon * u / (2 * sensitivity) for u in scores)
+    assert weights.exponents == em_exponents(scores, epsilon, sensitivity)
