@@ -49,3 +49,43 @@ def test_slot_plans_compare_and_hash_on_their_values_whatever_the_scale_of_their
     assert later != plan and not (later == plan)
     # Distinct plans hash apart (tuples of public values: a collision has probability ~2**-64).
     assert hash(later) != hash(plan)
+
+
+def test_a_ledger_vector_hashes_by_its_value_in_lowest_terms():
+    """Equal values hash alike over any scale (zero ledgers included: 0/4 is 0/2), and the
+    hash carries the value: distinct ledgers, huge counts and scales past a float's 53 bits
+    included, hash apart (integers hash to themselves modulo 2**61 - 1, so these are exact)."""
+    from dpmem_ref.core.ledgers import LedgerVector
+
+    equal = [
+        (LedgerVector((0, 0), 4), LedgerVector((0, 0), 2)),
+        (LedgerVector((0, 0), 1), LedgerVector((0, 0), 12)),
+        (LedgerVector((2, 4), 6), LedgerVector((1, 2), 3)),
+        (LedgerVector((3,), 6), LedgerVector((1,), 2)),
+        (LedgerVector((2**61,), 2**62), LedgerVector((1,), 2)),
+    ]
+    for a, b in equal:
+        assert a == b and hash(a) == hash(b)
+    distinct = [
+        LedgerVector((1,), 2),
+        LedgerVector((1,), 3),
+        LedgerVector((2,), 3),
+        LedgerVector((0,), 1),
+        LedgerVector((2**60,), 1),
+        LedgerVector((2**60 + 1,), 1),
+        LedgerVector((1,), 2**60),
+        LedgerVector((1,), 2**60 + 1),
+    ]
+    assert len({hash(vector) for vector in distinct}) == len(distinct)
+
+
+def test_a_ledger_vector_is_unequal_to_anything_that_is_not_a_ledger_vector():
+    """`!=` against another type is True (Python's fallback), never a truth value of
+    NotImplemented. (A plain tuple of the same two fields compares equal: it is a named tuple.)"""
+    from dpmem_ref.core.ledgers import LedgerVector
+
+    vector = LedgerVector((1, 2), 3)
+    assert vector == ((1, 2), 3) and not (vector != ((1, 2), 3))
+    for other in (((1, 2), 4), (1, 2), "L", None, 1):
+        assert vector != other and not (vector == other)
+        assert other != vector and not (other == vector)
