@@ -42,21 +42,21 @@ def _fraction(raw: Raw) -> Fraction:
 class Loss:
     """An exact privacy-loss value: impossible, a finite interval, or +infinity."""
 
-    __slots__ = ("_flo", "_fhi", "hi", "kind", "lo")
+    __slots__ = ("_floats", "hi", "kind", "lo")
 
     def __init__(self, kind: int, lo: Raw = _ZERO, hi: Raw = _ZERO) -> None:
         self.kind = kind
         self.lo = lo
         self.hi = hi
-        self._flo: float | None = None  # the ends as floats, for fast comparisons (`_ends_f`)
-        self._fhi: float | None = None
+        self._floats: tuple[float, float] | None = None  # the ends as floats, for fast comparisons (`_ends_f`)
 
     def _ends_f(self) -> tuple[float, float]:
         """Both ends rounded to the nearest float. Rounding is monotone, so a strict float
         inequality proves the exact one; equal floats fall back to exact comparison."""
-        if self._flo is None or self._fhi is None:
-            self._flo, self._fhi = libmp.to_float(self.lo), libmp.to_float(self.hi)
-        return self._flo, self._fhi
+        floats = self._floats
+        if floats is None:
+            floats = self._floats = (libmp.to_float(self.lo), libmp.to_float(self.hi))
+        return floats
 
     # ---- constructors
 

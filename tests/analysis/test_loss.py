@@ -181,3 +181,21 @@ def test_a_finite_loss_prints_both_ends_to_twelve_digits():
     assert repr(Loss.of_fractions(Fraction(1, 3), Fraction(2, 3))) == "Loss([0.333333333333, 0.666666666667])"
     assert repr(Loss.of_fractions(Fraction(-1, 7), Fraction(1, 7))) == "Loss([-0.142857142857, 0.142857142857])"
     assert (repr(ZERO), repr(IMPOSSIBLE), repr(INFINITE)) == ("Loss(0)", "Loss(impossible)", "Loss(inf)")
+
+
+def test_join_and_the_witness_order_decide_ends_that_tie_as_floats_exactly() -> None:
+    """Ends 2**-80 and 2**-70 above 1 both round to the float 1.0: the fast float test ties,
+    and the exact comparison must decide (a join is the exact max of each end; the witness
+    order ranks by the exact upper end)."""
+    small, large = 1 + Fraction(1, 2**80), 1 + Fraction(1, 2**70)
+    a = Loss.of_fractions(small, large)  # lower end small, upper end large
+    b = Loss.of_fractions(large, large + Fraction(1, 2**90))  # both ends the larger
+    c = Loss.of_fractions(small, small)
+    for joined in (a.join(b), b.join(a)):
+        assert joined.lower == b.lower and joined.upper == b.upper
+    for joined in (a.join(c), c.join(a)):
+        assert joined.lower == a.lower == c.lower and joined.upper == a.upper
+    assert float(a.upper) == float(c.upper) == 1.0
+    assert a.ranks_above(c) and not c.ranks_above(a)
+    assert b.ranks_above(a) and not a.ranks_above(b)
+    assert not a.ranks_above(a)
