@@ -10,6 +10,10 @@
 # Env: PYTHON (default .venv/bin/python), MUTATION_MAX_CHILDREN (default 2),
 # MUTATION_TIMEOUT_S (default 5400: the run is bounded; an interrupted run still gets a
 # report of what was checked), MUTATION_FRESH=1 to discard mutmut's cached results.
+# Rerunning without MUTATION_FRESH tests only the mutants mutmut has no result for (those of
+# functions changed since: mutmut compares per-function hashes) and, first, re-tests every
+# survivor of the cached run against today's tests (mutmut skips cached results otherwise,
+# and a test added to kill a survivor would never be run against it).
 # CPU-heavy: runs under `nice -n 10`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +27,26 @@ if [ "${MUTATION_FRESH:-0}" = "1" ]; then
 fi
 
 status=0
-timeout "${MUTATION_TIMEOUT_S:-5400}" nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" \
-  >"$LOG" 2>&1 || status=$?
+deadline=$(( $(date +%s) + ${MUTATION_TIMEOUT_S:-5400} ))
+if [ -d mutants ]; then
+  # Survivors (exit 0) and no-tests (33) of the cached run, by name.
+  mapfile -t cached_survivors < <("$PY" - <<'PY'
+import glob, json
+for meta in sorted(glob.glob("mutants/dpmem_ref/**/*.meta", recursive=True)):
+    for name, code in json.load(open(meta))["exit_code_by_key"].items():
+        if code in (0, 33):
+            print(name)
+PY
+)
+  if [ "${#cached_survivors[@]}" -gt 0 ]; then
+    echo "re-testing ${#cached_survivors[@]} cached survivors against today's tests"
+    timeout $(( deadline - $(date +%s) )) nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" \
+      "${cached_survivors[@]}" >"$LOG.survivors" 2>&1 || status=$?
+  fi
+fi
+if [ "$status" = "0" ]; then
+  timeout $(( deadline - $(date +%s) )) nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" \
+    >"$LOG" 2>&1 || status=$?
+fi
 echo "mutmut run: exit $status (log: $LOG)"
 "$PY" scripts/mutation_report.py --out docs/mutation-report.md --run-status "$status"
