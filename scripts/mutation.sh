@@ -12,8 +12,8 @@
 # report of what was checked), MUTATION_FRESH=1 to discard mutmut's cached results.
 # Rerunning without MUTATION_FRESH tests only the mutants mutmut has no result for (those of
 # functions changed since: mutmut compares per-function hashes) and, first, re-tests every
-# survivor of the cached run against today's tests (mutmut skips cached results otherwise,
-# and a test added to kill a survivor would never be run against it).
+# survivor of the cached run not judged equivalent against today's tests (mutmut skips cached
+# results otherwise, and a test added to kill a survivor would never be run against it).
 # CPU-heavy: runs under `nice -n 10`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,12 +29,14 @@ fi
 status=0
 deadline=$(( $(date +%s) + ${MUTATION_TIMEOUT_S:-5400} ))
 if [ -d mutants ]; then
-  # Survivors (exit 0) and no-tests (33) of the cached run, by name.
+  # Survivors (exit 0) and no-tests (33) of the cached run, by name, except those judged
+  # equivalent (no test can kill them; re-testing one runs every test that reaches it).
   mapfile -t cached_survivors < <("$PY" - <<'PY'
-import glob, json
+import glob, json, tomllib
+equivalent = tomllib.load(open("scripts/mutation_equivalents.toml", "rb")).get("equivalent", {})
 for meta in sorted(glob.glob("mutants/dpmem_ref/**/*.meta", recursive=True)):
     for name, code in json.load(open(meta))["exit_code_by_key"].items():
-        if code in (0, 33):
+        if code in (0, 33) and name not in equivalent:
             print(name)
 PY
 )

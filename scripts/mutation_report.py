@@ -92,7 +92,8 @@ def main() -> int:
         "`pytest_add_cli_args_test_selection` (the kernel's behaviour test folders, the boundary suites and the "
         "proofs; ci Hypothesis profile with 4 examples per property, no shrinking); per mutant mutmut runs only the "
         "tests that reach the mutated function. A rerun without MUTATION_FRESH first re-tests every cached survivor "
-        "against today's tests, then tests the mutants of functions changed since (mutmut's per-function hashes).",
+        "not judged equivalent against today's tests, then tests the mutants of functions changed since (mutmut's "
+        "per-function hashes).",
         "",
         "Survivors of earlier runs were killed by behaviour tests through public names, each beside the behaviour it pins "
         "(`tests/core/test_policy.py`, `tests/turn/test_plan.py`, `tests/mechanism/test_em_sampler.py`, ...); what still survives is listed below, "
