@@ -131,7 +131,8 @@ def _select(
 
 
 class _Where:
-    """`query Q, slot S` for messages, formatted only when an error is raised."""
+    """`query Q, slot S` for messages, formatted only when an error is raised (an f-string
+    field with no format spec: object.__format__ gives str(self))."""
 
     __slots__ = ("query", "slot")
 
@@ -141,9 +142,6 @@ class _Where:
 
     def __str__(self) -> str:
         return f"query {self.query}, slot {self.slot}"
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
 
 
 def _route(interface: Interface, prefix: PublicPrefix, slot: str) -> tuple[Vocabulary, SlotRead, ChargePlan]:

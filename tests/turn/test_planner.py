@@ -276,3 +276,18 @@ def test_a_router_that_reads_no_history_is_asked_with_an_empty_one():
     plan_g = cursor.release("h.gen").plan()
     assert (plan_h.slot, plan_h.read.positions, plan_g.slot, plan_g.read.positions) == ("h", {4}, "g", {1, 3})
     assert plan_g.vocabulary.slot == "g" and plan_g.charge_set == frozenset({"a", "b"})
+
+
+def test_a_lenient_cursor_rebases_onto_ledgers_past_a_cap_that_a_strict_one_refuses():
+    """A lenient run (a broken cap rule, audited) may commit ledgers past B_a; rebase keeps
+    the cursor's strictness: strict refuses them at the boundary, lenient plans on them."""
+    interface = interface_reading_1_3()
+    past_cap = (Fraction(3, 2), Fraction(0))  # B_a = 1
+    strict = begin_turn(interface, InterfaceState.initial(interface), "q", XYZW_STORE)
+    with pytest.raises(InputError) as error:
+        strict.rebase(past_cap)
+    assert str(error.value) == "ledgers[0]: expected a ledger in [0, B_a] = [0, 1], found '3/2'"
+    lenient = begin_turn(interface, InterfaceState.initial(interface), "q", XYZW_STORE, strict=False)
+    rebased = lenient.rebase(past_cap)
+    assert rebased.ledgers == past_cap
+    assert rebased.plan().admitted is False and rebased.plan().ledgers_after == past_cap

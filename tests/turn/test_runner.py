@@ -197,3 +197,12 @@ def test_controls_get_private_data_only_when_they_declare_it():
     with pytest.raises(ValueError):
         run_turn(idle, InterfaceState(turn=0, ledgers=(Fraction(0),), history=()), "q", make_store(),
                  SeededRandomSource(0), strict=False)
+
+
+def test_run_interaction_refuses_a_channel_without_respond_before_any_turn():
+    interface = interface_reading_1()
+    with pytest.raises(InputError) as error:
+        run_interaction(interface, ["q"], make_store(), SeededRandomSource(0), channel=object())
+    assert str(error.value) == (
+        "channel: expected None or an LLMChannel (respond(query, views, prefix) -> str), found 'object'"
+    )
