@@ -263,6 +263,30 @@ def test_a_budget_rule_that_gives_no_positive_eps_is_refused_at_the_plan(epsilon
     assert str(error.value).endswith(f"slot g: epsilon must be a positive exact rational, found {epsilon}")
 
 
+def test_a_budget_rule_whose_eps_is_a_float_is_refused_at_the_plan():
+    """0.5 is not an exact rational (the ledgers are exact): refused as C3, even though positive."""
+    interface = attrs.evolve(interface_reading_1_3(), budget=_ConstantBudget(0.5))  # type: ignore[arg-type]
+    with pytest.raises(ContractViolation) as error:
+        plan_slot(interface, zero_ledgers(interface), PublicPrefix((), interface.query("q"), ()), "g", XYZW_STORE)
+    assert error.value.code == "C3.invalid_epsilon"
+    assert str(error.value).endswith("slot g: epsilon must be a positive exact rational, found 0.5")
+
+
+class _ExactRational(Fraction):
+    """A Fraction subclass: still a positive exact rational eps (not the plain-Fraction fast path)."""
+
+
+def test_a_positive_eps_of_a_fraction_subclass_plans_like_the_plain_fraction():
+    plain = attrs.evolve(interface_reading_1_3(), budget=_ConstantBudget(Fraction(1, 2)))
+    subclass = attrs.evolve(interface_reading_1_3(), budget=_ConstantBudget(_ExactRational(1, 2)))
+    planned = []
+    for interface in (plain, subclass):
+        plan = plan_slot(interface, zero_ledgers(interface), PublicPrefix((), interface.query("q"), ()), "g", XYZW_STORE)
+        planned.append((plan.public_shape, plan.ledgers_after, plan.distribution.support()))
+    assert planned[1] == planned[0]
+    assert planned[0][0][2:4] == (Fraction(1, 2), True)
+
+
 class _RecordingCapRule:
     """Line 9 through `admits` (not declared prospective): records what it is asked."""
 
