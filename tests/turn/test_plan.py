@@ -315,3 +315,27 @@ def test_a_cap_rule_without_the_prospective_form_is_asked_with_the_plans_eps():
         ({"a": Fraction(1, 4), "b": Fraction(1)}, caps, both, Fraction(1, 2)),
         ({"a": Fraction(3, 4), "b": Fraction(1)}, caps, both, Fraction(1, 2)),
     ]
+
+
+class _PerSlotBoundScorer:
+    """Scores (0, 1) with a sensitivity bound declared per slot (the scorer protocol's
+    `sensitivity(vocabulary)`): 1/4 over slot g, 1 over slot h."""
+
+    name = "per-slot-bound"
+
+    def scores(self, relevance, vocabulary, items):
+        return (Fraction(0), Fraction(1))
+
+    def sensitivity(self, vocabulary):
+        return {"g": Fraction(1, 4), "h": Fraction(1)}[vocabulary.slot]
+
+    def exact_sensitivity(self, vocabulary):
+        return None
+
+
+def test_the_release_law_uses_the_sensitivity_bound_of_the_planned_slots_vocabulary():
+    """Eq. (7): x_v = eps * u_v / (2 Delta_g), with Delta_g what the scorer declares for the
+    vocabulary of the slot being planned (eps = 1/2, Delta_g = 1/4: x = (0, 1))."""
+    interface = attrs.evolve(interface_reading_1_3(), scorer=_PerSlotBoundScorer())
+    plan = plan_slot(interface, zero_ledgers(interface), PublicPrefix((), interface.query("q"), ()), "g", XYZW_STORE)
+    assert plan.epsilon == Fraction(1, 2) and plan.distribution.exponents == (Fraction(0), Fraction(1))
