@@ -291,3 +291,26 @@ def test_a_lenient_cursor_rebases_onto_ledgers_past_a_cap_that_a_strict_one_refu
     rebased = lenient.rebase(past_cap)
     assert rebased.ledgers == past_cap
     assert rebased.plan().admitted is False and rebased.plan().ledgers_after == past_cap
+
+
+class _CountingRouter(PrefixNarrowingRouter):
+    """Reads the history and the released views (so nothing is memoized): counts its reads."""
+
+    def __init__(self):
+        self.reads = []
+
+    def read(self, prefix, slot):
+        self.reads.append(slot)
+        return super().read(prefix, slot)
+
+
+def test_release_sampled_continues_from_the_plan_the_cursor_already_made():
+    """A cursor's plan() is made once: sampling the turn from it releases from that very plan
+    and never plans its slot again."""
+    router = _CountingRouter()
+    interface = interface_reading_1_3(router)
+    cursor = begin_turn(interface, InterfaceState.initial(interface), "q", XYZW_STORE)
+    plan = cursor.plan()
+    done = cursor.release_sampled(SeededRandomSource(0))
+    assert done.plans[0] is plan and router.reads == ["g"]
+    assert done.done and done.released[0][1] in plan.distribution.support()

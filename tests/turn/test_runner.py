@@ -206,3 +206,46 @@ def test_run_interaction_refuses_a_channel_without_respond_before_any_turn():
     assert str(error.value) == (
         "channel: expected None or an LLMChannel (respond(query, views, prefix) -> str), found 'object'"
     )
+
+
+class _ElsewhereSelector:
+    """A selector whose release law puts all its mass on a view outside the slot's vocabulary."""
+
+    name = "elsewhere"
+    violates = None
+
+    def distribution(self, views, scores, epsilon, sensitivity):
+        from dpmem_ref.mechanism.em import PointMass
+
+        return PointMass(views=views, view="g.elsewhere")
+
+
+def test_a_strict_turn_refuses_a_sampled_view_outside_the_vocabulary_that_a_lenient_one_releases():
+    import attrs
+
+    from dpmem_ref import run_turn
+    from tests.kernel_fixtures import XYZW_STORE, interface_reading_1_3
+
+    interface = attrs.evolve(interface_reading_1_3(), selector=_ElsewhereSelector())
+    state = InterfaceState.initial(interface)
+    with pytest.raises(InputError) as error:
+        run_turn(interface, state, "q", XYZW_STORE, SeededRandomSource(0))
+    assert str(error.value) == "slot g: expected a view of ['g.gen', 'g.v1'], found 'g.elsewhere'"
+    lenient = run_turn(interface, state, "q", XYZW_STORE, SeededRandomSource(0), strict=False)
+    assert lenient.record.views == (("g", "g.elsewhere"),)
+    assert lenient.state.ledgers == (Fraction(1, 2), Fraction(1, 2))  # charged before the release
+
+
+def test_run_turn_routes_each_slot_on_the_views_released_earlier_in_the_turn():
+    """C4: the read of slot g follows the public prefix, which includes h's release this turn."""
+    import attrs
+
+    from dpmem_ref import run_turn
+    from tests.kernel_fixtures import XYZW_STORE, PrefixNarrowingRouter, interface_reading_1_3
+
+    base = interface_reading_1_3(PrefixNarrowingRouter())
+    two_slots = Query("q2", "q2", (SlotRead("h", frozenset({4})), SlotRead("g", frozenset({1, 3}))))
+    interface = attrs.evolve(base, queries=base.queries + (two_slots,))
+    result = run_turn(interface, InterfaceState.initial(interface), "q2", XYZW_STORE, SeededRandomSource(0))
+    assert [(plan.slot, plan.read.positions) for plan in result.plans] == [("h", {4}), ("g", {1, 2})]
+    assert result.plans[1].charge_set == frozenset({"a", "b"})  # {1, 2} touches I_a and I_b
