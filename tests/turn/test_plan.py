@@ -339,3 +339,39 @@ def test_the_release_law_uses_the_sensitivity_bound_of_the_planned_slots_vocabul
     interface = attrs.evolve(interface_reading_1_3(), scorer=_PerSlotBoundScorer())
     plan = plan_slot(interface, zero_ledgers(interface), PublicPrefix((), interface.query("q"), ()), "g", XYZW_STORE)
     assert plan.epsilon == Fraction(1, 2) and plan.distribution.exponents == (Fraction(0), Fraction(1))
+
+
+class _CountingSlotsRouter:
+    """Declares whether it reads the history; counts the G_t it is asked for."""
+
+    name = "counting-slots"
+    violates = None
+    reads_released_views = False
+
+    def __init__(self, reads_history):
+        self.reads_history = reads_history
+        self.asked = []
+
+    def active_slots(self, query, history):
+        self.asked.append(len(history))
+        return tuple(read.slot for read in query.reads)
+
+    def read(self, prefix, slot):
+        return prefix.query.read_for(slot)
+
+    def state_key(self, history):
+        return len(history) if self.reads_history else ()
+
+
+@pytest.mark.parametrize("reads_history", [False, True])
+def test_active_slots_asks_a_router_that_reads_no_history_once_per_query(reads_history):
+    """Algorithm 1, lines 1-2: G_t = Slot(q_t, history). A router that reads no history gives
+    a function of q_t alone (asked once, with an empty history); one that does is asked each time."""
+    from dpmem_ref.turn.plan import active_slots
+
+    router = _CountingSlotsRouter(reads_history)
+    interface = interface_reading_1_3(router)
+    query = interface.query("q")
+    history = (TurnRecord("q", (("g", "g.gen"),), None, "", (False,), (("g", frozenset(), Fraction(0)),)),)
+    assert [active_slots(interface, query, h, XYZW_STORE) for h in ((), history, history)] == [("g",)] * 3
+    assert router.asked == ([0, 1, 1] if reads_history else [0])
