@@ -249,3 +249,43 @@ def test_run_turn_routes_each_slot_on_the_views_released_earlier_in_the_turn():
     result = run_turn(interface, InterfaceState.initial(interface), "q2", XYZW_STORE, SeededRandomSource(0))
     assert [(plan.slot, plan.read.positions) for plan in result.plans] == [("h", {4}), ("g", {1, 2})]
     assert result.plans[1].charge_set == frozenset({"a", "b"})  # {1, 2} touches I_a and I_b
+
+
+class _CapsControl:
+    """c_t = the caps it is given: public and fixed (C6)."""
+
+    name = "caps"
+    violates = None
+    reads_private = False
+    reads_views = False
+
+    def observe(self, context, private):
+        return context.caps
+
+
+class _PeekingControl:
+    """A broken control (declares it reads private data): c_t = the read items' texts and the
+    vocabularies' slots of the turn's plans."""
+
+    name = "peeking"
+    violates = "C6"
+    reads_private = True
+    reads_views = False
+
+    def observe(self, context, private):
+        return (
+            tuple(tuple(item.text for item in items) for items in private.items),
+            tuple(vocabulary.slot for vocabulary in private.vocabularies),
+        )
+
+
+def test_the_control_sees_the_caps_and_a_private_reader_the_plans_items_and_vocabularies():
+    import attrs
+
+    public = attrs.evolve(interface_reading_1(), control=_CapsControl())
+    record = run_interaction(public, ["q"], make_store(), SeededRandomSource(0)).history[0]
+    assert record.control == (("a", Fraction(1)), ("b", Fraction(2)))
+    assert record.query == "q"  # the turn record names the query
+    peeking = attrs.evolve(interface_reading_1(), control=_PeekingControl())
+    state = run_interaction(peeking, ["q"], make_store(), SeededRandomSource(0), strict=False)
+    assert state.history[0].control == ((("x",),), ("g",))
