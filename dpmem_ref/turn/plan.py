@@ -88,16 +88,14 @@ class SlotPlan(NamedTuple):
 def _read_store(
     interface: Interface, read: SlotRead, charges: ChargePlan, store: Store
 ) -> tuple[tuple[MemoryItem, ...], dict[Vocabulary, tuple[tuple[Fraction, ...], ReleaseDistribution]]]:
-    """M_R (line 11) and the memo of its selections. Memoized per (read, store object):
-    the entry holds the store itself and is used only for that very object, so an id is
-    never mistaken for another store's; everything cached is a pure function of the
-    read, the store's contents and the interface's frozen parts."""
-    key = (read, id(store))
-    table = interface._memo.store_reads
-    entry = table.get(key)
-    if entry is None or entry[0] is not store:
-        entry = (store, charges.items(store), {})
-        KernelMemo.put(table, key, entry)
+    """M_R (line 11) and the memo of its selections, made and memoized per (read, store
+    object) on a miss of that memo (read by `plan_units`, its one caller): the entry holds
+    the store itself and is used only for that very object, so an id is never mistaken for
+    another store's; everything cached is a pure function of the read, the store's contents
+    and the interface's frozen parts."""
+    entry: tuple[Store, tuple[MemoryItem, ...], dict[Vocabulary, tuple[tuple[Fraction, ...], ReleaseDistribution]]]
+    entry = (store, charges.items(store), {})
+    KernelMemo.put(interface._memo.store_reads, (read, id(store)), entry)
     return entry[1], entry[2]
 
 
@@ -113,10 +111,8 @@ def _select(
     """Lines 12-14: internal scores, the policy-fixed sensitivity bound, and the release
     distribution of the selector. A pure function of (vocabulary, read, items): eps is
     fixed by the read (its charge plan), the scorer reads only the read's public relevance
-    and the read-set items (Eq. 5). Memoized privately per (read, store) and vocabulary."""
-    found = memo.get(vocabulary)
-    if found is not None:
-        return found
+    and the read-set items (Eq. 5). Memoized privately per (read, store) and vocabulary:
+    `plan_units`, its one caller, reads that memo first and calls this on a miss."""
     scores = tuple(interface.scorer.scores(read.relevance_map, vocabulary, items))  # line 12
     sensitivity = interface.scorer.sensitivity(vocabulary)  # line 13
     if len(scores) != len(vocabulary.views):
@@ -131,7 +127,8 @@ def _select(
 
 
 class _Where:
-    """`query Q, slot S` for messages, formatted only when an error is raised."""
+    """`query Q, slot S` for messages, formatted only when an error is raised (an f-string
+    field with no format spec: object.__format__ gives str(self))."""
 
     __slots__ = ("query", "slot")
 
@@ -142,27 +139,21 @@ class _Where:
     def __str__(self) -> str:
         return f"query {self.query}, slot {self.slot}"
 
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
-
 
 def _route(interface: Interface, prefix: PublicPrefix, slot: str) -> tuple[Vocabulary, SlotRead, ChargePlan]:
     """V_g (C1), line 6 (ReadPolicy) and lines 7-8 (charge set, eps): public prefix only
     (C4). A router that declares it reads neither history nor released views gives a read
-    that is a function of (q_t, slot) alone: memoized on those cached-hash keys."""
+    that is a function of (q_t, slot) alone: memoized on those cached-hash keys (`plan_units`,
+    the one caller, reads that memo first and calls this on a miss)."""
     router = interface.router
     if router.reads_history or router.reads_released_views:
         read = router.read(prefix, slot)
         return interface.vocabulary(slot), read, interface.charge_plan(read)
-    table = interface._memo.routes
     query = prefix.query
-    key = (query, slot)
-    found: tuple[Vocabulary, SlotRead, ChargePlan] | None = table.get(key)
-    if found is None:
-        vocabulary = interface.vocabulary(slot)
-        read = router.read(PublicPrefix((), query, ()), slot)
-        found = (vocabulary, read, interface.charge_plan(read))
-        KernelMemo.put(table, key, found)
+    vocabulary = interface.vocabulary(slot)
+    read = router.read(PublicPrefix((), query, ()), slot)
+    found = (vocabulary, read, interface.charge_plan(read))
+    KernelMemo.put(interface._memo.routes, (query, slot), found)
     return found
 
 

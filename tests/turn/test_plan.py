@@ -263,6 +263,30 @@ def test_a_budget_rule_that_gives_no_positive_eps_is_refused_at_the_plan(epsilon
     assert str(error.value).endswith(f"slot g: epsilon must be a positive exact rational, found {epsilon}")
 
 
+def test_a_budget_rule_whose_eps_is_a_float_is_refused_at_the_plan():
+    """0.5 is not an exact rational (the ledgers are exact): refused as C3, even though positive."""
+    interface = attrs.evolve(interface_reading_1_3(), budget=_ConstantBudget(0.5))  # type: ignore[arg-type]
+    with pytest.raises(ContractViolation) as error:
+        plan_slot(interface, zero_ledgers(interface), PublicPrefix((), interface.query("q"), ()), "g", XYZW_STORE)
+    assert error.value.code == "C3.invalid_epsilon"
+    assert str(error.value).endswith("slot g: epsilon must be a positive exact rational, found 0.5")
+
+
+class _ExactRational(Fraction):
+    """A Fraction subclass: still a positive exact rational eps (not the plain-Fraction fast path)."""
+
+
+def test_a_positive_eps_of_a_fraction_subclass_plans_like_the_plain_fraction():
+    plain = attrs.evolve(interface_reading_1_3(), budget=_ConstantBudget(Fraction(1, 2)))
+    subclass = attrs.evolve(interface_reading_1_3(), budget=_ConstantBudget(_ExactRational(1, 2)))
+    planned = []
+    for interface in (plain, subclass):
+        plan = plan_slot(interface, zero_ledgers(interface), PublicPrefix((), interface.query("q"), ()), "g", XYZW_STORE)
+        planned.append((plan.public_shape, plan.ledgers_after, plan.distribution.support()))
+    assert planned[1] == planned[0]
+    assert planned[0][0][2:4] == (Fraction(1, 2), True)
+
+
 class _RecordingCapRule:
     """Line 9 through `admits` (not declared prospective): records what it is asked."""
 
@@ -291,3 +315,63 @@ def test_a_cap_rule_without_the_prospective_form_is_asked_with_the_plans_eps():
         ({"a": Fraction(1, 4), "b": Fraction(1)}, caps, both, Fraction(1, 2)),
         ({"a": Fraction(3, 4), "b": Fraction(1)}, caps, both, Fraction(1, 2)),
     ]
+
+
+class _PerSlotBoundScorer:
+    """Scores (0, 1) with a sensitivity bound declared per slot (the scorer protocol's
+    `sensitivity(vocabulary)`): 1/4 over slot g, 1 over slot h."""
+
+    name = "per-slot-bound"
+
+    def scores(self, relevance, vocabulary, items):
+        return (Fraction(0), Fraction(1))
+
+    def sensitivity(self, vocabulary):
+        return {"g": Fraction(1, 4), "h": Fraction(1)}[vocabulary.slot]
+
+    def exact_sensitivity(self, vocabulary):
+        return None
+
+
+def test_the_release_law_uses_the_sensitivity_bound_of_the_planned_slots_vocabulary():
+    """Eq. (7): x_v = eps * u_v / (2 Delta_g), with Delta_g what the scorer declares for the
+    vocabulary of the slot being planned (eps = 1/2, Delta_g = 1/4: x = (0, 1))."""
+    interface = attrs.evolve(interface_reading_1_3(), scorer=_PerSlotBoundScorer())
+    plan = plan_slot(interface, zero_ledgers(interface), PublicPrefix((), interface.query("q"), ()), "g", XYZW_STORE)
+    assert plan.epsilon == Fraction(1, 2) and plan.distribution.exponents == (Fraction(0), Fraction(1))
+
+
+class _CountingSlotsRouter:
+    """Declares whether it reads the history; counts the G_t it is asked for."""
+
+    name = "counting-slots"
+    violates = None
+    reads_released_views = False
+
+    def __init__(self, reads_history):
+        self.reads_history = reads_history
+        self.asked = []
+
+    def active_slots(self, query, history):
+        self.asked.append(len(history))
+        return tuple(read.slot for read in query.reads)
+
+    def read(self, prefix, slot):
+        return prefix.query.read_for(slot)
+
+    def state_key(self, history):
+        return len(history) if self.reads_history else ()
+
+
+@pytest.mark.parametrize("reads_history", [False, True])
+def test_active_slots_asks_a_router_that_reads_no_history_once_per_query(reads_history):
+    """Algorithm 1, lines 1-2: G_t = Slot(q_t, history). A router that reads no history gives
+    a function of q_t alone (asked once, with an empty history); one that does is asked each time."""
+    from dpmem_ref.turn.plan import active_slots
+
+    router = _CountingSlotsRouter(reads_history)
+    interface = interface_reading_1_3(router)
+    query = interface.query("q")
+    history = (TurnRecord("q", (("g", "g.gen"),), None, "", (False,), (("g", frozenset(), Fraction(0)),)),)
+    assert [active_slots(interface, query, h, XYZW_STORE) for h in ((), history, history)] == [("g",)] * 3
+    assert router.asked == ([0, 1, 1] if reads_history else [0])

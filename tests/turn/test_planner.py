@@ -276,3 +276,64 @@ def test_a_router_that_reads_no_history_is_asked_with_an_empty_one():
     plan_g = cursor.release("h.gen").plan()
     assert (plan_h.slot, plan_h.read.positions, plan_g.slot, plan_g.read.positions) == ("h", {4}, "g", {1, 3})
     assert plan_g.vocabulary.slot == "g" and plan_g.charge_set == frozenset({"a", "b"})
+
+
+def test_a_lenient_cursor_rebases_onto_ledgers_past_a_cap_that_a_strict_one_refuses():
+    """A lenient run (a broken cap rule, audited) may commit ledgers past B_a; rebase keeps
+    the cursor's strictness: strict refuses them at the boundary, lenient plans on them."""
+    interface = interface_reading_1_3()
+    past_cap = (Fraction(3, 2), Fraction(0))  # B_a = 1
+    strict = begin_turn(interface, InterfaceState.initial(interface), "q", XYZW_STORE)
+    with pytest.raises(InputError) as error:
+        strict.rebase(past_cap)
+    assert str(error.value) == "ledgers[0]: expected a ledger in [0, B_a] = [0, 1], found '3/2'"
+    lenient = begin_turn(interface, InterfaceState.initial(interface), "q", XYZW_STORE, strict=False)
+    rebased = lenient.rebase(past_cap)
+    assert rebased.ledgers == past_cap
+    assert rebased.plan().admitted is False and rebased.plan().ledgers_after == past_cap
+
+
+class _CountingRouter(PrefixNarrowingRouter):
+    """Reads the history and the released views (so nothing is memoized): counts its reads."""
+
+    def __init__(self):
+        self.reads = []
+
+    def read(self, prefix, slot):
+        self.reads.append(slot)
+        return super().read(prefix, slot)
+
+
+def test_release_sampled_continues_from_the_plan_the_cursor_already_made():
+    """A cursor's plan() is made once: sampling the turn from it releases from that very plan
+    and never plans its slot again."""
+    router = _CountingRouter()
+    interface = interface_reading_1_3(router)
+    cursor = begin_turn(interface, InterfaceState.initial(interface), "q", XYZW_STORE)
+    plan = cursor.plan()
+    done = cursor.release_sampled(SeededRandomSource(0))
+    assert done.plans[0] is plan and router.reads == ["g"]
+    assert done.done and done.released[0][1] in plan.distribution.support()
+
+
+def test_a_lenient_turn_starts_from_and_commits_ledgers_past_a_cap_that_a_strict_one_refuses():
+    """Lenient runs (broken cap rules, audited) may carry ledgers past B_a: begin_turn takes a
+    state holding them and release(view, ledgers=...) takes them from a durable store; a
+    strict turn refuses both, naming the ledger. Neither takes a negative ledger."""
+    interface = interface_reading_1_3()
+    past_cap = (Fraction(3, 2), Fraction(0))  # B_a = 1
+    state = InterfaceState(turn=0, ledgers=past_cap, history=())
+    with pytest.raises(InputError) as error:
+        begin_turn(interface, state, "q", XYZW_STORE)
+    assert str(error.value) == "state.ledgers[0]: expected a ledger in [0, B_a] = [0, 1], found '3/2'"
+    lenient = begin_turn(interface, state, "q", XYZW_STORE, strict=False)
+    assert lenient.ledgers == past_cap and lenient.plan().admitted is False
+    fresh = begin_turn(interface, InterfaceState.initial(interface), "q", XYZW_STORE, strict=False)
+    assert fresh.release("g.v1", ledgers=past_cap).ledgers == past_cap
+    strict = begin_turn(interface, InterfaceState.initial(interface), "q", XYZW_STORE)
+    with pytest.raises(InputError) as error:
+        strict.release("g.v1", ledgers=past_cap)
+    assert str(error.value) == "ledgers[0]: expected a ledger in [0, B_a] = [0, 1], found '3/2'"
+    with pytest.raises(InputError) as error:
+        fresh.release("g.v1", ledgers=(Fraction(-1, 2), Fraction(0)))
+    assert str(error.value) == "ledgers[0]: expected a non-negative ledger, found '-1/2'"

@@ -197,3 +197,95 @@ def test_controls_get_private_data_only_when_they_declare_it():
     with pytest.raises(ValueError):
         run_turn(idle, InterfaceState(turn=0, ledgers=(Fraction(0),), history=()), "q", make_store(),
                  SeededRandomSource(0), strict=False)
+
+
+def test_run_interaction_refuses_a_channel_without_respond_before_any_turn():
+    interface = interface_reading_1()
+    with pytest.raises(InputError) as error:
+        run_interaction(interface, ["q"], make_store(), SeededRandomSource(0), channel=object())
+    assert str(error.value) == (
+        "channel: expected None or an LLMChannel (respond(query, views, prefix) -> str), found 'object'"
+    )
+
+
+class _ElsewhereSelector:
+    """A selector whose release law puts all its mass on a view outside the slot's vocabulary."""
+
+    name = "elsewhere"
+    violates = None
+
+    def distribution(self, views, scores, epsilon, sensitivity):
+        from dpmem_ref.mechanism.em import PointMass
+
+        return PointMass(views=views, view="g.elsewhere")
+
+
+def test_a_strict_turn_refuses_a_sampled_view_outside_the_vocabulary_that_a_lenient_one_releases():
+    import attrs
+
+    from dpmem_ref import run_turn
+    from tests.kernel_fixtures import XYZW_STORE, interface_reading_1_3
+
+    interface = attrs.evolve(interface_reading_1_3(), selector=_ElsewhereSelector())
+    state = InterfaceState.initial(interface)
+    with pytest.raises(InputError) as error:
+        run_turn(interface, state, "q", XYZW_STORE, SeededRandomSource(0))
+    assert str(error.value) == "slot g: expected a view of ['g.gen', 'g.v1'], found 'g.elsewhere'"
+    lenient = run_turn(interface, state, "q", XYZW_STORE, SeededRandomSource(0), strict=False)
+    assert lenient.record.views == (("g", "g.elsewhere"),)
+    assert lenient.state.ledgers == (Fraction(1, 2), Fraction(1, 2))  # charged before the release
+
+
+def test_run_turn_routes_each_slot_on_the_views_released_earlier_in_the_turn():
+    """C4: the read of slot g follows the public prefix, which includes h's release this turn."""
+    import attrs
+
+    from dpmem_ref import run_turn
+    from tests.kernel_fixtures import XYZW_STORE, PrefixNarrowingRouter, interface_reading_1_3
+
+    base = interface_reading_1_3(PrefixNarrowingRouter())
+    two_slots = Query("q2", "q2", (SlotRead("h", frozenset({4})), SlotRead("g", frozenset({1, 3}))))
+    interface = attrs.evolve(base, queries=base.queries + (two_slots,))
+    result = run_turn(interface, InterfaceState.initial(interface), "q2", XYZW_STORE, SeededRandomSource(0))
+    assert [(plan.slot, plan.read.positions) for plan in result.plans] == [("h", {4}), ("g", {1, 2})]
+    assert result.plans[1].charge_set == frozenset({"a", "b"})  # {1, 2} touches I_a and I_b
+
+
+class _CapsControl:
+    """c_t = the caps it is given: public and fixed (C6)."""
+
+    name = "caps"
+    violates = None
+    reads_private = False
+    reads_views = False
+
+    def observe(self, context, private):
+        return context.caps
+
+
+class _PeekingControl:
+    """A broken control (declares it reads private data): c_t = the read items' texts and the
+    vocabularies' slots of the turn's plans."""
+
+    name = "peeking"
+    violates = "C6"
+    reads_private = True
+    reads_views = False
+
+    def observe(self, context, private):
+        return (
+            tuple(tuple(item.text for item in items) for items in private.items),
+            tuple(vocabulary.slot for vocabulary in private.vocabularies),
+        )
+
+
+def test_the_control_sees_the_caps_and_a_private_reader_the_plans_items_and_vocabularies():
+    import attrs
+
+    public = attrs.evolve(interface_reading_1(), control=_CapsControl())
+    record = run_interaction(public, ["q"], make_store(), SeededRandomSource(0)).history[0]
+    assert record.control == (("a", Fraction(1)), ("b", Fraction(2)))
+    assert record.query == "q"  # the turn record names the query
+    peeking = attrs.evolve(interface_reading_1(), control=_PeekingControl())
+    state = run_interaction(peeking, ["q"], make_store(), SeededRandomSource(0), strict=False)
+    assert state.history[0].control == ((("x",),), ("g",))
