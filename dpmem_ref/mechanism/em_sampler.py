@@ -48,16 +48,13 @@ _BLOCK = 8192  # draws decoded per big uniform integer in `draw_many`
 # numpy only speeds up the batch search; the pure-Python path gives the same draws. It is
 # imported on the first batch (`_numpy`), not with the kernel: a turn never needs it.
 _NOT_LOADED: Any = object()
-_np: Any = _NOT_LOADED  # the numpy module once loaded; None: missing (or switched off by a test)
+_np: Any = _NOT_LOADED  # the numpy module once loaded; None: switched off (a test), the pure path
 
 
 def _numpy() -> Any:
     global _np
     if _np is _NOT_LOADED:  # no local names the module (a test traces this file's frames for arrays)
-        try:
-            _np = importlib.import_module("numpy")
-        except ImportError:  # pragma: no cover - numpy is a kernel dependency
-            _np = None
+        _np = importlib.import_module("numpy")  # a kernel dependency (pyproject): no fallback needed
     return _np
 
 

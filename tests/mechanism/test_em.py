@@ -226,17 +226,21 @@ def test_em_exponents_must_be_exact():
     assert str(error.value) == "exponential mechanism exponent #1: expected an exact rational (Fraction), found 'float'"
 
 
-def test_the_uniform_proposal_serves_up_to_eight_views_or_a_spread_up_to_one():
+# Every exponent shifted by 1 / (2**521 - 1) (a prime): the same gaps, but a common
+# denominator past the integer route's 256 bits, so the construction takes the Fraction route.
+@pytest.mark.parametrize("shift", [Fraction(0), Fraction(1, 2**521 - 1)], ids=["integer route", "fraction route"])
+def test_the_uniform_proposal_serves_up_to_eight_views_or_a_spread_up_to_one(shift):
     """The documented dispatch (mechanism.UNIFORM_PROPOSAL_MAX_VIEWS / _MAX_SPREAD): the
     uniform proposal's first draw is an index below n, the bucketed proposal's a slot of
-    its 64-bit table. Both are exact; the dispatch fixes how a seed or a tape is used."""
+    its 64-bit table. Both are exact; the dispatch fixes how a seed or a tape is used, on
+    either construction route."""
     from dpmem_ref import RecordingSource, SeededRandomSource
     from dpmem_ref.mechanism.em import UNIFORM_PROPOSAL_MAX_SPREAD, UNIFORM_PROPOSAL_MAX_VIEWS, ExponentialWeights
 
     assert (UNIFORM_PROPOSAL_MAX_VIEWS, UNIFORM_PROPOSAL_MAX_SPREAD) == (8, 1)
 
     def first_bound(exponents):
-        law = ExponentialWeights(tuple(f"v{i}" for i in range(len(exponents))), tuple(exponents))
+        law = ExponentialWeights(tuple(f"v{i}" for i in range(len(exponents))), tuple(x + shift for x in exponents))
         source = RecordingSource(SeededRandomSource(1))
         law.sample(source)
         return source.tape[0][0]

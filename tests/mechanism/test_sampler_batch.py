@@ -171,6 +171,31 @@ def test_batch_resolves_every_kind_of_slot_like_a_single_round(table_bits: int, 
             assert got[4:6] == [1, 1]
 
 
+@pytest.mark.parametrize(
+    "scores, epsilon", [((Fraction(0), Fraction(1, 2)), Fraction(1)), (tuple(Fraction(i, 5) for i in range(5)), Fraction(12))]
+)
+def test_sample_many_reads_its_slots_off_the_table_of_weights_exp_minus_gap(scores: tuple[Fraction, ...], epsilon: Fraction) -> None:
+    """A recorded tape replays a batch: its 64-bit digits are the rounds' slots in the exact
+    table with weight exp(-gap_v) per view (multiplicity 1, the scale that fills 2**64 slots).
+    The tape puts slots on every edge (each view's first and last sure slot, its residual
+    slot), where a table of another scale would read another view or another residual."""
+    names = tuple(f"v{i}" for i in range(len(scores)))
+    distribution = exponential_mechanism(names, list(scores), epsilon, Fraction(1))
+    table = build_table([1] * len(names), [max(distribution.exponents) - x for x in distribution.exponents])
+    slots: list[int] = []
+    start = 0
+    for sure, end in zip(table.sure, table.ends, strict=True):
+        slots += [start, start + sure - 1, end - 1]
+        start = end
+    block = sum(slot << (64 * position) for position, slot in enumerate(slots))
+    rng = random.Random(12)
+    follow_ups = [rng.getrandbits(64) for _ in range(1_000)]
+    drawn = distribution.sample_many(len(slots), TapeSource([block, *follow_ups]))
+    expected = table.draw_many(len(slots), TapeSource([block, *follow_ups]))
+    assert drawn == tuple(names[index] for index in expected)
+    assert drawn[:2] == (names[0], names[0])  # view 0's first and last sure slot
+
+
 @pytest.mark.parametrize("count", [-1, 1.5, True, "3"])
 def test_sample_many_rejects_a_bad_count(count: object) -> None:
     distribution = exponential_mechanism(("a", "b"), [Fraction(1), Fraction(0)], Fraction(1), Fraction(1))
