@@ -102,9 +102,10 @@ def require_em_arguments(views: object, scores: object, epsilon: object, sensiti
         if not isinstance(value, Fraction) or value <= 0:
             shown = str(value) if isinstance(value, Fraction) else type(value).__name__
             raise InputError(field, "a positive exact rational (Fraction)", shown)
-    if isinstance(views, str) or isinstance(scores, str) or (type(views) is not tuple and not isinstance(views, Sequence)):
+    # A str is a Sequence (of characters), never one of view names or of scores.
+    if isinstance(views, str) or (type(views) is not tuple and not isinstance(views, Sequence)):
         raise InputError("views", "a sequence of view names and one score per view", type(views).__name__)
-    if type(scores) is not tuple and type(scores) is not list and not isinstance(scores, Sequence):
+    if isinstance(scores, str) or (type(scores) is not tuple and type(scores) is not list and not isinstance(scores, Sequence)):
         raise InputError("scores", "one exact score per view", type(scores).__name__)
     if not _plain_unit_scores(scores):  # else the first score at fault, named as before
         for index, score in enumerate(scores):

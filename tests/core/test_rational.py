@@ -303,3 +303,60 @@ def test_significant_text_finds_the_decimal_exponent_exactly(p: int, q: int) -> 
     exponent = leading.adjusted()
     assert 1 <= int(leading.scaleb(-exponent)) <= 9
     assert Fraction(10) ** exponent <= value < Fraction(10) ** (exponent + 1)
+
+
+# ---------------------------------------------------------------------------------------
+# the public exponential mechanism's arguments (require_em_arguments): one line naming the
+# argument and what was wrong; the value is shown only when it is an exact rational
+
+
+class _FractionSubclass(Fraction):
+    """A Fraction of another type: takes the general checks, not the plain-Fraction fast path."""
+
+
+EM_SCORES = (Fraction(0), Fraction(1))
+
+
+@pytest.mark.parametrize(
+    ("views", "scores", "epsilon", "sensitivity", "message"),
+    [
+        (("a", "b"), EM_SCORES, Fraction(0), Fraction(1), "epsilon: expected a positive exact rational (Fraction), found '0'"),
+        (("a", "b"), EM_SCORES, 0.5, Fraction(1), "epsilon: expected a positive exact rational (Fraction), found 'float'"),
+        (("a", "b"), EM_SCORES, _FractionSubclass(-1, 2), Fraction(1), "epsilon: expected a positive exact rational (Fraction), found '-1/2'"),
+        (("a", "b"), EM_SCORES, Fraction(1), Fraction(-1, 2), "sensitivity: expected a positive exact rational (Fraction), found '-1/2'"),
+        (("a", "b"), EM_SCORES, Fraction(1), 1, "sensitivity: expected a positive exact rational (Fraction), found 'int'"),
+        ("ab", EM_SCORES, Fraction(1), Fraction(1), "views: expected a sequence of view names and one score per view, found 'str'"),
+        (5, EM_SCORES, Fraction(1), Fraction(1), "views: expected a sequence of view names and one score per view, found 'int'"),
+        ({"a", "b"}, EM_SCORES, Fraction(1), Fraction(1), "views: expected a sequence of view names and one score per view, found 'set'"),
+        (("a", "b"), "ab", Fraction(1), Fraction(1), "scores: expected one exact score per view, found 'str'"),
+        (("a", "b"), 5, Fraction(1), Fraction(1), "scores: expected one exact score per view, found 'int'"),
+        (("a", "b"), (Fraction(0), 0.5), Fraction(1), Fraction(1), "scores[1]: expected an exact rational (Fraction) in [0, 1], found 'float'"),
+        (("a", "b"), (Fraction(0), Fraction(3, 2)), Fraction(1), Fraction(1), "scores[1]: expected an exact rational (Fraction) in [0, 1], found 'Fraction'"),
+        (("a", "b"), (Fraction(-1, 2), Fraction(0)), Fraction(1), Fraction(1), "scores[0]: expected an exact rational (Fraction) in [0, 1], found 'Fraction'"),
+        (("a", "b"), (Fraction(0), _FractionSubclass(3, 2)), Fraction(1), Fraction(1), "scores[1]: expected an exact rational (Fraction) in [0, 1], found '_FractionSubclass'"),
+        (("a", 2), EM_SCORES, Fraction(1), Fraction(1), "views: expected view names (str), found 'int'"),
+    ],
+)
+def test_the_exponential_mechanism_names_a_bad_argument_in_one_line(views, scores, epsilon, sensitivity, message) -> None:
+    from dpmem_ref import exponential_mechanism
+
+    with pytest.raises(InputError) as error:
+        exponential_mechanism(views, scores, epsilon, sensitivity)
+    assert str(error.value) == message
+
+
+def test_the_exponential_mechanism_takes_any_sequence_and_fraction_subclasses_at_both_ends() -> None:
+    """Lists, other Sequences and Fraction subclasses are exact too: eps = 1/2 and Delta = 1/3
+    (numerators 1, values below 1) and scores at 0 and 1 exactly are accepted, the same law."""
+    from collections import UserList
+
+    from dpmem_ref import exponential_mechanism
+
+    plain = exponential_mechanism(("a", "b"), (Fraction(0), Fraction(1)), Fraction(1, 2), Fraction(1, 3))
+    for views, scores, epsilon, sensitivity in [
+        (["a", "b"], [Fraction(0), Fraction(1)], Fraction(1, 2), Fraction(1, 3)),
+        (UserList(["a", "b"]), UserList([Fraction(0), Fraction(1)]), Fraction(1, 2), Fraction(1, 3)),
+        (("a", "b"), (_FractionSubclass(0), _FractionSubclass(1)), _FractionSubclass(1, 2), _FractionSubclass(1, 3)),
+    ]:
+        weights = exponential_mechanism(views, scores, epsilon, sensitivity)
+        assert weights.views == ("a", "b") and weights.exponents == plain.exponents == (Fraction(0), Fraction(3, 4))
