@@ -54,6 +54,7 @@ def main() -> int:
     equivalents = tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", {}) if EQUIVALENTS.exists() else {}
 
     per_module: dict[str, collections.Counter[str]] = {}
+    timeout_codes: collections.Counter[int] = collections.Counter()
     survivors: list[tuple[str, str]] = []
     for module in modules:
         meta = ROOT / "mutants" / (module + ".meta")
@@ -62,6 +63,8 @@ def main() -> int:
             for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
                 status = STATUS.get(code, "suspicious")
                 counts[status] += 1
+                if status == "timeout":
+                    timeout_codes[code] += 1
                 if status in ("survived", "no tests", "suspicious"):
                     survivors.append((name, status))
         per_module[module] = counts
@@ -98,7 +101,11 @@ def main() -> int:
         "Survivors of earlier runs were killed by behaviour tests through public names, each beside the behaviour it pins "
         "(`tests/core/test_policy.py`, `tests/turn/test_plan.py`, `tests/mechanism/test_em_sampler.py`, ...); what still survives is listed below, "
         "each judged equivalent in `scripts/mutation_equivalents.toml` (one-line reason) or marked UNEXPLAINED. "
-        "A timeout (the mutant made a test loop past mutmut's CPU limit) counts as killed.",
+        "A timeout counts as killed. mutmut gives that label to two exits: SIGXCPU (-24, the mutant made a test loop "
+        f"past mutmut's CPU or wall limit: {timeout_codes[-24] + timeout_codes[24] + timeout_codes[152]} here) and 255 "
+        f"({timeout_codes[255]} here: its worker caught an exception escaping pytest, which is what a mutant does that "
+        "breaks the construction of a module-level test fixture, e.g. a `Layout` check refusing every layout: the "
+        "collection of the tests that use it fails).",
         "",
         f"`mutmut run` exit status: {args.run_status}" + (" (stopped by the time bound: partial)" if args.run_status == "124" else ""),
         "",
