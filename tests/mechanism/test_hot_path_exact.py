@@ -104,7 +104,7 @@ def test_a_negative_exponent_and_a_wide_spread_through_the_public_constructor() 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: require_em_arguments(("a",), "x", Fraction(1), Fraction(1)), "views: expected a sequence"),
+        (lambda: require_em_arguments(("a",), "x", Fraction(1), Fraction(1)), "scores: expected one exact score"),
         (lambda: require_em_arguments(("a", "b"), [Fraction(1), Fraction(3, 2)], Fraction(1), Fraction(1)), "scores[1]:"),
         (lambda: require_em_arguments(("a",), [Fraction(-1, 2)], Fraction(1), Fraction(1)), "scores[0]:"),
         (lambda: require_em_arguments(("a",), [0.5], Fraction(1), Fraction(1)), "scores[0]:"),
