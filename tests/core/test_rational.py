@@ -317,6 +317,10 @@ class _FractionSubclass(Fraction):
 EM_SCORES = (Fraction(0), Fraction(1))
 
 
+class _ViewName(str):
+    """A view name of a str subclass: a name all the same."""
+
+
 @pytest.mark.parametrize(
     ("views", "scores", "epsilon", "sensitivity", "message"),
     [
@@ -357,6 +361,7 @@ def test_the_exponential_mechanism_takes_any_sequence_and_fraction_subclasses_at
         (["a", "b"], [Fraction(0), Fraction(1)], Fraction(1, 2), Fraction(1, 3)),
         (UserList(["a", "b"]), UserList([Fraction(0), Fraction(1)]), Fraction(1, 2), Fraction(1, 3)),
         (("a", "b"), (_FractionSubclass(0), _FractionSubclass(1)), _FractionSubclass(1, 2), _FractionSubclass(1, 3)),
+        ((_ViewName("a"), _ViewName("b")), (Fraction(0), Fraction(1)), Fraction(1, 2), Fraction(1, 3)),
     ]:
         weights = exponential_mechanism(views, scores, epsilon, sensitivity)
         assert weights.views == ("a", "b") and weights.exponents == plain.exponents == (Fraction(0), Fraction(3, 4))
