@@ -29,17 +29,9 @@ fi
 status=0
 deadline=$(( $(date +%s) + ${MUTATION_TIMEOUT_S:-5400} ))
 if [ -d mutants ]; then
-  # Survivors (exit 0) and no-tests (33) of the cached run, by name, except those judged
+  # Survivors (and no-tests, suspicious) of the cached run, by name, except those judged
   # equivalent (no test can kill them; re-testing one runs every test that reaches it).
-  mapfile -t cached_survivors < <("$PY" - <<'PY'
-import glob, json, tomllib
-equivalent = tomllib.load(open("scripts/mutation_equivalents.toml", "rb")).get("equivalent", {})
-for meta in sorted(glob.glob("mutants/dpmem_ref/**/*.meta", recursive=True)):
-    for name, code in json.load(open(meta))["exit_code_by_key"].items():
-        if code in (0, 33) and name not in equivalent:
-            print(name)
-PY
-)
+  mapfile -t cached_survivors < <("$PY" scripts/mutation_report.py --list-unjudged | sed '/^$/d')
   if [ "${#cached_survivors[@]}" -gt 0 ]; then
     echo "re-testing ${#cached_survivors[@]} cached survivors against today's tests"
     timeout $(( deadline - $(date +%s) )) nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" \

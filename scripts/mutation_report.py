@@ -47,6 +47,8 @@ def main() -> int:
     parser.add_argument("--out", default="docs/mutation-report.md")
     parser.add_argument("--floor", type=float, default=90.0)
     parser.add_argument("--run-status", default="0", help="exit status of `mutmut run` (124: stopped by the time bound)")
+    parser.add_argument("--list-unjudged", action="store_true",
+                        help="print the cached survivors not judged equivalent, one name a line, and write no report")
     args = parser.parse_args()
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
@@ -68,6 +70,9 @@ def main() -> int:
                 if status in ("survived", "no tests", "suspicious"):
                     survivors.append((name, status))
         per_module[module] = counts
+    if args.list_unjudged:  # scripts/mutation.sh re-tests these against today's tests
+        print("\n".join(name for name, _ in survivors if name not in equivalents))
+        return 0
 
     total = collections.Counter()
     for counts in per_module.values():
