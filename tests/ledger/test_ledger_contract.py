@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import secrets
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -47,6 +47,13 @@ TEST_URLS: dict[str, Callable[[Path], str]] = {
 def make_store(kind: str, tmp_path: Path) -> LedgerStore:
     assert kind in TEST_URLS, f"backend {kind!r} is in urls.SCHEMES but has no test URL in TEST_URLS"
     return open_ledger_store(TEST_URLS[kind](tmp_path))
+
+
+@pytest.fixture(params=[scheme.name for scheme in SCHEMES])
+def ledger_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
+    backend = make_store(request.param, tmp_path)
+    yield backend
+    backend.close()
 
 
 def test_every_registered_backend_runs_this_suite() -> None:

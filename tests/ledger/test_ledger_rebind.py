@@ -9,8 +9,9 @@ refused rebind writes nothing, on the in-process store (no rollback) as on the d
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +20,18 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger import LedgerStore, LedgerStoreError, SessionKey, SQLiteLedgerStore
 from dpmem_ref.ledger.chain import rebind_body
-from tests.ledger.test_ledger_contract import CAPS, req
+from dpmem_ref.ledger.urls import SCHEMES
+from tests.ledger.test_ledger_contract import CAPS, make_store, req
 
 FP_A, FP_B, FP_C = "a" * 64, "b" * 64, "c" * 64
 NEW_CAPS = {"diabetes": Fraction(3, 2), "debt": Fraction(2), "pregnancy": Fraction(1)}
+
+
+@pytest.fixture(params=[scheme.name for scheme in SCHEMES])
+def ledger_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
+    opened = make_store(request.param, tmp_path)
+    yield opened
+    opened.close()
 
 
 def chain(ledger_store: LedgerStore) -> list[tuple[Any, ...]]:
