@@ -17,8 +17,21 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("dpmem_ref", "counterexamples", "dpmem_eval")
-NAMEDTUPLE_INIT = r"Error parsing type annotation .* for dpmem_ref\.(turn\.plan\.)?SlotPlan\.__init__\b"
+MODULES = (
+    "dpmem_ref",
+    # The face's __all__ hides its subpackages from pdoc: every public package is named here.
+    "dpmem_ref.channel",
+    "dpmem_ref.ledger",
+    "dpmem_ref.turn",
+    "dpmem_ref.analysis",
+    "dpmem_ref.audit",
+    "dpmem_ref.config",
+    "dpmem_ref.runtime",
+    "dpmem_ref.serve",
+    "counterexamples",
+    "dpmem_eval",
+)
+NAMEDTUPLE_INIT = r"Error parsing type annotation .* for dpmem_ref\.(turn\.(plan\.)?)?SlotPlan\.__init__\b"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -88,6 +88,7 @@ def command_run(args: argparse.Namespace) -> int:
 
     import attrs
 
+    from dpmem_ref.channel.standin import TemplateChannel
     from dpmem_ref.cli.ledger import durable_turns
     from dpmem_ref.config.load import load_interface_file
     from dpmem_ref.contract import require_contract
@@ -95,7 +96,6 @@ def command_run(args: argparse.Namespace) -> int:
     from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
     from dpmem_ref.mechanism.timing import check_deadline, wait_until
     from dpmem_ref.schemas import envelope
-    from dpmem_ref.turn.channel import TemplateChannel
     from dpmem_ref.turn.runner import run_turn
     from dpmem_ref.turn.state import InterfaceState
 

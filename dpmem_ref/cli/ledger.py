@@ -19,11 +19,11 @@ if TYPE_CHECKING:  # the commands import what they run (`dpmem --help` imports n
     from collections.abc import Callable
     from typing import Any
 
+    from dpmem_ref.channel.protocol import LLMChannel
     from dpmem_ref.core.policy import Store
     from dpmem_ref.interface import Interface
     from dpmem_ref.ledger.backup import LedgerReport
     from dpmem_ref.mechanism.randomness import RandomSource
-    from dpmem_ref.turn.channel import LLMChannel
     from dpmem_ref.turn.durable import DurableTurn
 
 

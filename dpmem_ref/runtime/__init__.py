@@ -51,7 +51,7 @@ Memory is per user: each user id has its own store over the interface's layout (
 without a "user" belong to every user). Ids (user, app, interaction) are 1..128 of
 [A-Za-z0-9._-]. Thread-safe for concurrent turns of different scopes (the stores lock;
 memory changes are serialised). Modules: scopes, router, tagger, similarity, memory,
-evolution, binding, channels, settings, langchain (the adapter); `dpmem chat` is dpmem_ref.cli.chat.
+evolution, binding, settings, langchain (the adapter); `dpmem chat` is dpmem_ref.cli.chat.
 """
 
 from dpmem_ref.core.lazy import TYPE_CHECKING, attach

@@ -20,6 +20,8 @@ from typing import Any
 
 import attrs
 
+from dpmem_ref.channel.protocol import LLMChannel
+from dpmem_ref.channel.registry import make_channel
 from dpmem_ref.contract import require_contract
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.interface import Interface
@@ -28,7 +30,6 @@ from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
 from dpmem_ref.runtime.binding import bind, epoch_log
-from dpmem_ref.runtime.channels import make_channel
 from dpmem_ref.runtime.memory import MemoryBook, MemoryEntry
 from dpmem_ref.runtime.router import FreeTextRouter
 from dpmem_ref.runtime.scopes import (
@@ -42,7 +43,7 @@ from dpmem_ref.runtime.scopes import (
 from dpmem_ref.runtime.settings import AgentFile, check_user_caps, load_agent_file
 from dpmem_ref.runtime.similarity import make_embedder
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
-from dpmem_ref.turn.channel import LLMChannel, view_texts
+from dpmem_ref.turn.channel import view_texts
 from dpmem_ref.turn.durable import DurableSession
 
 MAX_QUERY_CHARS = 4096

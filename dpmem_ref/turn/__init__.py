@@ -4,12 +4,14 @@
 - `planner`: `begin_turn` / `TurnCursor`, the one turn loop every consumer drives;
 - `record`: `observe_control` / `turn_record`, the control signal and the record of a turn;
 - `runner`: `run_turn` / `run_interaction`, sampling through the planner;
-- `channel`: the LLM channel (Eq. 2); `state`: `InterfaceState`;
+- `channel`: where the LLM channel (Eq. 2, `dpmem_ref.channel`) is called; `state`: `InterfaceState`;
 - `durable`: `DurableSession`, the turn loop over a ledger store (C5 across processes).
 """
 
+from dpmem_ref.channel.protocol import LLMChannel
+from dpmem_ref.channel.standin import TemplateChannel
 from dpmem_ref.core.ledgers import Ledgers
-from dpmem_ref.turn.channel import LLMChannel, TemplateChannel, respond, view_texts
+from dpmem_ref.turn.channel import respond, view_texts
 from dpmem_ref.turn.plan import SlotPlan, TurnFrame, active_slots, plan_slot, plan_units, zero_ledgers
 from dpmem_ref.turn.planner import TurnCursor, begin_turn
 from dpmem_ref.turn.record import observe_control, turn_record

@@ -1,39 +1,12 @@
-"""The LLM channel K_LLM(y_t | q_t, v_t, tau_<t) (Eq. 2): called with public inputs only."""
+"""The LLM channel's place in a turn (Algorithm 1, line 20): y_t from (q_t, v_t, tau_<t) and
+nothing else (Eq. 2). The channel protocol and the channels themselves live on the floor below
+(`dpmem_ref.channel`)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Protocol
-
-import attrs
-
+from dpmem_ref.channel.protocol import LLMChannel
 from dpmem_ref.core.transcript import Query, ReleasedViews, TurnRecord
 from dpmem_ref.interface import Interface
-
-
-class LLMChannel(Protocol):
-    """K_LLM(y_t | q_t, v_t, tau_<t) (Eq. 2): called with public inputs only."""
-
-    def respond(
-        self,
-        query: str,
-        views: ReleasedViews,
-        prefix: tuple[tuple[str, Hashable, str], ...],
-    ) -> str: ...
-
-
-@attrs.frozen
-class TemplateChannel:
-    """A deterministic stand-in response model: restates the conditioning it was given."""
-
-    def respond(
-        self,
-        query: str,
-        views: ReleasedViews,
-        prefix: tuple[tuple[str, Hashable, str], ...],
-    ) -> str:
-        guidance = "; ".join(f"{slot}: {text}" for slot, text in views) or "no memory conditioning"
-        return f"Answer to {query!r} following [{guidance}]"
 
 
 def view_texts(interface: Interface, released: ReleasedViews) -> ReleasedViews:

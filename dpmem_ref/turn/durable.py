@@ -33,6 +33,7 @@ from fractions import Fraction
 
 import attrs
 
+from dpmem_ref.channel.protocol import LLMChannel
 from dpmem_ref.contract import require_contract
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.policy import Store
@@ -42,7 +43,7 @@ from dpmem_ref.ledger.contract import LedgerSession, LedgerStore, ReleaseRequest
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.mechanism.timing import DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
-from dpmem_ref.turn.channel import LLMChannel, respond
+from dpmem_ref.turn.channel import respond
 from dpmem_ref.turn.plan import SlotPlan
 from dpmem_ref.turn.planner import begin_turn
 from dpmem_ref.turn.state import InterfaceState

@@ -6,11 +6,12 @@ from collections.abc import Sequence
 
 import attrs
 
+from dpmem_ref.channel.protocol import LLMChannel
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query, TurnRecord
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.randomness import RandomSource
-from dpmem_ref.turn.channel import LLMChannel, respond
+from dpmem_ref.turn.channel import respond
 from dpmem_ref.turn.checks import (
     require_channel,
     require_interface,

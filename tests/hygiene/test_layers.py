@@ -9,7 +9,11 @@ the repository: no import runs here, so the test is fast and sees lazy imports t
 - no shim module (a module whose body is only re-exports; a package's `__init__.py`, the
   package's face, may re-export);
 - kernel modules never import the face (`dpmem_ref` itself);
-- no module over 350 lines (kernel, counterexamples, proof strategies, eval).
+- the kernel names no forbidden package in a string either (`importlib.import_module("dpmem_eval...")`,
+  `__import__`): a lazy import by string is still an import;
+- only `ledger/` implements the ledger store protocol (no second, fake store elsewhere);
+- module size follows cohesion, not a cap: a module past ~500 lines is reported (a warning)
+  so that a reviewer looks at whether it holds one job.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 KERNEL_LAYERS: tuple[tuple[str, ...], ...] = (
     ("core",),  # errors, rational, transcript, ledgers, policy, views, memo, limits, exits, version
+    ("channel",),  # Eq. 2: the channel and backend protocols, the prompt, stand-ins, the registry
     ("mechanism",),  # the EM and its exact tables, randomness, timing
     ("parts",),  # every part behind its protocol: budget rules and scorers too
     ("interface",),  # the Interface record (never imports contract.py)
@@ -224,12 +229,11 @@ def test_kernel_modules_never_import_the_face() -> None:
 
 
 def test_the_kernel_never_imports_eval_or_heavy_packages() -> None:
-    heavy = ("dpmem_eval", "torch", "transformers", "sklearn", "counterexamples", "tests", "proofs_as_tests")
     found = [
         f"{i.importer} line {i.line}: {i.target}"
         for module in kernel_modules()
         for i in imports_of(module)
-        if i.target.split(".")[0] in heavy
+        if i.target.split(".")[0] in FORBIDDEN_IN_KERNEL
     ]
     assert not found, "\n".join(found)
 
@@ -373,33 +377,118 @@ def test_only_the_command_line_parses_arguments_and_exits() -> None:
     assert not found, "library code that parses arguments or exits:\n" + "\n".join(found)
 
 
-MAX_MODULE_LINES = 350
+MODULE_LINES_REVIEW = 500
+"""Past this many lines a module is reported for review (cohesion decides where code is cut, not a cap)."""
 SIZED = ("dpmem_ref", "counterexamples", "proofs_as_tests/strategies", "eval/dpmem_eval", "eval/tests")
-KNOWN_LARGE: dict[str, str] = {}
-"""Modules over the limit today, each an expected failure of its own test below (strict: once
-split, that test passes unexpectedly and fails, so its entry is deleted here)."""
 
 
 def _lines(relative: str) -> int:
     return len((ROOT / relative).read_text(encoding="utf-8").splitlines())
 
 
-def test_no_module_over_350_lines() -> None:
-    large = [
+def test_long_modules_are_reported_for_review() -> None:
+    """A warning, not a failure: a long module may well hold one job (a class and its helpers)."""
+    import warnings
+
+    long = [
         f"{path.relative_to(ROOT)}: {_lines(str(path.relative_to(ROOT)))} lines"
         for folder in SIZED
         for path in sorted((ROOT / folder).rglob("*.py"))
-        if str(path.relative_to(ROOT)) not in KNOWN_LARGE and _lines(str(path.relative_to(ROOT))) > MAX_MODULE_LINES
+        if _lines(str(path.relative_to(ROOT))) > MODULE_LINES_REVIEW
     ]
-    assert not large, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(large)
+    if long:
+        warnings.warn(f"modules over {MODULE_LINES_REVIEW} lines (review their cohesion): " + "; ".join(long), stacklevel=1)
+
+
+# ------------------------------------------------------------------ imports by string
+
+FORBIDDEN_IN_KERNEL = ("dpmem_eval", "torch", "transformers", "sklearn", "counterexamples", "tests", "proofs_as_tests")
+
+
+def string_imports(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, module name) of every `importlib.import_module("...")`, `import_module("...")` and
+    `__import__("...")` call with a literal first argument."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        called = ast.unparse(node.func)
+        first = node.args[0]
+        if called.split(".")[-1] in ("import_module", "__import__") and isinstance(first, ast.Constant):
+            if isinstance(first.value, str):
+                yield node.lineno, first.value
+
+
+def test_the_kernel_imports_no_forbidden_package_by_string() -> None:
+    found = [
+        f"{module} line {line}: {name}"
+        for module in kernel_modules()
+        for line, name in string_imports(ast.parse(modules()[module].read_text(encoding="utf-8")))
+        if name.split(".")[0] in FORBIDDEN_IN_KERNEL
+    ]
+    assert not found, "kernel modules importing a forbidden package by string:\n" + "\n".join(found)
+
+
+def test_the_string_import_finder_finds_each_form() -> None:
+    source = (
+        'import importlib\nfrom importlib import import_module\n'
+        'def f():\n    importlib.import_module("dpmem_eval.pipeline.prompts")\n'
+        '    import_module("dpmem_eval.pipeline.generation")\n    __import__("dpmem_eval")\n'
+        '    importlib.import_module(name)\n'
+    )
+    assert [name for _, name in string_imports(ast.parse(source))] == [
+        "dpmem_eval.pipeline.prompts",
+        "dpmem_eval.pipeline.generation",
+        "dpmem_eval",
+    ]
+
+
+# ------------------------------------------------------------------ the store protocol
+
+STORE_METHODS = frozenset({"open_session", "fingerprint", "rebind", "user_ledgers"})
+"""Methods that make a class a `LedgerStore` (dpmem_ref.ledger.contract): a class defining at least
+two of them implements (or fakes) the protocol."""
+KNOWN_STORES_OUTSIDE_LEDGER: dict[str, str] = {
+    "dpmem_ref.runtime.agent._ScopedLedgerStore": "the runtime still wraps a session as a store "
+    "(a DurableSession opened on a scope replaces it)",
+}
+"""Store-protocol classes outside `ledger/` today, each an expected failure of its own test below
+(strict: once gone, that test passes unexpectedly and fails, so its entry is deleted here)."""
+
+
+def store_classes(tree: ast.AST) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            methods = {b.name for b in node.body if isinstance(b, ast.FunctionDef | ast.AsyncFunctionDef)}
+            if len(methods & STORE_METHODS) >= 2:
+                yield node.name
+
+
+def _stores_outside_ledger() -> list[str]:
+    return [
+        f"{module}.{name}"
+        for module in kernel_modules()
+        if not module.startswith("dpmem_ref.ledger")
+        for name in store_classes(ast.parse(modules()[module].read_text(encoding="utf-8")))
+    ]
+
+
+def test_only_the_ledger_implements_the_store_protocol() -> None:
+    found = [name for name in _stores_outside_ledger() if name not in KNOWN_STORES_OUTSIDE_LEDGER]
+    assert not found, "ledger store protocol implemented outside dpmem_ref/ledger:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize(
-    "relative",
-    [pytest.param(path, marks=pytest.mark.xfail(reason=why, strict=True)) for path, why in KNOWN_LARGE.items()],
+    "name",
+    [pytest.param(n, marks=pytest.mark.xfail(reason=why, strict=True)) for n, why in KNOWN_STORES_OUTSIDE_LEDGER.items()],
 )
-def test_known_large_module_is_split(relative: str) -> None:
-    assert _lines(relative) <= MAX_MODULE_LINES, f"{relative}: {_lines(relative)} lines"
+def test_known_store_outside_ledger_is_gone(name: str) -> None:
+    assert name not in _stores_outside_ledger()
+
+
+def test_the_store_finder_finds_a_store() -> None:
+    source = "class S:\n    def open_session(self): ...\n    def fingerprint(self): ...\n"
+    assert list(store_classes(ast.parse(source))) == ["S"]
+    assert not list(store_classes(ast.parse("class T:\n    def open_session(self): ...\n")))
 
 
 # ------------------------------------------------------------------ shims

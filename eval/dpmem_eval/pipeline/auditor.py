@@ -253,6 +253,12 @@ class Encoder:
         return np.array([self._memo[t] for t in texts]) if texts else np.zeros((0, dim))
 
 
+def cpu_encoder(ref: str) -> Encoder:
+    """The encoder `ref` on the CPU (entry point `dpmem.encoders`: the agent runtime's router and
+    tagger similarity)."""
+    return Encoder(ref, device="cpu")
+
+
 def control_features(values: Sequence[Sequence[float]]) -> np.ndarray:
     """Score-channel diagnostic: the feature of prefix t is the vector of exposed top scores
     of turns 1..t (zero-padded to T)."""

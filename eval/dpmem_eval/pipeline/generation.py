@@ -1,11 +1,10 @@
 """One generation interface over the backends (backends/: hf, vllm, echo), one persistent cache.
 
-Prompts are chat message lists built by `prompts.build_messages`; the cache key is
+Prompts are chat message lists built by `dpmem_ref.channel.prompt.build_messages`; the cache key is
 (model, decoding configuration, messages), so a fully cached run never loads a model.
 `CachedGenerator` looks each prompt up, deduplicates the misses, batches them by a token
 budget and writes every batch to the cache. The backends never import this module.
-`DecodingConfig` and `make_backend` are re-exported here for `dpmem_ref.runtime.channels`
-(the agent runtime's LLM channel).
+`DecodingConfig` (the kernel's, `dpmem_ref.channel.protocol`) and `make_backend` are re-exported here.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpmem_eval.pipeline.methods import MethodSpec, PublicPolicy
-from dpmem_eval.pipeline.prompts import TurnConditioning
+from dpmem_ref.channel.prompt import TurnConditioning
 
 
 def _seed_int(*parts: object) -> int:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from dpmem_eval.pipeline.prompts import TurnConditioning
+from dpmem_ref.channel.prompt import TurnConditioning
 
 SIDES = ("M", "M'")
 

@@ -25,7 +25,7 @@ from typing import Any
 from dpmem_eval.pipeline import kernel_runs as K
 from dpmem_eval.pipeline import methods as M
 from dpmem_eval.pipeline.config import RunConfig
-from dpmem_eval.pipeline.prompts import TurnConditioning, build_messages, window
+from dpmem_ref.channel.prompt import TurnConditioning, build_messages, window
 
 SPLITS = ("train", "validation", "test")
 

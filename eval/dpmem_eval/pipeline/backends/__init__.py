@@ -11,6 +11,9 @@
 Every backend has `close()` (batching.close_backend): the run unloads each model before the
 next stage loads its own. The backends import `base` and nothing of `generation`, which
 wraps them (cache, batching): the dependency points one way.
+
+`hf_backend` and `vllm_backend` are registered under the entry-point group `dpmem.backends`
+(pyproject.toml): the kernel's `--llm smollm2|hf:ID` channel builds them by that name.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from typing import Any
 from dpmem_eval.pipeline.backends.base import Backend, DecodingConfig, Messages, fold_system, rejects_system_role
 from dpmem_eval.pipeline.backends.echo import EchoBackend
 
-__all__ = ["Backend", "DecodingConfig", "EchoBackend", "Messages", "backend_options", "fold_system", "make_backend",
-           "rejects_system_role"]
+__all__ = ["Backend", "DecodingConfig", "EchoBackend", "Messages", "backend_options", "fold_system", "hf_backend",
+           "make_backend", "rejects_system_role", "vllm_backend"]
 
 
 def backend_options(config: Any) -> dict[str, Any]:
@@ -48,3 +51,13 @@ def make_backend(name: str, model_ref: str, batch_size: int = 16, cache_dir: str
     if name == "echo":
         return EchoBackend(model_ref)
     raise ValueError(f"backend: expected one of hf, vllm, echo; found {name!r}")
+
+
+def hf_backend(model_ref: str) -> Backend:
+    """The `hf` backend over one model, one prompt at a time (the agent runtime's channel)."""
+    return make_backend("hf", model_ref, batch_size=1)
+
+
+def vllm_backend(model_ref: str) -> Backend:
+    """The `vllm` backend over one model (the agent runtime's channel on a GPU)."""
+    return make_backend("vllm", model_ref, batch_size=1)

@@ -1,35 +1,15 @@
-"""What every generation backend shares: the decoding configuration, the `Backend`
-protocol, and the chat-template helpers (a system message folded into the first user turn
+"""What every generation backend shares: the decoding configuration and the `Backend`
+protocol (the kernel's channel floor, `dpmem_ref.channel.protocol`, which the agent runtime
+calls too), and the chat-template helpers (a system message folded into the first user turn
 for templates without a system role). Imports nothing of the pipeline."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
-Messages = list[dict[str, str]]
+from dpmem_ref.channel.protocol import Backend, DecodingConfig, Messages
 
-
-@dataclass(frozen=True)
-class DecodingConfig:
-    """Shared by all compared interfaces of a response model (Appendix C.5).
-    temperature 0 means greedy decoding (the channel is then deterministic)."""
-
-    max_new_tokens: int = 256
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-class Backend(Protocol):
-    model_id: str
-
-    def generate(self, batch: Sequence[Messages], decoding: DecodingConfig) -> list[tuple[str, int]]:
-        """Responses and their new-token counts, in input order."""
+__all__ = ["Backend", "DecodingConfig", "Messages", "fold_system", "rejects_system_role"]
 
 
 def fold_system(messages: Messages) -> Messages:

@@ -118,7 +118,7 @@ class HFBackend:
         self.load_seconds = time.perf_counter() - start
 
     def render(self, messages: Messages) -> str:
-        from dpmem_eval.pipeline.prompts import render_plain
+        from dpmem_ref.channel.prompt import render_plain
 
         tokenizer = self._load_tokenizer()
         if getattr(tokenizer, "chat_template", None):

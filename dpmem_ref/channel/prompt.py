@@ -1,16 +1,16 @@
 """What the response LLM receives (Eq. 2): q_t, the released conditioning and tau_<t.
 
-The only way the pipeline builds a prompt is `build_messages(conditioning, prefix)`, whose
-arguments are the public query, the conditioning text the interface released for this
-turn (DP-MemView: view texts; baselines: their memory text; Table 8), and the ordinary
-transcript prefix (query, response) pairs. No store, score, ledger, method name or store
-label can reach the model: the signature is the argument, and tests check the rendered
-prompt against it.
+The only way a prompt is built is `build_messages(conditioning, prefix)`, whose arguments are
+the public query, the conditioning text the interface released for this turn (DP-MemView: view
+texts; the evaluation's baselines: their memory text, Table 8), and the ordinary transcript
+prefix of (query, response) pairs. No store, score, ledger, method name or store label can reach
+the model: the signature is the argument, and tests check the rendered prompt against it. The
+runtime's generating channels and the evaluation both build their prompts here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import attrs
 
 SYSTEM_INSTRUCTION = "You are the user's personal assistant. Answer helpfully and concretely in a few sentences."
 
@@ -22,7 +22,12 @@ GUIDANCE_HEADERS = {
 }
 
 
-@dataclass(frozen=True)
+def _check_kind(instance: object, attribute: object, kind: str) -> None:
+    if kind not in GUIDANCE_HEADERS:
+        raise ValueError(f"conditioning kind: expected one of {sorted(GUIDANCE_HEADERS)}, found {kind!r}")
+
+
+@attrs.frozen
 class TurnConditioning:
     """The public inputs of one turn besides the transcript prefix.
 
@@ -31,12 +36,8 @@ class TurnConditioning:
     """
 
     query: str
-    kind: str
+    kind: str = attrs.field(validator=_check_kind)
     lines: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        if self.kind not in GUIDANCE_HEADERS:
-            raise ValueError(f"conditioning kind: expected one of {sorted(GUIDANCE_HEADERS)}, found {self.kind!r}")
 
 
 Prefix = tuple[tuple[str, str], ...]

@@ -1,5 +1,5 @@
-"""The LLM channel (issue 23.4): Eq. 2 inputs only; echo; an OpenAI-compatible endpoint
-(a real HTTP server on localhost speaking /v1/chat/completions) through dpmem-eval's
+"""The LLM channel floor: Eq. 2 inputs only; echo; an OpenAI-compatible endpoint
+(a real HTTP server on localhost speaking /v1/chat/completions) through the kernel's
 generation interface and prompt builder."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from dpmem_ref.channel import EchoChannel, make_channel
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.runtime.channels import EchoChannel, make_channel
 from tests.runtime_fixtures import copy_example, open_runtime
 
 
@@ -67,7 +67,6 @@ class _Handler(BaseHTTPRequestHandler):
 
 def test_openai_compatible_endpoint(tmp_path: Path) -> None:
     pytest.importorskip("httpx")
-    pytest.importorskip("dpmem_eval")
     server = HTTPServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
