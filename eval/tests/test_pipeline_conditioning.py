@@ -14,8 +14,8 @@ from dpmem_eval.pipeline.backends import DecodingConfig, EchoBackend
 from dpmem_eval.pipeline.cache import ResponseCache
 from dpmem_eval.pipeline.config import PRESETS
 from dpmem_eval.pipeline.generation import CachedGenerator
-from dpmem_ref.channel.prompt import SYSTEM_INSTRUCTION, TurnConditioning, build_messages, window
 from dpmem_eval.pipeline.runner import Transcript, generate_transcripts
+from dpmem_ref.channel.prompt import SYSTEM_INSTRUCTION, TurnConditioning, build_messages, window
 
 H = 4
 
