@@ -43,7 +43,10 @@ from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.parts.broken import ArgmaxSelector, NoCap
 from dpmem_ref.turn import InterfaceState, run_turn
 
-EVALUATION = Path(__file__).resolve().parents[1] / "examples" / "evaluation.toml"
+EVALUATION = Path(__file__).resolve().parent / "evaluation.toml"
+"""The evaluation configuration, shipped inside the package (the wheel carries it: an installed
+`dpmem-counterexamples` has no examples/ folder beside it); a byte-for-byte copy of
+examples/evaluation.toml, which a test holds."""
 
 
 @cache
