@@ -20,9 +20,9 @@ bench: bootstrap
 	$${DPMEM_VENV:-.venv}/bin/python benchmarks/bench_audit.py
 
 # Mutation testing of the kernel's core modules (mutmut; modules: [tool.mutmut] in
-# pyproject.toml), then docs/mutation-report.md. CPU-heavy, nice'd, time-bounded.
+# pyproject.toml), then tools/mutation/REPORT.md. CPU-heavy, nice'd, time-bounded.
 mutation: bootstrap
-	scripts/mutation.sh
+	tools/mutation/run.sh
 
 clean:
 	rm -rf .venv runs docs/api .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants

@@ -7,5 +7,5 @@ mpmath intervals, exact rational ledgers); z3 proofs in test_z3_*.
 
     .venv/bin/pytest proofs_as_tests                               # ci profile (~1 min)
     HYPOTHESIS_PROFILE=thorough .venv/bin/pytest proofs_as_tests   # 20x the examples
-    .venv/bin/python scripts/mutation_check.py [--matrix]          # every kernel mutant must die
+    .venv/bin/python tools/mutation/semantic_check.py [--matrix]          # every kernel mutant must die
 """

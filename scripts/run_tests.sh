@@ -30,7 +30,7 @@ fi
 # the terminal summary, and a total below [tool.coverage.report] fail_under fails the run
 # (enforced only when no arguments narrow the selection). DPMEM_COVERAGE=all measures every
 # test (the complete figure; about twice the pytest CPU), DPMEM_COVERAGE=0 turns it off.
-# Figures and every uncovered branch: docs/mutation-report.md, "Kernel branch coverage".
+# Figures and every uncovered branch: tools/mutation/REPORT.md, "Kernel branch coverage".
 coverage_mode="${DPMEM_COVERAGE:-kernel}"
 if [ "$coverage_mode" = "0" ]; then
   echo "== pytest"

@@ -19,8 +19,8 @@ whole default selection) a total below `[tool.coverage.report] fail_under` fails
 `DPMEM_COVERAGE_CONTEXTS=1` records each test file as a coverage context (`coverage json
 --show-contexts`): what each file adds, to re-choose `MEASURED`.
 `DPMEM_COVERAGE=all` measures every test instead (the complete figure of
-docs/mutation-report.md; about twice the pytest CPU). The figures, the floor and every
-uncovered branch with its reason are in docs/mutation-report.md, "Kernel branch coverage".
+tools/mutation/REPORT.md; about twice the pytest CPU). The figures, the floor and every
+uncovered branch with its reason are in tools/mutation/REPORT.md, "Kernel branch coverage".
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ time is in subprocesses and I/O), and the one proof that reaches branches they d
 UNMEASURED: tuple[str, ...] = (
     # The most expensive under the tracer for what they add given the rest: (extra CPU seconds
     # under the tracer; points of the total only they reach), from the per-file runs of
-    # docs/mutation-report.md, "How the measured tests were chosen".
+    # tools/mutation/REPORT.md, "How the measured tests were chosen".
     "tests/counterexamples/test_counterexamples.py",  # +12.4 s; +0.03
     # The Eq. (7) and sampler-law tests of tests/mechanism/test_em.py (200k draws; they were
     # test_kernel_mechanism.py); the file's likelihood and input tests are measured.

@@ -58,6 +58,7 @@ SOURCES = (
     "tests",
     "benchmarks",
     "scripts",
+    "tools",
 )
 """Every folder of .py files in the repository (`eval/` is its own distribution, import name dpmem_eval)."""
 

@@ -18,7 +18,7 @@ def _mutated_modules() -> set[str]:
 
 
 def test_every_equivalence_judgement_names_a_mutant_of_a_mutated_module_with_one_line_of_reason() -> None:
-    equivalents = tomllib.loads((ROOT / "scripts" / "mutation_equivalents.toml").read_text())["equivalent"]
+    equivalents = tomllib.loads((ROOT / "tools" / "mutation" / "equivalents.toml").read_text())["equivalent"]
     modules = _mutated_modules()
     assert equivalents
     for name, reason in equivalents.items():
@@ -29,7 +29,7 @@ def test_every_equivalence_judgement_names_a_mutant_of_a_mutated_module_with_one
 
 
 def test_the_committed_report_meets_the_floor_with_every_survivor_judged() -> None:
-    report = (ROOT / "docs" / "mutation-report.md").read_text()
+    report = (ROOT / "tools" / "mutation" / "REPORT.md").read_text()
     raw = float(re.search(r"raw score \(killed / checked\): \*\*([\d.]+)%\*\*", report).group(1))  # type: ignore[union-attr]
     assert raw >= 90.0
     assert "- unexplained survivors: 0\n" in report

@@ -1,6 +1,6 @@
-"""Every semantic mutant of `scripts/mutation_check.py` still applies to the kernel as it is.
+"""Every semantic mutant of `tools/mutation/semantic_check.py` still applies to the kernel as it is.
 
-Each patch of `scripts/mutations.py` must match exactly once in its file (the script stops
+Each patch of `tools/mutation/semantic_mutants.py` must match exactly once in its file (the script stops
 otherwise), so a move or a refactor that disarms a mutant fails here, on every commit, and not
 only when someone runs the slow mutation check."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-from mutations import MUTATIONS  # noqa: E402
+sys.path.insert(0, str(ROOT / "tools" / "mutation"))
+from semantic_mutants import MUTATIONS  # noqa: E402
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.name for m in MUTATIONS])

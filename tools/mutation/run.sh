@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation testing of the kernel's core modules with mutmut 3 (pinned in the dev extra),
-# then docs/mutation-report.md from its results (scripts/mutation_report.py).
+# then tools/mutation/REPORT.md from its results (tools/mutation/report.py).
 #
 # The modules are [tool.mutmut] only_mutate in pyproject.toml: the ONE list (repoint it
 # there when modules move). The tests are its pytest_add_cli_args_test_selection (fast
@@ -16,7 +16,7 @@
 # results otherwise, and a test added to kill a survivor would never be run against it).
 # CPU-heavy: runs under `nice -n 10`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 PY="${PYTHON:-.venv/bin/python}"
 LOG="${TMPDIR:-/tmp}/dpmem-mutmut-$$.log"
@@ -31,7 +31,7 @@ deadline=$(( $(date +%s) + ${MUTATION_TIMEOUT_S:-5400} ))
 if [ -d mutants ]; then
   # Survivors (and no-tests, suspicious) of the cached run, by name, except those judged
   # equivalent (no test can kill them; re-testing one runs every test that reaches it).
-  mapfile -t cached_survivors < <("$PY" scripts/mutation_report.py --list-unjudged | sed '/^$/d')
+  mapfile -t cached_survivors < <("$PY" tools/mutation/report.py --list-unjudged | sed '/^$/d')
   if [ "${#cached_survivors[@]}" -gt 0 ]; then
     echo "re-testing ${#cached_survivors[@]} cached survivors against today's tests"
     timeout $(( deadline - $(date +%s) )) nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" \
@@ -43,4 +43,4 @@ if [ "$status" = "0" ]; then
     >"$LOG" 2>&1 || status=$?
 fi
 echo "mutmut run: exit $status (log: $LOG)"
-"$PY" scripts/mutation_report.py --out docs/mutation-report.md --run-status "$status"
+"$PY" tools/mutation/report.py --out tools/mutation/REPORT.md --run-status "$status"

@@ -11,7 +11,7 @@ inside the copy). A mutant is *killed* when the suite fails. An unmutated copy r
 first and must pass, so a kill is never a broken baseline.
 
 Usage:
-    .venv/bin/python scripts/mutation_check.py [--jobs 2] [--only NAME ...] [--with-tests] [--paths P ...] [--matrix] [--list]
+    .venv/bin/python tools/mutation/semantic_check.py [--jobs 2] [--only NAME ...] [--with-tests] [--paths P ...] [--matrix] [--list]
 
 Prints one line per mutant (killed/SURVIVED, seconds, first failing tests) and the kill
 count; exits 0 iff every mutant is killed and the baseline passes.
@@ -31,11 +31,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutations import MUTATIONS, Mutation  # noqa: E402  (scripts/mutations.py: the mutants)
+from semantic_mutants import MUTATIONS, Mutation  # noqa: E402  (tools/mutation/semantic_mutants.py: the mutants)
 
-COPY = ["dpmem_ref", "counterexamples", "proofs_as_tests", "tests", "examples", "conftest.py", "pyproject.toml"]
+COPY = ["dpmem_ref", "counterexamples", "proofs_as_tests", "tests", "tools", "examples", "conftest.py", "pyproject.toml"]
 IGNORE = shutil.ignore_patterns("__pycache__", ".hypothesis", "*.pyc", ".pytest_cache")
 
 

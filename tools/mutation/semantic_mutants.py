@@ -1,4 +1,4 @@
-"""The kernel mutants of scripts/mutation_check.py (data only: one Mutation per bug).
+"""The kernel mutants of tools/mutation/semantic_check.py (data only: one Mutation per bug).
 
 Each mutation is a set of regex replacements in the kernel source (dpmem_ref/), each of
 which must match exactly once (so a refactored kernel stops the script, never silently
