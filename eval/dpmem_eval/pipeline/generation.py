@@ -10,6 +10,7 @@ budget and writes every batch to the cache. The backends never import this modul
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -123,7 +124,7 @@ class CachedGenerator:
         budget = None if self_scheduling else self._budget(lengths[order[0]])
         self.stats.token_budget = budget or 0
         bar = None
-        if self.progress:
+        if self.progress and sys.stderr.isatty():  # a bar only where a person watches: logs and CI get none
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(order), desc=description, unit="gen", leave=False)
