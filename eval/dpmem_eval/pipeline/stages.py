@@ -43,6 +43,10 @@ def make_judge(spec: str, encoder, config, cache) -> Any:
 
     if spec == "proxy":
         return ProxyJudge(encoder)
+    if spec == "checklist":
+        from dpmem_eval.pipeline.checklist import ChecklistJudge
+
+        return ChecklistJudge(encoder)
     decoding = DecodingConfig(max_new_tokens=256, temperature=0.0, seed=config.seed)
     if spec.startswith("local:"):
         from dpmem_eval.pipeline.backends import backend_options
@@ -200,12 +204,17 @@ def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[st
     encoder = load_encoder(Encoder, config)
     cache = ResponseCache(cache_root(config.cache_dir) / "responses.sqlite")
     judge = make_judge(config.judge, encoder, config, cache)
-    results = {}
+    results, calibration = {}, {}
     for model in config.models:
-        results[model] = judge_model(transcripts[model], pairs_by_id, judge)
+        if hasattr(judge, "calibrate"):  # the checklist judge: fitted per response model on its train pairs
+            calibration[model] = judge.calibrate(transcripts[model], pairs_by_id)
+        results[model] = judge_model(transcripts[model], pairs_by_id, judge, n_boot=config.n_boot)
     label = judge.label
     judge.close()  # a local judge model leaves the GPU before the next stage
-    write_atomic(out / "judge.json", json.dumps({"judge": label, "results": results}, indent=1, default=float))
+    payload: dict[str, Any] = {"judge": label, "results": results}
+    if calibration:
+        payload["calibration"] = calibration
+    write_atomic(out / "judge.json", json.dumps(payload, indent=1, default=float))
     timings["judge_s"] = round(time.perf_counter() - start, 2)
     cache.close()
     return results, label
