@@ -237,9 +237,21 @@ def stage_report(out: Path, config, timings: dict[str, float], inputs: dict[str,
     tables.table2(out, cfg, audit, judge, label)
     tables.table3(out, cfg, audit, judge, label, grid)
     tables.table4(out, cfg, audit, judge, label, tables.charge_bounds(traces))
-    written = plots(out, cfg, audit, judge, grid)
+    written = plots(out, cfg, audit, judge, grid, judge_note(label, judge_data.get("calibration", {})))
     timings["report_s"] = round(time.perf_counter() - start, 2)
     return written
+
+
+def judge_note(label: str, calibration: dict[str, Any]) -> str:
+    """The judge's name and, for the checklist judge, its agreement with held-out gold labels."""
+    parts = [f"Judge: {label}."]
+    for model, c in sorted(calibration.items()):
+        if isinstance(c, dict) and "validation_kappa" in c:
+            parts.append(f"Checklist judge vs held-out gold labels ({model}, {c.get('n_validation')} validation turns): "
+                         f"accuracy {c['validation_accuracy']:.2f}, Cohen's kappa {c['validation_kappa']:.2f}, "
+                         f"AUC {c['validation_auc']:.2f}" + (" - at chance: its tRec/Unsup differences carry no signal."
+                                                           if c["validation_kappa"] < 0.2 else "."))
+    return " ".join(parts)
 
 
 def pairs_by_id(config) -> dict[str, Any]:

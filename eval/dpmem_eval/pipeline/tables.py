@@ -83,7 +83,8 @@ def table2(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict
                 m = metric(audit, judge, model, method.key, track)
                 dagger = "†" if m["dagger"] else ""
                 paper = P.TABLE2[track].get(method.name, {}).get(paper_model, (None,) * 5)
-                rows.append([track, model, method.name, _f(m["auc"]) + dagger, f"[{_f(m['auc_lo'])}, {_f(m['auc_hi'])}]",
+                auc_ci = "none (0.5 by construction)" if m["dagger"] else _ci([m["auc_lo"], m["auc_hi"]])
+                rows.append([track, model, method.name, _f(m["auc"]) + dagger, auc_ci,
                              _f(m["tpr5"]) + dagger, m["tRec"], _ci(m["tRec_ci"]), m["U"], m["Unsup"], _ci(m["Unsup_ci"]), *paper,
                              "yes" if match else f"no (paper: {paper_model}, T=16, full test set)"])
     notes = [f"T={config['horizon']}, B_a=2, K=3 for DP-MemView (on); preset {config['preset']}.",
