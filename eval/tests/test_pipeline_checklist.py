@@ -120,3 +120,24 @@ def test_config_accepts_the_checklist_judge_and_names_it_in_errors():
     assert dataclasses.replace(smoke, judge="checklist").validate().judge == "checklist"
     with pytest.raises(ConfigError, match="checklist"):
         dataclasses.replace(smoke, judge="nonsense").validate()
+
+
+def test_memory_control_sees_target_content_in_the_memory_text():
+    """The positive control: with the memory text in place of the reply, a rule fitted on train
+    pairs agrees with the held-out labels (target evidence that shares the behaviour's words)."""
+    from conftest import Item
+
+    from dpmem_eval.pipeline.checklist import memory_control
+
+    evidence = "My low-glycemic dinners follow my blood-sugar readings."
+    rows, pairs = [], {}
+    for i in range(12):
+        split = "train" if i < 8 else "validation"
+        base = make_pair(f"c{i}", split=split)
+        pair = dataclasses.replace(base, store_m=(Item(("blood-sugar",), evidence), *base.store_m[1:]))
+        pairs[pair.pair_id] = pair
+        rows.append(_row(pair, "raw_read_set", "M", split, [[evidence], [], [evidence], []], ["x"] * 4))
+        rows.append(_row(pair, "raw_read_set", "M'", split, [["I take a vitamin every morning."], [],
+                                                             ["I like trying new recipes."], []], ["x"] * 4))
+    control = memory_control(rows, pairs, Features(BagOfWords()))
+    assert control["validation_kappa"] > 0.9 and control["validation_auc"] > 0.95

@@ -172,6 +172,17 @@ def calibrate(train: Sequence[Example], validation: Sequence[Example], features:
     return Calibration(fitted.weights, fitted.intercept, threshold, agreement)
 
 
+def memory_control(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], features: Features) -> dict[str, float]:
+    """Positive control: the same fit and agreement with each turn's conditioning (the memory
+    text the model read) standing in for its reply. High agreement here and chance on the
+    replies means the replies lost the target content, not that the features cannot see it."""
+    memory = [{**row, "responses": [" ".join(lines) or "(none)" for lines in row["conditioning"]]}
+              for row in rows if row["method"] == DEV_METHOD and row["split"] in ("train", "validation")]
+    control = calibrate(development_set(memory, pairs_by_id, "train"), development_set(memory, pairs_by_id, "validation"),
+                        features)
+    return {k: control.agreement[k] for k in ("validation_accuracy", "validation_kappa", "validation_auc")}
+
+
 class ChecklistJudge:
     """Shown / not shown per checklist behaviour (calibrated above); U from the proxy's rules."""
 
@@ -194,7 +205,7 @@ class ChecklistJudge:
     def calibrate(self, rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any]) -> dict[str, Any]:
         self.calibration = calibrate(development_set(rows, pairs_by_id, "train"),
                                      development_set(rows, pairs_by_id, "validation"), self.features)
-        return self.calibration.to_json()
+        return {**self.calibration.to_json(), "control_memory_as_reply": memory_control(rows, pairs_by_id, self.features)}
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Judgement]:
         if self.calibration is None:

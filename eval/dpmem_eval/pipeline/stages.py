@@ -251,6 +251,10 @@ def judge_note(label: str, calibration: dict[str, Any]) -> str:
                          f"accuracy {c['validation_accuracy']:.2f}, Cohen's kappa {c['validation_kappa']:.2f}, "
                          f"AUC {c['validation_auc']:.2f}" + (" - at chance: its tRec/Unsup differences carry no signal."
                                                            if c["validation_kappa"] < 0.2 else "."))
+            control = c.get("control_memory_as_reply")
+            if isinstance(control, dict) and "validation_kappa" in control:
+                parts.append(f"Control, the memory text the model read in place of its reply: kappa "
+                             f"{control['validation_kappa']:.2f}, AUC {control['validation_auc']:.2f}.")
     return " ".join(parts)
 
 
