@@ -9,8 +9,16 @@ import dataclasses
 import numpy as np
 import pytest
 
-from conftest import make_pair
-from dpmem_eval.pipeline.checklist import ChecklistJudge, Example, Features, calibrate, development_set, lexical
+from conftest import Item, make_pair
+from dpmem_eval.pipeline.checklist import (
+    ChecklistJudge,
+    Example,
+    Features,
+    calibrate,
+    development_set,
+    lexical,
+    memory_control,
+)
 from dpmem_eval.pipeline.config import PRESETS, ConfigError
 from dpmem_eval.pipeline.errors import UserError
 from dpmem_eval.pipeline.judge import JudgeItem
@@ -125,10 +133,6 @@ def test_config_accepts_the_checklist_judge_and_names_it_in_errors():
 def test_memory_control_sees_target_content_in_the_memory_text():
     """The positive control: with the memory text in place of the reply, a rule fitted on train
     pairs agrees with the held-out labels (target evidence that shares the behaviour's words)."""
-    from conftest import Item
-
-    from dpmem_eval.pipeline.checklist import memory_control
-
     evidence = "My low-glycemic dinners follow my blood-sugar readings."
     rows, pairs = [], {}
     for i in range(12):
