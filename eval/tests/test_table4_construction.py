@@ -29,8 +29,8 @@ def test_constructed_trajectories_have_the_papers_shape(built):
     groups = dict(UNION_GROUPS)
     assert {p.attribute for p in built} == {"job_loss", "pregnancy"}
     for pair in built:
-        touched = [T4._touched(q.read_positions, groups) for q in pair.queries]
-        assert len(pair.queries) == T4.HORIZON
+        touched = [T4._touched(q.read_positions, groups) for q in pair.queries[: T4.HORIZON]]
+        assert len(pair.queries) == 32 and len({q.query_id for q in pair.queries}) == 32
         assert sum(t == {pair.attribute} for t in touched) == 4
         overlap = [t for t in touched if pair.attribute in t and len(t) == 2]
         assert len(overlap) == 4 and len({frozenset(t) for t in overlap}) == 1
@@ -57,3 +57,12 @@ def test_pairedmem_trajectories_as_they_are_give_fewer_overlap_reads(test_pairs)
     method = next(m for m in M.ABLATIONS if m.key == "incomplete_charge")
     traces = [kernel_trace(method, pair, side, 0, M.load_public_policy(), T4.HORIZON) for side in ("M", "M'")]
     assert max(t.final_reconstructed for t in traces) < Fraction(4)
+
+
+def test_constructed_data_directory_loads_for_a_pipeline_run(tmp_path):
+    from dpmem_eval.data import load_dataset
+
+    assert T4.write_constructed_data(tmp_path) == 192
+    loaded = load_dataset(tmp_path)
+    assert {p.split for p in loaded.pairedmem} == {"train", "validation", "test", "reserve"}
+    assert all(len(p.queries) == 32 for p in loaded.pairedmem) and not loaded.transfer

@@ -16,7 +16,7 @@ pair's own 32 queries (both blocks, the same texts, read sets and gold) and orde
 - 8 queries that touch no protected group (neutral and distractor);
 
 interleaved target-only, overlap, other, other (the counterexample's schedule,
-`counterexamples/table4.py`). With B_a = 2, K = 3 (eps = 2/3): DP-MemView (on) admits 3
+`counterexamples/table4.py`), then the pair's other 16 queries (a trajectory keeps 32). With B_a = 2, K = 3 (eps = 2/3): DP-MemView (on) admits 3
 target-touching releases (2.0); IncompleteCharge 3 target-only releases on the target's
 ledger plus 3 overlap releases on the partner's (4.0); NoCap all 8 (16/3 = 5.33);
 CappedArgmax's argmax has no finite local bound (inf, C3).
@@ -70,6 +70,7 @@ def construct(pair: Any, groups: dict[str, tuple[int, ...]]) -> Any | None:
     order = []
     for i in range(4):
         order += [target_only[i], overlap[i], others[2 * i], others[2 * i + 1]]
+    order += [q for q in pair.queries if q not in order]  # the other 16 follow (T = 16 reads only the first)
     gold = {g.query_id: g for g in pair.gold}
     return dataclasses.replace(pair, pair_id=pair.pair_id + "-t4", queries=tuple(order),
                                gold=tuple(gold[q.query_id] for q in order))
@@ -158,6 +159,26 @@ def _run_auc(out: Path) -> dict[str, float]:
     return auc
 
 
+def write_constructed_data(out: Path) -> int:
+    """The constructed PairedMem pairs of every split (same pair ids, trajectories re-ordered)
+    as a data directory for `dpmem-eval run --data-dir` (JSONL files and datacard; no
+    interface.toml: its examples need pairs without an overlap). Returns the pair count."""
+    from dpmem_eval.data import build_dataset
+    from dpmem_eval.data.export import datacard, datacard_markdown, write_jsonl
+    from dpmem_eval.data.scaffold import UNION_GROUPS
+    from dpmem_eval.readers import write_atomic
+
+    dataset = build_dataset(seed=0, corpora_dir=None, transfer=False)
+    pairs = [dataclasses.replace(c, pair_id=p.pair_id) for p in dataset.pairedmem
+             for c in [construct(p, dict(UNION_GROUPS))] if c is not None]
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(pairs, out)
+    card = datacard(pairs, dataset.seed, {})
+    write_atomic(out / "datacard.json", json.dumps(card, sort_keys=True, indent=2) + "\n")
+    write_atomic(out / "datacard.md", datacard_markdown(card))
+    return len(pairs)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from dpmem_eval.data import build_dataset
     from dpmem_eval.data.scaffold import UNION_GROUPS
@@ -165,7 +186,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m dpmem_eval.pipeline.table4_construction", description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="results directory (its audit.json, if any, gives the AUC column)")
+    parser.add_argument("--write-data", metavar="DIR", help="also write the constructed pairs of every split as a "
+                        "data directory for `dpmem-eval run --data-dir DIR`")
     args = parser.parse_args(argv)
+    if args.write_data:
+        n = write_constructed_data(Path(args.write_data))
+        print(f"wrote {n} constructed pairs to {args.write_data}")
     out = Path(args.out)
     pairs = [p for p in build_dataset(seed=0, corpora_dir=None).pairedmem if p.split == "test"]
     text, data = report(pairs, dict(UNION_GROUPS), _run_auc(out))
