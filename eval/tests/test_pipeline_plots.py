@@ -17,6 +17,8 @@ def test_coincident_points_are_moved_apart_and_others_stay():
 def test_a_small_test_set_is_flagged_and_a_full_one_is_not():
     small = _set_size_note({"m": {"x": {"n_test_pairs": 4}}}, "m")
     assert small and small[0].startswith("WARNING: only 4 test pairs")
+    small_set = _set_size_note({"m": {"x": {"n_test_pairs": 32}}}, "m")
+    assert small_set and small_set[0].startswith("WARNING: only 32 test pairs - a small set")
     full = _set_size_note({"m": {"x": {"n_test_pairs": SMALL_SET}}}, "m")
     assert full and "WARNING" not in full[0]
 

@@ -78,6 +78,8 @@ def _legend_outside(ax: Any) -> None:
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
 
 
+TINY_SET = 10
+"""Fewer test pairs than this: a pipeline check, no result (the smoke preset's 4)."""
 SMALL_SET = 40
 """Fewer test pairs than this and a figure says its set is too small to mean much (the AUC's
 95% CI at 64 pairs is already about +-0.05)."""
@@ -97,9 +99,12 @@ def _set_size_note(audit: dict[str, Any], model: str) -> list[str]:
     n = min((v for v in sizes if isinstance(v, int)), default=None)
     if n is None:
         return []
-    if n < SMALL_SET:
+    if n < TINY_SET:
         return [f"WARNING: only {n} test pairs - too few for the AUCs or utility scores to mean anything "
                 f"(a pipeline check, not a result)."]
+    if n < SMALL_SET:
+        return [f"WARNING: only {n} test pairs - a small set: the 95% CIs (bootstrap over pairs) are wide; "
+                f"read only differences larger than them."]
     return [f"{n} test pairs; CIs: 95% bootstrap over pairs (EM seeds averaged within a pair side)."]
 
 
@@ -169,6 +174,7 @@ def _auc_by_prefix(plt: Any, config: dict[str, Any], audit: dict[str, Any], judg
     by_key = {m.key: m for m in (*M.MAIN_METHODS, *M.ABLATIONS, M.SCORE_CHANNEL)}
     fig, axes = plt.subplots(1, 2, figsize=(11.0, 4.2), sharey=True)
     for ax, (title, keys) in zip(axes, PANELS, strict=True):
+        drawn = 0
         for index, key in enumerate(keys):
             method = by_key[key]
             entry = audit.get(model, {}).get(key, {})
@@ -178,6 +184,7 @@ def _auc_by_prefix(plt: Any, config: dict[str, Any], audit: dict[str, Any], judg
             colour, marker = STYLES[key]
             xs, ys = [r["prefix"] for r in rows], [r["auc"] for r in rows]
             dagger = entry.get("identical_sides", False)
+            drawn += 1
             shift = (index - len(keys) / 2) * 0.06  # side by side, so no marker hides another
             ax.plot([x + shift for x in xs], ys, marker=marker, ms=5, lw=1.3, color=colour,
                     ls=":" if dagger else "-", label=method.name + (" (identical views: 0.5 by construction)" if dagger else ""))
@@ -187,6 +194,9 @@ def _auc_by_prefix(plt: Any, config: dict[str, Any], audit: dict[str, Any], judg
                             color=colour, capsize=3, lw=1, fmt="none")
         ax.axhline(0.5, ls="--", c="grey", lw=0.8, label="chance (AUC 0.5)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if not drawn:
+            ax.text(0.5, 0.5, "none of these methods in this run", transform=ax.transAxes, ha="center", color="grey")
+            ax.set_xticks([])
         ax.set_xlabel("prefix length t (turns the auditor has seen)")
         ax.set_title(title)
         ax.legend(loc="upper left", frameon=False, fontsize=7)
