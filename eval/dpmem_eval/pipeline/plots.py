@@ -228,6 +228,10 @@ def _budget(plt: Any, config: dict[str, Any], audit: dict[str, Any], judge: dict
         ax.fill_between(positions, lows, highs, color=STYLES["dp_on"][0], alpha=0.15, lw=0, label="AUC 95% CI")
         ax.plot(positions, trecs, marker="s", color="#ff7f0e", label="tRec")
         ax.fill_between(positions, t_lows, t_highs, color="#ff7f0e", alpha=0.15, lw=0, label="tRec 95% CI")
+        if len(positions) == 1:  # a band of one point is invisible: error bars instead
+            for ys, lo, hi, colour in ((aucs, lows, highs, STYLES["dp_on"][0]), (trecs, t_lows, t_highs, "#ff7f0e")):
+                if _finite(ys[0], lo[0], hi[0]):
+                    ax.errorbar(positions, ys, yerr=[[ys[0] - lo[0]], [hi[0] - ys[0]]], color=colour, capsize=4, fmt="none")
         ax.axhline(0.5, ls="--", c="grey", lw=0.8)
         ax.set_xticks(positions, [str(v) for v in values])
         ax.set_xlabel("cap B_a (K = 3)" if sweep == "cap" else "K, releases per cap (B_a = 2)")
