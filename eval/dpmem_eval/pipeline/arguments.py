@@ -29,7 +29,7 @@ def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--models", help="comma-separated response models (ids, local paths, or 'smollm2')")
     run.add_argument("--backend", help="hf | vllm | echo")
     run.add_argument("--encoder", help="auditor encoder: minilm | mpnet | a local sentence-transformers path")
-    run.add_argument("--judge", help="proxy | local:MODEL | openai:URL#MODEL")
+    run.add_argument("--judge", help="proxy | checklist (CPU, calibrated on gold) | local:MODEL | openai:URL#MODEL")
     run.add_argument("--horizon", type=int, help="turns per transcript T")
     run.add_argument("--seeds", help="EM seeds, e.g. 0,1,2")
     run.add_argument("--methods", help="comma-separated method keys to run (default all), e.g. generic_only,raw_read_set,dp_on")
@@ -60,7 +60,7 @@ def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
     audit.set_defaults(handler=cli.handle_audit)
 
     judge = subparsers.add_parser("judge", help="rerun the utility judge on saved transcripts")
-    judge.add_argument("--judge", help="proxy | local:MODEL | openai:URL#MODEL")
+    judge.add_argument("--judge", help="proxy | checklist (CPU, calibrated on gold) | local:MODEL | openai:URL#MODEL")
     _add_common(judge)
     judge.set_defaults(handler=cli.handle_judge)
 

@@ -2,7 +2,7 @@
 
     dpmem-eval run --preset smoke|cpu|paper [--models M1,M2] [--out DIR] [--config FILE]
     dpmem-eval audit  --out DIR [--encoder minilm|mpnet|PATH]     rerun the auditors
-    dpmem-eval judge  --out DIR [--judge proxy|local:MODEL|openai:URL#MODEL]
+    dpmem-eval judge  --out DIR [--judge proxy|checklist|local:MODEL|openai:URL#MODEL]
     dpmem-eval report --out DIR                                    rebuild tables and plots
 
 Configuration precedence: command line > --config TOML ([run] table) > preset. The arguments

@@ -79,8 +79,8 @@ class RunConfig:
             raise ConfigError("caps/ks", "a grid containing the main setting B_a=2, K=3", (self.caps, self.ks))
         if self.backend not in ("hf", "vllm", "echo"):
             raise ConfigError("backend", "one of hf, vllm, echo", self.backend)
-        if not (self.judge == "proxy" or self.judge.startswith(("local:", "openai:"))):
-            raise ConfigError("judge", "proxy, local:MODEL or openai:URL#MODEL", self.judge)
+        if not (self.judge in ("proxy", "checklist") or self.judge.startswith(("local:", "openai:"))):
+            raise ConfigError("judge", "proxy, checklist, local:MODEL or openai:URL#MODEL", self.judge)
         if self.judge.startswith("openai:") and "#" not in self.judge:
             raise ConfigError("judge", "openai:URL#MODEL (the model name after '#')", self.judge)
         for name in ("train_pairs", "validation_pairs", "test_pairs", "transfer_pairs"):

@@ -217,9 +217,11 @@ def audit_model(rows: Sequence[dict[str, Any]], encoder, config: RunConfig, attr
 # --- judge ---------------------------------------------------------------------------------
 
 
-def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], judge) -> dict[str, Any]:
+def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], judge, n_boot: int = 1000) -> dict[str, Any]:
     """U, tRec, Unsup per method and track (test pairs and transfer pairs), seeds averaged
-    within a pair side before averaging over pairs (C.5)."""
+    within a pair side before averaging over pairs (C.5); beside each mean, the per-pair
+    values (`per_pair`, sorted by pair id) and a 95% percentile bootstrap CI over pairs
+    (`ci`, `n_boot` resamples of the pairs, seed 0)."""
     import numpy as np
 
     from dpmem_eval.pipeline.judge import JudgeItem
@@ -248,12 +250,28 @@ def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], jud
             per_pair[key].append(float(np.mean(verdict.behaviours)))
     out: dict[str, Any] = {}
     for (method, track), per_pair in acc.items():
-        means = {}
+        means: dict[str, Any] = {}
+        cis: dict[str, list[float]] = {}
+        values_by_key: dict[str, dict[str, float]] = {}
         for key in ("U", "tRec", "Unsup"):
-            values = [float(np.mean(v[key])) for v in per_pair.values() if v[key]]
-            means[key] = float(np.mean(values)) if values else float("nan")
-        out.setdefault(method, {})[track] = {**means, "n_pairs": len(per_pair)}
+            values = {pid: float(np.mean(v[key])) for pid, v in sorted(per_pair.items()) if v[key]}
+            means[key] = float(np.mean(list(values.values()))) if values else float("nan")
+            cis[key] = bootstrap_mean_ci(list(values.values()), n_boot)
+            values_by_key[key] = values
+        out.setdefault(method, {})[track] = {**means, "n_pairs": len(per_pair), "ci": cis, "per_pair": values_by_key}
     return out
+
+
+def bootstrap_mean_ci(values: Sequence[float], n_boot: int = 1000, seed: int = 0) -> list[float]:
+    """95% percentile bootstrap CI of the mean over `values` (pairs); [nan, nan] when empty."""
+    import numpy as np
+
+    if not values:
+        return [float("nan"), float("nan")]
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, len(data), size=(max(n_boot, 1), len(data)))].mean(axis=1)
+    return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
 
 
 def pairwise_audit(rows: Sequence[dict[str, Any]], generator, seed: int = 0) -> dict[str, Any]:

@@ -43,6 +43,10 @@ def make_judge(spec: str, encoder, config, cache) -> Any:
 
     if spec == "proxy":
         return ProxyJudge(encoder)
+    if spec == "checklist":
+        from dpmem_eval.pipeline.checklist import ChecklistJudge
+
+        return ChecklistJudge(encoder)
     decoding = DecodingConfig(max_new_tokens=256, temperature=0.0, seed=config.seed)
     if spec.startswith("local:"):
         from dpmem_eval.pipeline.backends import backend_options
@@ -200,12 +204,17 @@ def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[st
     encoder = load_encoder(Encoder, config)
     cache = ResponseCache(cache_root(config.cache_dir) / "responses.sqlite")
     judge = make_judge(config.judge, encoder, config, cache)
-    results = {}
+    results, calibration = {}, {}
     for model in config.models:
-        results[model] = judge_model(transcripts[model], pairs_by_id, judge)
+        if hasattr(judge, "calibrate"):  # the checklist judge: fitted per response model on its train pairs
+            calibration[model] = judge.calibrate(transcripts[model], pairs_by_id)
+        results[model] = judge_model(transcripts[model], pairs_by_id, judge, n_boot=config.n_boot)
     label = judge.label
     judge.close()  # a local judge model leaves the GPU before the next stage
-    write_atomic(out / "judge.json", json.dumps({"judge": label, "results": results}, indent=1, default=float))
+    payload: dict[str, Any] = {"judge": label, "results": results}
+    if calibration:
+        payload["calibration"] = calibration
+    write_atomic(out / "judge.json", json.dumps(payload, indent=1, default=float))
     timings["judge_s"] = round(time.perf_counter() - start, 2)
     cache.close()
     return results, label
@@ -228,9 +237,25 @@ def stage_report(out: Path, config, timings: dict[str, float], inputs: dict[str,
     tables.table2(out, cfg, audit, judge, label)
     tables.table3(out, cfg, audit, judge, label, grid)
     tables.table4(out, cfg, audit, judge, label, tables.charge_bounds(traces))
-    written = plots(out, cfg, audit, judge, grid)
+    written = plots(out, cfg, audit, judge, grid, judge_note(label, judge_data.get("calibration", {})))
     timings["report_s"] = round(time.perf_counter() - start, 2)
     return written
+
+
+def judge_note(label: str, calibration: dict[str, Any]) -> str:
+    """The judge's name and, for the checklist judge, its agreement with held-out gold labels."""
+    parts = [f"Judge: {label}."]
+    for model, c in sorted(calibration.items()):
+        if isinstance(c, dict) and "validation_kappa" in c:
+            parts.append(f"Checklist judge vs held-out gold labels ({model}, {c.get('n_validation')} validation turns): "
+                         f"accuracy {c['validation_accuracy']:.2f}, Cohen's kappa {c['validation_kappa']:.2f}, "
+                         f"AUC {c['validation_auc']:.2f}" + (" - at chance: its tRec/Unsup differences carry no signal."
+                                                           if c["validation_kappa"] < 0.2 else "."))
+            control = c.get("control_memory_as_reply")
+            if isinstance(control, dict) and "validation_kappa" in control:
+                parts.append(f"Control, the memory text the model read in place of its reply: kappa "
+                             f"{control['validation_kappa']:.2f}, AUC {control['validation_auc']:.2f}.")
+    return " ".join(parts)
 
 
 def pairs_by_id(config) -> dict[str, Any]:

@@ -59,12 +59,20 @@ def metric(audit: dict[str, Any], judge: dict[str, Any], model: str, method: str
         # Identical conditioning under M and M': chance by construction (paper's dagger);
         # a random guesser's TPR at 5% FPR is 0.05 (ties give the ROC diagonal).
         auc, tpr = P.CHANCE[0], P.CHANCE[1]
+    nan2 = [float("nan")] * 2
+    judge_ci = j.get("ci", {})
     return {"auc": auc, "tpr5": tpr, "auc_lo": ci[0], "auc_hi": ci[1], "tRec": j.get("tRec", float("nan")),
-            "U": j.get("U", float("nan")), "Unsup": j.get("Unsup", float("nan")), "dagger": a.get("identical_sides", False)}
+            "U": j.get("U", float("nan")), "Unsup": j.get("Unsup", float("nan")), "dagger": a.get("identical_sides", False),
+            "tRec_ci": judge_ci.get("tRec", nan2), "Unsup_ci": judge_ci.get("Unsup", nan2), "U_ci": judge_ci.get("U", nan2)}
+
+
+def _ci(bounds: Sequence[float]) -> str:
+    """A CI as [lo, hi]; 'n/a' when the judge file predates per-pair CIs."""
+    return "n/a" if any(math.isnan(b) for b in bounds) else f"[{_f(bounds[0])}, {_f(bounds[1])}]"
 
 
 def table2(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict[str, Any], judge_label: str) -> None:
-    header = ["track", "model", "method", "AUC", "AUC 95% CI", "TPR@5", "tRec", "U", "Unsup",
+    header = ["track", "model", "method", "AUC", "AUC 95% CI", "TPR@5", "tRec", "tRec 95% CI", "U", "Unsup", "Unsup 95% CI",
               "paper AUC", "paper TPR@5", "paper tRec", "paper U", "paper Unsup", "paper setting matches"]
     rows = []
     for track in ("pairedmem", "transfer"):
@@ -75,13 +83,15 @@ def table2(out: Path, config: dict[str, Any], audit: dict[str, Any], judge: dict
                 m = metric(audit, judge, model, method.key, track)
                 dagger = "†" if m["dagger"] else ""
                 paper = P.TABLE2[track].get(method.name, {}).get(paper_model, (None,) * 5)
-                rows.append([track, model, method.name, _f(m["auc"]) + dagger, f"[{_f(m['auc_lo'])}, {_f(m['auc_hi'])}]",
-                             _f(m["tpr5"]) + dagger, m["tRec"], m["U"], m["Unsup"], *paper,
+                auc_ci = "none (0.5 by construction)" if m["dagger"] else _ci([m["auc_lo"], m["auc_hi"]])
+                rows.append([track, model, method.name, _f(m["auc"]) + dagger, auc_ci,
+                             _f(m["tpr5"]) + dagger, m["tRec"], _ci(m["tRec_ci"]), m["U"], m["Unsup"], _ci(m["Unsup_ci"]), *paper,
                              "yes" if match else f"no (paper: {paper_model}, T=16, full test set)"])
     notes = [f"T={config['horizon']}, B_a=2, K=3 for DP-MemView (on); preset {config['preset']}.",
              f"Utility judge: {judge_label}.",
              "† identical conditioning under M and M' (chance-level distinguishability by construction).",
-             "Paper columns are the paper's Table 2; they are comparable only where 'paper setting matches' is yes."]
+             "Paper columns are the paper's Table 2; they are comparable only where 'paper setting matches' is yes.",
+             "CIs: 95% bootstrap over pairs (AUC: resampled within attribute; tRec/Unsup: pair means, seeds averaged first)."]
     _write(out, "table2", header, rows, "Table 2: RQ1 privacy-utility", notes)
 
 
