@@ -71,6 +71,7 @@ def _history_is_unread(interface: Interface) -> bool:
         not interface.router.reads_history
         and not interface.control.reads_history
         and interface.hooks == PrivateHooks()
+        and not interface.reuse.rules  # reuse re-serves views of earlier turns
     )
 
 

@@ -23,7 +23,7 @@ from dpmem_ref.core.transcript import PublicPrefix, Query, ReleasedViews, SlotRe
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.interface import ChargePlan, Interface, fallback_distribution
 from dpmem_ref.mechanism.construction import validate_em_inputs
-from dpmem_ref.mechanism.em import ReleaseDistribution
+from dpmem_ref.mechanism.em import PointMass, ReleaseDistribution
 from dpmem_ref.turn import checks
 
 
@@ -72,17 +72,20 @@ class SlotPlan(NamedTuple):
     items: tuple[MemoryItem, ...]
     scores: tuple[Fraction, ...] | None
     vector_after: LedgerVector
+    # True: the view is a released view re-served by the interface's reuse rule
+    # (dpmem_ref.parts.reuse): no read, no charge, no cap test; admitted is False.
+    reused: bool = False
 
     def __repr__(self) -> str:
         return (
             f"SlotPlan(slot={self.slot!r}, charge_set={sorted(self.charge_set)}, epsilon={self.epsilon}, "
-            f"admitted={self.admitted}, <private items and scores>)"
+            f"admitted={self.admitted}, reused={self.reused}, <private items and scores>)"
         )
 
     @property
-    def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...]]:
+    def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...], bool]:
         """What two stores must agree on at the same prefix (C4, C5)."""
-        return (self.slot, self.charge_set, self.epsilon, self.admitted, self.vocabulary.names)
+        return (self.slot, self.charge_set, self.epsilon, self.admitted, self.vocabulary.names, self.reused)
 
 
 def _read_store(
@@ -173,6 +176,10 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
     vocabulary, read, charges = route  # C1; lines 6-8 (C4)
     if hooks.vocabulary is not None:
         vocabulary = hooks.vocabulary(slot, store)  # a store-dependent vocabulary (breaks C1)
+    if interface.reuse.rules:
+        reused = _reuse(frame, charges, slot, False)
+        if reused is not None:
+            return _reused_plan(interface, vector, slot, read, vocabulary, reused)
     charge_set = charges.charge_set
     epsilon = charges.epsilon
     if strict and not charges.complete:
@@ -236,6 +243,10 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
                 )
         units_after = tuple(after)
     else:
+        if interface.reuse.rules:  # refused by the cap test: re-serve the stored view if the rule says so
+            reused = _reuse(frame, charges, slot, True)
+            if reused is not None:
+                return _reused_plan(interface, vector, slot, read, vocabulary, reused)
         distribution = fallback_distribution(vocabulary)  # line 10
         units_after = units
     ledgers_after, vector_after = table.counted(units_after)  # both cached per vector
@@ -254,7 +265,44 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
             items,
             scores,
             vector_after,
+            False,
         ),
+    )
+
+
+_NO_CHARGE: frozenset[str] = frozenset()
+_ZERO = Fraction(0)
+
+
+def _reuse(frame: TurnFrame, charges: ChargePlan, slot: str, exhausted: bool) -> str | None:
+    """The released view the reuse rule re-serves for `slot` now, or None to select afresh
+    (`exhausted`: the cap test refused a fresh selection): public inputs, the ledgers and
+    the released history (C4, `ReuseRule.serve`; the store is read only by a rule that breaks C4)."""
+    rule = frame.interface.reuse.rule_for(frame.query.name, slot)
+    if rule is None:
+        return None
+    return rule.serve(frame.history, exhausted, frame.strict, lambda: any(i.tags for i in charges.items(frame.store)))
+
+
+def _reused_plan(
+    interface: Interface, vector: LedgerVector, slot: str, read: SlotRead, vocabulary: Vocabulary, view: str
+) -> SlotPlan:
+    """Re-serve a released view: a point mass on it, nothing read, nothing charged, no cap
+    test (post-processing of the released history, Theorem 1 unchanged). The ledgers stay."""
+    ledgers, vector = interface.fractions(vector.scale).counted(vector.units)
+    return SlotPlan(
+        slot,
+        read,
+        _NO_CHARGE,
+        _ZERO,
+        False,
+        PointMass(views=vocabulary.names, view=view),
+        vocabulary,
+        ledgers,
+        (),
+        None,
+        vector,
+        True,
     )
 
 
