@@ -27,6 +27,7 @@ from dpmem_ref.parts.broken import PrivateHooks
 from dpmem_ref.parts.budget import BudgetRule
 from dpmem_ref.parts.caps import ProspectiveCap
 from dpmem_ref.parts.controls import FallbackControl
+from dpmem_ref.parts.period import BudgetPeriod
 from dpmem_ref.parts.protocols import CapRule, ControlRule, Router, Selector
 from dpmem_ref.parts.reuse import ReusePolicy
 from dpmem_ref.parts.routers import FixedRouter
@@ -104,6 +105,9 @@ class Interface:
     # Reuse of released views at no charge (dpmem_ref.parts.reuse): post-processing of the
     # released history when the rule reads only public inputs (C4).
     reuse: ReusePolicy = ReusePolicy()
+    # The public period the caps are renewed over (dpmem_ref.parts.period), or None: the
+    # caps bound one interaction. k periods compose to k x B_a (basic composition).
+    period: BudgetPeriod | None = None
     _vocabulary_by_slot: dict[str, Vocabulary] = attrs.field(init=False, repr=False, eq=False, hash=False)
     _query_by_name: dict[str, Query] = attrs.field(init=False, repr=False, eq=False, hash=False)
     # Private memos of pure functions of the frozen parts (dpmem_ref.core.memo).
@@ -260,6 +264,8 @@ def _require_parts(interface: Interface) -> None:
             )
     if not isinstance(interface.hooks, PrivateHooks):
         raise InputError("hooks", "a PrivateHooks", type(interface.hooks).__name__)
+    if interface.period is not None and not isinstance(interface.period, BudgetPeriod):
+        raise InputError("period", "a dpmem_ref.BudgetPeriod or None", type(interface.period).__name__)
     if not isinstance(interface.name, str):
         raise InputError("name", "a string", type(interface.name).__name__)
 

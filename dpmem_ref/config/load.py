@@ -34,6 +34,7 @@ from dpmem_ref.core.transcript import Query, SlotRead
 from dpmem_ref.core.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
 from dpmem_ref.interface import Interface, check_ledger_size
 from dpmem_ref.parts.budget import BudgetRule
+from dpmem_ref.parts.period import BudgetPeriod
 from dpmem_ref.parts.protocols import CapRule, ControlRule, Selector
 from dpmem_ref.parts.reuse import ReusePolicy, ReuseRule
 from dpmem_ref.parts.scoring import Scorer
@@ -282,6 +283,12 @@ def _reuse(data: dict[str, Any], queries: tuple[Query, ...], slots: tuple[str, .
     return ReusePolicy(tuple(rules))
 
 
+def _period(data: dict[str, Any]) -> BudgetPeriod | None:
+    """`[budget] period = "30 days"`: the caps are renewed per period (docs/reuse.md)."""
+    value = read_table(data.get("budget"), "budget").get("period")
+    return None if value is None else BudgetPeriod.parse(value, "budget.period")
+
+
 def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFile:
     """Build the interface and named stores from a parsed description."""
     data = dict(data)
@@ -307,6 +314,7 @@ def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFil
         control=control,
         name=string(data.get("name", Path(path).stem or "interface"), "name"),
         reuse=_reuse(data, queries, tuple(v.slot for v in vocabularies)),
+        period=_period(data),
     )
     check_ledger_size(interface)
     description = data.get("description", "")
