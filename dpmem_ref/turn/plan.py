@@ -168,6 +168,10 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
     interface, store, query, strict = frame.interface, frame.store, frame.query, frame.strict
     hooks = interface.hooks
     memo = interface._memo
+    if interface.reuse.rules:  # before the route: a re-served view needs no charge plan
+        reused_plan = _reuse_plan(frame, vector, released, slot, False)
+        if reused_plan is not None:
+            return reused_plan
     route: tuple[Vocabulary, SlotRead, ChargePlan] | None = None
     if not (interface.router.reads_history or interface.router.reads_released_views):
         route = memo.routes.get((query, slot))  # `_route`'s memo, read here first (the hot path)
@@ -176,10 +180,6 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
     vocabulary, read, charges = route  # C1; lines 6-8 (C4)
     if hooks.vocabulary is not None:
         vocabulary = hooks.vocabulary(slot, store)  # a store-dependent vocabulary (breaks C1)
-    if interface.reuse.rules:
-        reused = _reuse(frame, charges, slot, False)
-        if reused is not None:
-            return _reused_plan(interface, vector, slot, read, vocabulary, reused)
     charge_set = charges.charge_set
     epsilon = charges.epsilon
     if strict and not charges.complete:
@@ -244,9 +244,9 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
         units_after = tuple(after)
     else:
         if interface.reuse.rules:  # refused by the cap test: re-serve the stored view if the rule says so
-            reused = _reuse(frame, charges, slot, True)
-            if reused is not None:
-                return _reused_plan(interface, vector, slot, read, vocabulary, reused)
+            reused_plan = _reuse_plan(frame, vector, released, slot, True)
+            if reused_plan is not None:
+                return reused_plan
         distribution = fallback_distribution(vocabulary)  # line 10
         units_after = units
     ledgers_after, vector_after = table.counted(units_after)  # both cached per vector
@@ -274,36 +274,26 @@ _NO_CHARGE: frozenset[str] = frozenset()
 _ZERO = Fraction(0)
 
 
-def _reuse(frame: TurnFrame, charges: ChargePlan, slot: str, exhausted: bool) -> str | None:
-    """The released view the reuse rule re-serves for `slot` now, or None to select afresh
-    (`exhausted`: the cap test refused a fresh selection): public inputs, the ledgers and
-    the released history (C4, `ReuseRule.serve`; the store is read only by a rule that breaks C4)."""
-    rule = frame.interface.reuse.rule_for(frame.query.name, slot)
+def _reuse_plan(
+    frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, slot: str, exhausted: bool
+) -> SlotPlan | None:
+    """Re-serve a released view (`dpmem_ref.parts.reuse`): the rule decides from public
+    inputs, the ledgers (`exhausted`: the cap test refused a fresh selection, C5) and the
+    released history (C4); on a hit, a point mass on the stored view with no read, no charge
+    and no cap test (post-processing: Theorem 1 unchanged); the ledgers stay. None: select
+    afresh. Only a rule that breaks C4 reads the store (`ReuseRule.serve`)."""
+    interface, store = frame.interface, frame.store
+    rule = interface.reuse.rule_for(frame.query.name, slot)
     if rule is None:
         return None
-    return rule.serve(frame.history, exhausted, frame.strict, lambda: any(i.tags for i in charges.items(frame.store)))
-
-
-def _reused_plan(
-    interface: Interface, vector: LedgerVector, slot: str, read: SlotRead, vocabulary: Vocabulary, view: str
-) -> SlotPlan:
-    """Re-serve a released view: a point mass on it, nothing read, nothing charged, no cap
-    test (post-processing of the released history, Theorem 1 unchanged). The ledgers stay."""
+    read = interface.router.read(PublicPrefix(frame.history, frame.query, released), slot)
+    view = rule.serve(frame.history, exhausted, frame.strict, lambda: any(store.items[p - 1].tags for p in read.positions))
+    if view is None:
+        return None
+    vocabulary = interface.vocabulary(slot) if interface.hooks.vocabulary is None else interface.hooks.vocabulary(slot, store)
     ledgers, vector = interface.fractions(vector.scale).counted(vector.units)
-    return SlotPlan(
-        slot,
-        read,
-        _NO_CHARGE,
-        _ZERO,
-        False,
-        PointMass(views=vocabulary.names, view=view),
-        vocabulary,
-        ledgers,
-        (),
-        None,
-        vector,
-        True,
-    )
+    distribution = PointMass(views=vocabulary.names, view=view)
+    return SlotPlan(slot, read, _NO_CHARGE, _ZERO, False, distribution, vocabulary, ledgers, (), None, vector, True)
 
 
 def plan_slot(
