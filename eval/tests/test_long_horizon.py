@@ -54,5 +54,6 @@ def test_small_run_has_the_expected_shape() -> None:
     assert on["reused_turns"] > 0 == off["reused_turns"]
     for row in rows:
         assert row["L_target_max"] <= row["bound_B_a"]
+        assert row["matched_turns"] <= row["personalised_turns"] <= row["T"]
         assert row["exact_loss_max"] <= row["L_target_max"] + 1e-12  # Theorem 1, pathwise
     assert "| DP-MemView (on) | on | 32 |" in table(rows)

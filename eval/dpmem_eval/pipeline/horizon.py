@@ -13,6 +13,9 @@ read, with reuse the fresh reads of the reuse schedule (public: the trajectory a
 Measured here from the kernel alone (no LLM):
 
 - personalised turns: turns whose released view on M is not the slot's generic view;
+- matched turns: personalised turns whose view is the one the scorer ranks first on M (the
+  kernel-only proxy for tRec: a near-uniform draw at a tiny eps personalises often, but
+  rarely with the right view);
 - fresh selections (admitted; uncharged reads included), charged selections (a non-empty
   charge set) and reused turns on M, means over the test pairs and seeds;
 - L_target: the pathwise ledger of the target attribute at T (<= B_a, C5);
@@ -138,6 +141,20 @@ def exact_loss(interface: Any, store_m: Any, store_m_prime: Any, records: Sequen
     return float(abs(a - b))
 
 
+def best_views(interface: Any, store: Any) -> dict[str, str]:
+    """Per query: the view the scorer ranks first on this store (Eq. 5; first on ties), the
+    view a perfectly informed interface would release. Evaluation code reads the store here
+    (as the judge reads it for tRec); nothing of it reaches the kernel's releases."""
+    out = {}
+    for query in interface.queries:
+        read = query.reads[0]
+        vocabulary = interface.vocabulary(read.slot)
+        items = tuple(store.items[p - 1] for p in sorted(read.positions))
+        scores = list(interface.scorer.scores(read.relevance_map, vocabulary, items))
+        out[query.name] = vocabulary.names[scores.index(max(scores))]
+    return out
+
+
 def view_features(views: Sequence[tuple[tuple[str, str], ...]], index: dict[tuple[str, str], int]) -> Any:
     import numpy as np
 
@@ -175,7 +192,7 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
         for reuse in (False, True):
             for horizon in config.horizons:
                 start = time.perf_counter()
-                samples, personal, fresh, charged, reused, ledgers, losses = [], [], [], [], [], [], []
+                samples, personal, matched, fresh, charged, reused, ledgers, losses = [], [], [], [], [], [], [], []
                 for pair in pairs:
                     interface = long_interface(method, pair, policy, horizon, config.refresh_after if reuse else None)
                     names = trajectory(pair, horizon)
@@ -188,7 +205,12 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                             samples.append(auditor.Sample(pair.pair_id, pair.attribute, split, side, seed, features))
                             ledgers.append(run.target_ledger)
                             if side == "M" and split == "test":
+                                best = best_views(interface, store)
                                 personal.append(sum(any(v != generic[s] for s, v in t) for t in run.views))
+                                matched.append(sum(
+                                    any(v != generic[s] and v == best[name] for s, v in t)
+                                    for name, t in zip(names, run.views, strict=True)
+                                ))
                                 fresh.append(sum(k.count("fresh") for k in run.kinds))
                                 charged.append(sum(bool(c) for r in run.records for (_, c, _), ok in zip(r.charges, r.admitted, strict=True) if ok))
                                 reused.append(sum(k.count("reused") for k in run.kinds))
@@ -199,6 +221,7 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                     "method": method.name, "key": key, "reuse": reuse, "T": horizon,
                     "refresh_after": config.refresh_after if reuse else None,
                     "personalised_turns": float(np.mean(personal)), "personalised_share": float(np.mean(personal)) / horizon,
+                    "matched_turns": float(np.mean(matched)), "matched_share": float(np.mean(matched)) / horizon,
                     "fresh_selections": float(np.mean(fresh)), "charged_selections": float(np.mean(charged)),
                     "reused_turns": float(np.mean(reused)),
                     "bound_B_a": float(method.cap), "L_target_max": float(max(ledgers)),
@@ -213,7 +236,7 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
 
 
 COLUMNS = (
-    ("method", "method"), ("reuse", "reuse"), ("T", "T"), ("personalised_turns", "personalised turns"),
+    ("method", "method"), ("reuse", "reuse"), ("T", "T"), ("personalised_turns", "personalised turns"), ("matched_turns", "matched turns"),
     ("fresh_selections", "fresh"), ("charged_selections", "charged"), ("reused_turns", "reused (free)"), ("L_target_max", "max L_target"),
     ("exact_loss_max", "max exact loss"), ("view_auc", "view AUC"),
 )
@@ -244,10 +267,10 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
             label = f"{chosen[0]['method']}{' + reuse' if reuse else ''}"
             style = "-" if reuse else "--"
             ts = [r["T"] for r in chosen]
-            axes[0].plot(ts, [r["personalised_share"] for r in chosen], style, marker="o", label=label)
+            axes[0].plot(ts, [r["matched_share"] for r in chosen], style, marker="o", label=label)
             axes[1].plot(ts, [r["view_auc"] for r in chosen], style, marker="o", label=label)
             axes[2].plot(ts, [r["exact_loss_max"] for r in chosen], style, marker="o", label=label)
-    axes[0].set(title="personalised share of turns (proxy for tRec)", xlabel="T", ylim=(0, 1))
+    axes[0].set(title="share of turns with the store's best view (tRec proxy)", xlabel="T", ylim=(0, 1))
     axes[1].set(title="view-level auditor AUC", xlabel="T", ylim=(0.4, 1))
     axes[1].axhline(0.5, color="grey", lw=0.8)
     bound = max(r["bound_B_a"] for r in rows)
