@@ -295,3 +295,34 @@ def test_reuse_family_defaults_to_the_queries_that_read_the_slot() -> None:
     (rule,) = interface_from_dict(data).interface.reuse.rules
     assert rule.queries == frozenset({"checkup-reminder"})
     assert rule.reuse_when_exhausted and not rule.memory_change
+
+
+# ---------------------------------------------------------------- durable sessions
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_durable_session_re_serves_like_the_kernel_and_after_a_restart(kind: str, tmp_path: Path) -> None:
+    """The durable session releases the re-served view uncharged (not the generic view), its
+    state equals the in-memory kernel's, and a session reopened on the same ledger decides
+    reuse from the history the store kept."""
+    from dpmem_ref.ledger import MemoryLedgerStore, SQLiteLedgerStore
+    from dpmem_ref.turn import run_interaction
+    from dpmem_ref.turn.durable import DurableSession
+
+    loaded = load_interface_file(FIGURE2_REUSE)
+    queries = ["affordable-dinner", "checkup-reminder", "affordable-dinner", "weeknight-plan", "affordable-dinner"]
+    reference = run_interaction(loaded.interface, queries, loaded.store("M"), SeededRandomSource(5))
+    store = MemoryLedgerStore() if kind == "memory" else SQLiteLedgerStore(tmp_path / "l.db")
+    session = DurableSession.open(loaded.interface, store, "u", "i", loaded.store("M"), SeededRandomSource(5))
+    turns = [session.run_turn(query) for query in queries[:3]]
+    if kind == "sqlite":  # a new session object on the same database: history from the store
+        session = DurableSession.open(
+            loaded.interface, SQLiteLedgerStore(tmp_path / "l.db"), "u", "i", loaded.store("M"), SeededRandomSource(5)
+        )
+    turns += [session.run_turn(query) for query in queries[3:]]
+    food = [release for turn in turns for release in turn.releases if release.slot == "food"]
+    assert [r.admitted for r in food] == [True, False, False]
+    assert {r.view for r in food} == {food[0].view} and all(not r.charge_set for r in food[1:])
+    assert [dict(t.record.control).get("food") for t in turns] == ["released", None, "reused", None, "reused"]
+    if kind == "memory":
+        assert session.state() == reference
