@@ -15,7 +15,8 @@ Measured here from the kernel alone (no LLM):
 - personalised turns: turns whose released view on M is not the slot's generic view;
 - matched turns: personalised turns whose view is the one the scorer ranks first on M (the
   kernel-only proxy for tRec: a near-uniform draw at a tiny eps personalises often, but
-  rarely with the right view);
+  rarely with the right view); and the same share over the turns whose read touches a
+  protected group (the reads the budget governs; the others run uncharged, Lemma 1);
 - fresh selections (admitted; uncharged reads included), charged selections (a non-empty
   charge set) and reused turns on M, means over the test pairs and seeds;
 - L_target: the pathwise ledger of the target attribute at T (<= B_a, C5);
@@ -193,9 +194,11 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
             for horizon in config.horizons:
                 start = time.perf_counter()
                 samples, personal, matched, fresh, charged, reused, ledgers, losses = [], [], [], [], [], [], [], []
+                matched_protected: list[float] = []
                 for pair in pairs:
                     interface = long_interface(method, pair, policy, horizon, config.refresh_after if reuse else None)
                     names = trajectory(pair, horizon)
+                    protected = {q.name: bool(interface.policy.gamma_star(q.reads[0].positions)) for q in interface.queries}
                     stores = {side: kernel_store(policy, s, side) for side, s in (("M", pair.store_m), ("M'", pair.store_m_prime))}
                     split = split_of(pair)
                     for seed in config.seeds:
@@ -207,10 +210,14 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                             if side == "M" and split == "test":
                                 best = best_views(interface, store)
                                 personal.append(sum(any(v != generic[s] for s, v in t) for t in run.views))
-                                matched.append(sum(
+                                hits = [
                                     any(v != generic[s] and v == best[name] for s, v in t)
                                     for name, t in zip(names, run.views, strict=True)
-                                ))
+                                ]
+                                matched.append(sum(hits))
+                                guarded = [protected[name] for name in names]
+                                matched_protected.append(sum(h for h, g in zip(hits, guarded, strict=True) if g)
+                                                         / max(1, sum(guarded)))
                                 fresh.append(sum(k.count("fresh") for k in run.kinds))
                                 charged.append(sum(bool(c) for r in run.records for (_, c, _), ok in zip(r.charges, r.admitted, strict=True) if ok))
                                 reused.append(sum(k.count("reused") for k in run.kinds))
@@ -222,6 +229,7 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                     "refresh_after": config.refresh_after if reuse else None,
                     "personalised_turns": float(np.mean(personal)), "personalised_share": float(np.mean(personal)) / horizon,
                     "matched_turns": float(np.mean(matched)), "matched_share": float(np.mean(matched)) / horizon,
+                    "matched_protected_share": float(np.mean(matched_protected)),
                     "fresh_selections": float(np.mean(fresh)), "charged_selections": float(np.mean(charged)),
                     "reused_turns": float(np.mean(reused)),
                     "bound_B_a": float(method.cap), "L_target_max": float(max(ledgers)),
@@ -237,6 +245,7 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
 
 COLUMNS = (
     ("method", "method"), ("reuse", "reuse"), ("T", "T"), ("personalised_turns", "personalised turns"), ("matched_turns", "matched turns"),
+    ("matched_protected_share", "matched share, protected reads"),
     ("fresh_selections", "fresh"), ("charged_selections", "charged"), ("reused_turns", "reused (free)"), ("L_target_max", "max L_target"),
     ("exact_loss_max", "max exact loss"), ("view_auc", "view AUC"),
 )
@@ -267,10 +276,10 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
             label = f"{chosen[0]['method']}{' + reuse' if reuse else ''}"
             style = "-" if reuse else "--"
             ts = [r["T"] for r in chosen]
-            axes[0].plot(ts, [r["matched_share"] for r in chosen], style, marker="o", label=label)
+            axes[0].plot(ts, [r["matched_protected_share"] for r in chosen], style, marker="o", label=label)
             axes[1].plot(ts, [r["view_auc"] for r in chosen], style, marker="o", label=label)
             axes[2].plot(ts, [r["exact_loss_max"] for r in chosen], style, marker="o", label=label)
-    axes[0].set(title="share of turns with the store's best view (tRec proxy)", xlabel="T", ylim=(0, 1))
+    axes[0].set(title="protected reads served the store's best view\n(kernel-only tRec proxy)", xlabel="T", ylim=(0, 1))
     axes[1].set(title="view-level auditor AUC", xlabel="T", ylim=(0.4, 1))
     axes[1].axhline(0.5, color="grey", lw=0.8)
     bound = max(r["bound_B_a"] for r in rows)
