@@ -163,11 +163,6 @@ class Interface:
         return (key, self.reuse.state_key(history)) if self.reuse.rules else key
 
     @property
-    def reads_history(self) -> bool:
-        """Whether routing, the control or reuse read the completed history."""
-        return bool(self.router.reads_history or self.control.reads_history or self.reuse.rules)
-
-    @property
     def caps(self) -> Mapping[str, Fraction]:
         return self.policy.caps
 

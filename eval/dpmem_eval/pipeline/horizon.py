@@ -16,7 +16,8 @@ Measured here from the kernel alone (no LLM):
 - matched turns: personalised turns whose view is the one the scorer ranks first on M (the
   kernel-only proxy for tRec: a near-uniform draw at a tiny eps personalises often, but
   rarely with the right view); and the same share over the turns whose read touches a
-  protected group (the reads the budget governs; the others run uncharged, Lemma 1);
+  protected group (the reads the budget governs; the others run uncharged, Lemma 1), beside
+  its chance level (a uniform draw over the slot's views at every protected read);
 - fresh selections (admitted; uncharged reads included), charged selections (a non-empty
   charge set) and reused turns on M, means over the test pairs and seeds;
 - L_target: the pathwise ledger of the target attribute at T (<= B_a, C5);
@@ -195,6 +196,7 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                 start = time.perf_counter()
                 samples, personal, matched, fresh, charged, reused, ledgers, losses = [], [], [], [], [], [], [], []
                 matched_protected: list[float] = []
+                chance: list[float] = []
                 for pair in pairs:
                     interface = long_interface(method, pair, policy, horizon, config.refresh_after if reuse else None)
                     names = trajectory(pair, horizon)
@@ -218,6 +220,12 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                                 guarded = [protected[name] for name in names]
                                 matched_protected.append(sum(h for h, g in zip(hits, guarded, strict=True) if g)
                                                          / max(1, sum(guarded)))
+                                # a uniform draw over V_g at every protected read: the proxy's chance level
+                                chance.append(sum(
+                                    (best[name] != generic[interface.query(name).reads[0].slot])
+                                    / len(interface.vocabulary(interface.query(name).reads[0].slot).names)
+                                    for name in names if protected[name]
+                                ) / max(1, sum(guarded)))
                                 fresh.append(sum(k.count("fresh") for k in run.kinds))
                                 charged.append(sum(bool(c) for r in run.records for (_, c, _), ok in zip(r.charges, r.admitted, strict=True) if ok))
                                 reused.append(sum(k.count("reused") for k in run.kinds))
@@ -230,6 +238,7 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                     "personalised_turns": float(np.mean(personal)), "personalised_share": float(np.mean(personal)) / horizon,
                     "matched_turns": float(np.mean(matched)), "matched_share": float(np.mean(matched)) / horizon,
                     "matched_protected_share": float(np.mean(matched_protected)),
+                    "matched_protected_chance": float(np.mean(chance)),
                     "fresh_selections": float(np.mean(fresh)), "charged_selections": float(np.mean(charged)),
                     "reused_turns": float(np.mean(reused)),
                     "bound_B_a": float(method.cap), "L_target_max": float(max(ledgers)),
@@ -246,6 +255,7 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
 COLUMNS = (
     ("method", "method"), ("reuse", "reuse"), ("T", "T"), ("personalised_turns", "personalised turns"), ("matched_turns", "matched turns"),
     ("matched_protected_share", "matched share, protected reads"),
+    ("matched_protected_chance", "(uniform draw)"),
     ("fresh_selections", "fresh"), ("charged_selections", "charged"), ("reused_turns", "reused (free)"), ("L_target_max", "max L_target"),
     ("exact_loss_max", "max exact loss"), ("view_auc", "view AUC"),
 )
@@ -268,6 +278,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for key in sorted({r["key"] for r in rows}):
@@ -279,6 +290,8 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
             axes[0].plot(ts, [r["matched_protected_share"] for r in chosen], style, marker="o", label=label)
             axes[1].plot(ts, [r["view_auc"] for r in chosen], style, marker="o", label=label)
             axes[2].plot(ts, [r["exact_loss_max"] for r in chosen], style, marker="o", label=label)
+    chance = float(np.mean([r["matched_protected_chance"] for r in rows]))
+    axes[0].axhline(chance, color="grey", lw=0.8, ls=":")
     axes[0].set(title="protected reads served the store's best view\n(kernel-only tRec proxy)", xlabel="T", ylim=(0, 1))
     axes[1].set(title="view-level auditor AUC", xlabel="T", ylim=(0.4, 1))
     axes[1].axhline(0.5, color="grey", lw=0.8)
