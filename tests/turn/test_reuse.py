@@ -326,3 +326,21 @@ def test_durable_session_re_serves_like_the_kernel_and_after_a_restart(kind: str
     assert [dict(t.record.control).get("food") for t in turns] == ["released", None, "reused", None, "reused"]
     if kind == "memory":
         assert session.state() == reference
+
+
+def test_dpmem_run_says_reused_in_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from dpmem_ref.cli import main
+    from tests.schemas.test_json_schemas import validate
+
+    queries = tmp_path / "q.txt"
+    queries.write_text("affordable-dinner\naffordable-dinner\n")
+    args = ["run", str(FIGURE2_REUSE), "--store", "M", "--queries", str(queries), "--seed", "1", "--no-release-deadline"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert text.count("reused, cost 0") == 2 and "fallback" not in text
+    assert main([*args, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    validate("run", document)
+    assert [[s["status"] for s in t["slots"]] for t in document["turns"]] == [["released"] * 2, ["reused"] * 2]
