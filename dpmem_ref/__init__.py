@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from dpmem_ref.parts.caps import ProspectiveCap
     from dpmem_ref.parts.controls import FallbackControl, NoControl
     from dpmem_ref.parts.protocols import CapRule, ControlContext, ControlRule, PrivateTurnData, Router, Selector
+    from dpmem_ref.parts.reuse import ReusePolicy, ReuseRule
     from dpmem_ref.parts.routers import FixedRouter
     from dpmem_ref.parts.scoring import FunctionScorer, LinearTagScorer, LinearWeights, Scorer
     from dpmem_ref.parts.selectors import ExponentialMechanismSelector
@@ -102,6 +103,7 @@ _MODULES = {
     "dpmem_ref.parts.caps": ("ProspectiveCap",),
     "dpmem_ref.parts.controls": ("FallbackControl", "NoControl",),
     "dpmem_ref.parts.protocols": ("CapRule", "ControlContext", "ControlRule", "PrivateTurnData", "Router", "Selector",),
+    "dpmem_ref.parts.reuse": ("ReusePolicy", "ReuseRule",),
     "dpmem_ref.parts.routers": ("FixedRouter",),
     "dpmem_ref.parts.scoring": ("FunctionScorer", "LinearTagScorer", "LinearWeights", "Scorer",),
     "dpmem_ref.parts.selectors": ("ExponentialMechanismSelector",),
@@ -156,6 +158,8 @@ __all__ = [
     "RandomSource",
     "RawEvidenceControl",
     "RecordingSource",
+    "ReusePolicy",
+    "ReuseRule",
     "Router",
     "Scorer",
     "SeededRandomSource",

@@ -64,6 +64,15 @@ def _part_violations(interface: Interface) -> list[Violation]:
     if interface.control.violates:
         message = f"observable control {interface.control.name!r} reads raw memory or internal scores"
         found.append(Violation(interface.control.violates, message, "control_reads_private"))
+    for rule in interface.reuse.reads_memory:
+        # Reuse is post-processing only when the decision to reuse reads public inputs and
+        # the released history (dpmem_ref.parts.reuse); a refresh on an undeclared memory
+        # change makes the pattern of charged selections a function of memory.
+        message = (
+            f"reuse rule of slot {rule.slot}: refresh on a memory change reads memory; "
+            "declare the change a public event (memory_change_public, refresh_on) or drop it"
+        )
+        found.append(Violation.of("C4.reuse_reads_memory", message, None, rule.slot))
     return found
 
 

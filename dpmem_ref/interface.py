@@ -8,7 +8,7 @@ strict kernel refuses them (`contract.require_contract`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from fractions import Fraction
 from functools import lru_cache
 
@@ -20,14 +20,16 @@ from dpmem_ref.core.limits import MAX_QUERY_LINES, check_ledger_digits
 from dpmem_ref.core.memo import KernelMemo
 from dpmem_ref.core.policy import MemoryItem, Policy, Store
 from dpmem_ref.core.rational import require_positive_rational
-from dpmem_ref.core.transcript import Query, SlotRead
+from dpmem_ref.core.transcript import Query, SlotRead, TurnRecord
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.mechanism.em import PointMass
 from dpmem_ref.parts.broken import PrivateHooks
 from dpmem_ref.parts.budget import BudgetRule
 from dpmem_ref.parts.caps import ProspectiveCap
 from dpmem_ref.parts.controls import FallbackControl
+from dpmem_ref.parts.period import BudgetPeriod
 from dpmem_ref.parts.protocols import CapRule, ControlRule, Router, Selector
+from dpmem_ref.parts.reuse import ReusePolicy
 from dpmem_ref.parts.routers import FixedRouter
 from dpmem_ref.parts.scoring import Scorer
 from dpmem_ref.parts.selectors import ExponentialMechanismSelector
@@ -100,6 +102,12 @@ class Interface:
     hooks: PrivateHooks = PrivateHooks()
     uncharged_epsilon: Fraction = Fraction(1)
     name: str = "interface"
+    # Reuse of released views at no charge (dpmem_ref.parts.reuse): post-processing of the
+    # released history when the rule reads only public inputs (C4).
+    reuse: ReusePolicy = ReusePolicy()
+    # The public period the caps are renewed over (dpmem_ref.parts.period), or None: the
+    # caps bound one interaction. k periods compose to k x B_a (basic composition).
+    period: BudgetPeriod | None = None
     _vocabulary_by_slot: dict[str, Vocabulary] = attrs.field(init=False, repr=False, eq=False, hash=False)
     _query_by_name: dict[str, Query] = attrs.field(init=False, repr=False, eq=False, hash=False)
     # Private memos of pure functions of the frozen parts (dpmem_ref.core.memo).
@@ -119,6 +127,7 @@ class Interface:
         )
         object.__setattr__(self, "_vocabulary_by_slot", {v.slot: v for v in self.vocabularies})
         object.__setattr__(self, "_query_by_name", {q.name: q for q in self.queries})
+        _require_reuse(self)
 
     def vocabulary(self, slot: str) -> Vocabulary:
         found = self._vocabulary_by_slot.get(slot)
@@ -146,6 +155,12 @@ class Interface:
         if name not in table:
             raise InputError("query", f"one of {sorted(table)}", name)
         return table[name]
+
+    def state_key(self, history: tuple[TurnRecord, ...]) -> Hashable:
+        """The part of the released history the future turns depend on (exact audits):
+        the router's key, and the reuse rules' valid fresh views when there are rules."""
+        key = self.router.state_key(history)
+        return (key, self.reuse.state_key(history)) if self.reuse.rules else key
 
     @property
     def caps(self) -> Mapping[str, Fraction]:
@@ -205,6 +220,25 @@ _PART_MEMBERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+def _require_reuse(interface: Interface) -> None:
+    """Reuse rules name declared slots and catalogue queries (public names only)."""
+    reuse = interface.reuse
+    if not isinstance(reuse, ReusePolicy):
+        raise InputError("reuse", "a dpmem_ref.ReusePolicy", type(reuse).__name__)
+    slots, queries = interface._vocabulary_by_slot, interface._query_by_name
+    for rule in reuse.rules:
+        where = f"reuse.{rule.slot}"
+        if rule.slot not in slots:
+            raise InputError(f"{where}.slot", f"a slot with a vocabulary {sorted(slots)}", rule.slot)
+        for field, names in (("queries", rule.queries), ("refresh_on", rule.refresh_on)):
+            unknown = sorted(names - set(queries))
+            if unknown:
+                raise InputError(f"{where}.{field}", f"queries of the catalogue {sorted(queries)}", unknown[0])
+        idle = sorted(q for q in rule.queries if all(r.slot != rule.slot for r in queries[q].reads))
+        if idle:
+            raise InputError(f"{where}.queries", f"queries that read slot {rule.slot}", idle[0])
+
+
 def _require_parts(interface: Interface) -> None:
     """Types of the interface's fields (the public constructor's boundary)."""
     if not isinstance(interface.policy, Policy):
@@ -225,6 +259,8 @@ def _require_parts(interface: Interface) -> None:
             )
     if not isinstance(interface.hooks, PrivateHooks):
         raise InputError("hooks", "a PrivateHooks", type(interface.hooks).__name__)
+    if interface.period is not None and not isinstance(interface.period, BudgetPeriod):
+        raise InputError("period", "a dpmem_ref.BudgetPeriod or None", type(interface.period).__name__)
     if not isinstance(interface.name, str):
         raise InputError("name", "a string", type(interface.name).__name__)
 

@@ -33,7 +33,10 @@ class GeneralSearch(SearchProblem):
         # The rest of a turn and the future are independent of which view a slot released
         # when neither routing nor the control reads released views (declared on the parts).
         router = self.interface.router
-        self.views_irrelevant = not router.reads_released_views and not self.interface.control.reads_views
+        # Reuse re-serves released views in later turns: the future depends on them.
+        self.views_irrelevant = (
+            not router.reads_released_views and not self.interface.control.reads_views and not self.interface.reuse.rules
+        )
 
     @property
     def states_explored(self) -> int:
@@ -52,7 +55,7 @@ class GeneralSearch(SearchProblem):
         t = state_a.turn
         if t == self.horizon:
             return Best(ZERO, None, ZERO, None)
-        key = (t, state_a.ledgers, state_b.ledgers, self.interface.router.state_key(state_a.history))
+        key = (t, state_a.ledgers, state_b.ledgers, self.interface.state_key(state_a.history))
         cached = self.turn_memo.get(key)
         if cached is not None:
             return cached
@@ -81,7 +84,7 @@ class GeneralSearch(SearchProblem):
             len(released),
             (cursor_a.units, cursor_a.scale),
             (cursor_b.units, cursor_b.scale),
-            self.interface.router.state_key(cursor_a.history),
+            self.interface.state_key(cursor_a.history),
             None if self.views_irrelevant else released,
             tuple(p.admitted for p in cursor_a.plans),
             tuple(p.admitted for p in cursor_b.plans),

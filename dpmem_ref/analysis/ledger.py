@@ -60,6 +60,7 @@ def applies(interface: Interface, strict: bool) -> bool:
         and hooks.routing is None
         and hooks.fallback is None
         and hooks.vocabulary is None
+        and not interface.reuse.rules  # reuse reads the released history: the general search
         # Strict NoCap must raise C5 at the state that overflows: the general search does.
         and (interface.cap_rule.prospective or (isinstance(interface.cap_rule, NoCap) and not strict))
     )

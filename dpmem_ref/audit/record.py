@@ -31,7 +31,7 @@ from dpmem_ref.turn.plan import SlotPlan
 from dpmem_ref.turn.planner import begin_turn
 from dpmem_ref.turn.state import InterfaceState
 
-RELEASES = ("em", "deterministic", "fallback")  # how a slot's view was released
+RELEASES = ("em", "deterministic", "fallback", "reused")  # how a slot's view was released
 
 
 @attrs.frozen
@@ -68,6 +68,8 @@ class WitnessRow:
 
 
 def _release(plan: SlotPlan) -> str:
+    if plan.reused:  # a released view re-served at no charge (dpmem_ref.parts.reuse)
+        return "reused"
     if not plan.admitted:
         return "fallback"
     return "em" if isinstance(plan.distribution, ExponentialWeights) else "deterministic"

@@ -2,7 +2,7 @@
 and `python -m counterexamples`.
 
 JSON, per turn: `turn`, `query`, `views` ([{slot, view}]), `slots` (per slot: view,
-`release` "em" | "deterministic" | "fallback", `generic`, `epsilon` charged, `charged`
+`release` "em" | "deterministic" | "fallback" | "reused", `generic`, `epsilon` charged, `charged`
 attributes, `step_a_over_b` / `step_b_over_a`), `control` (the observable control as
 plain JSON, or "<withheld ...>" when a broken control reads raw memory or scores),
 `controls_differ`, `note`, `ledgers_after`, and the turn's `step_a_over_b` /
@@ -68,6 +68,8 @@ def rows_json(rows: Sequence[WitnessRow], controls_private: bool) -> list[dict[s
 def _release_text(slot: SlotRow) -> str:
     if slot.release == "fallback":
         return "fallback (cap), cost 0"
+    if slot.release == "reused":
+        return "reused (released view), cost 0"
     kind = "EM" if slot.release == "em" else "deterministic"
     drawn = " generic" if slot.generic else ""
     if not slot.charged:

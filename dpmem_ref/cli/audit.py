@@ -30,11 +30,37 @@ def command_audit(args: argparse.Namespace) -> int:
     from dpmem_ref.audit.render import audit_json, audit_text
     from dpmem_ref.audit.verdict import audit
     from dpmem_ref.config.load import load_interface_file
+    from dpmem_ref.parts.period import require_periods
 
+    periods = None if args.periods is None else require_periods(args.periods)
     loaded = load_interface_file(args.file)
     report = audit(loaded, args.store_a, args.store_b, args.horizon, max_states=args.max_states)
-    print(json.dumps(audit_json(report), indent=2) if args.json else audit_text(report))
+    composed = None if periods is None else _composed(loaded.interface.period, report.adjacency.bound, periods)
+    if args.json:
+        data = audit_json(report)
+        if periods is not None:
+            data["periods"] = None if composed is None else composed.to_json()
+        print(json.dumps(data, indent=2))
+    else:
+        text = audit_text(report)
+        if periods is not None:  # after the verdict rows: the composed guarantee over k periods
+            line = "no finite bound to compose" if composed is None else composed.line("kappa")
+            text = _after_verdict(text, f"  {'periods':<20} {line}")
+        print(text)
     return report.exit_code
+
+
+def _composed(period: Any, bound: Any, periods: int) -> Any:
+    """k x kappa (docs/reuse.md, "Budget periods"); None when kappa is infinite."""
+    from dpmem_ref.parts.period import ComposedGuarantee
+
+    return None if bound is None else ComposedGuarantee(periods, period, bound)
+
+
+def _after_verdict(text: str, row: str) -> str:
+    lines = text.splitlines()
+    at = next((i + 1 for i, line in enumerate(lines) if line.lstrip().startswith("verdict ")), len(lines))
+    return "\n".join(lines[:at] + [row] + lines[at:])
 
 
 def add_auditor_parsers(sub: Any) -> None:
@@ -63,6 +89,12 @@ def add_auditor_parsers(sub: Any) -> None:
         type=int,
         default=DEFAULT_MAX_STATES,
         help=f"stop with exit 2 past this many memoized states (default {DEFAULT_MAX_STATES})",
+    )
+    audit_parser.add_argument(
+        "--periods",
+        type=int,
+        default=None,
+        help="also print the guarantee composed over K budget periods: K x the bound (basic composition)",
     )
     audit_parser.add_argument("--json", action="store_true", help="machine-readable output")
     audit_parser.set_defaults(handler=command_audit)

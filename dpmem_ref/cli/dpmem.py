@@ -71,6 +71,7 @@ def _history_is_unread(interface: Interface) -> bool:
         not interface.router.reads_history
         and not interface.control.reads_history
         and interface.hooks == PrivateHooks()
+        and not interface.reuse.rules  # reuse re-serves views of earlier turns
     )
 
 
@@ -169,7 +170,7 @@ def _turn_json(turn: int, name: str, result: Any, ledgers: dict[str, Fraction]) 
         {
             "slot": plan.slot,
             "view": view,
-            "status": "released" if plan.admitted else "fallback",
+            "status": "reused" if plan.reused else "released" if plan.admitted else "fallback",
             "charged": sorted(plan.charge_set) if plan.admitted else [],
             "epsilon": fraction_text(plan.epsilon) if plan.admitted else "0",
         }
@@ -192,7 +193,7 @@ def _turn_lines(turn: dict[str, Any], caps: dict[str, str]) -> list[str]:
         charge = (
             f"charged {slot['epsilon']} to {', '.join(slot['charged'])}"
             if slot["charged"]
-            else ("fallback, cost 0" if slot["status"] == "fallback" else "uncharged")
+            else (f"{slot['status']}, cost 0" if slot["status"] in ("fallback", "reused") else "uncharged")
         )
         lines.append(f"      {slot['slot']:<10} -> {slot['view']:<24} {charge}")
     ledger_text = ", ".join(f"{a} {v} of {caps[a]}" for a, v in turn["ledgers"].items())

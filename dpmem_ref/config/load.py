@@ -34,7 +34,9 @@ from dpmem_ref.core.transcript import Query, SlotRead
 from dpmem_ref.core.views import MAX_VIEWS_PER_SLOT, View, Vocabulary
 from dpmem_ref.interface import Interface, check_ledger_size
 from dpmem_ref.parts.budget import BudgetRule
+from dpmem_ref.parts.period import BudgetPeriod
 from dpmem_ref.parts.protocols import CapRule, ControlRule, Selector
+from dpmem_ref.parts.reuse import ReusePolicy, ReuseRule
 from dpmem_ref.parts.scoring import Scorer
 
 TOP_LEVEL_KEYS = {
@@ -49,6 +51,7 @@ TOP_LEVEL_KEYS = {
     "queries",
     "stores",
     "deployment",
+    "reuse",
 }
 MAX_QUERIES = 10_000
 
@@ -228,6 +231,64 @@ def _deployment(data: dict[str, Any]) -> tuple[Selector, CapRule, ControlRule]:
     return selector.build(spec, "deployment"), cap_rule.build(spec, "deployment"), control.build(spec, "deployment")
 
 
+REUSE_KEYS = {
+    "slot",
+    "queries",
+    "refresh_after",
+    "refresh_on",
+    "reuse_when_exhausted",
+    "memory_change",
+    "memory_change_public",
+}
+
+
+def _reuse(data: dict[str, Any], queries: tuple[Query, ...], slots: tuple[str, ...]) -> ReusePolicy:
+    """`[[reuse]]` tables (docs/reuse.md): one per slot; `queries` defaults to every query
+    that reads the slot. Names are checked here, against the catalogue; the rule checks the
+    rest (dpmem_ref.parts.reuse)."""
+    entries = as_list(data.get("reuse", []), "reuse")
+    names = [q.name for q in queries]
+    rules = []
+    for index, entry in enumerate(entries):
+        entry = read_table(entry, f"reuse[{index}]")
+        slot = string(entry.get("slot"), f"reuse[{index}].slot")
+        field = f"reuse.{slot}"
+        unknown_keys(entry, REUSE_KEYS, field)
+        if slot not in slots:
+            raise InputError(f"{field}.slot", f"a slot with a vocabulary {sorted(slots)}", slot)
+        if "refresh_after" not in entry:
+            raise InputError(f"{field}.refresh_after", "a number of turns a released view serves", NOTHING)
+        family = entry.get("queries")
+        chosen = (
+            frozenset(q.name for q in queries if any(r.slot == slot for r in q.reads))
+            if family is None
+            else strings(family, f"{field}.queries")
+        )
+        events = strings(entry.get("refresh_on", []), f"{field}.refresh_on")
+        for key, group in (("queries", chosen), ("refresh_on", events)):
+            unknown = sorted(group - set(names))
+            if unknown:
+                raise InputError(f"{field}.{key}", f"queries of the catalogue {names}", unknown[0])
+        rules.append(
+            ReuseRule(
+                slot=slot,
+                queries=chosen,
+                refresh_after=entry["refresh_after"],
+                refresh_on=events,
+                memory_change=entry.get("memory_change", False),
+                memory_change_public=entry.get("memory_change_public", False),
+                reuse_when_exhausted=entry.get("reuse_when_exhausted", True),
+            )
+        )
+    return ReusePolicy(tuple(rules))
+
+
+def _period(data: dict[str, Any]) -> BudgetPeriod | None:
+    """`[budget] period = "30 days"`: the caps are renewed per period (docs/reuse.md)."""
+    value = read_table(data.get("budget"), "budget").get("period")
+    return None if value is None else BudgetPeriod.parse(value, "budget.period")
+
+
 def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFile:
     """Build the interface and named stores from a parsed description."""
     data = dict(data)
@@ -237,10 +298,11 @@ def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFil
     policy = Policy(layout=layout, attributes=_attributes(data, layout))
     vocabularies = _vocabularies(data, layout)
     selector, cap_rule, control = _deployment(data)
+    queries = _queries(data, layout, vocabularies, policy.attribute_names)
     interface = Interface(
         policy=policy,
         vocabularies=vocabularies,
-        queries=_queries(data, layout, vocabularies, policy.attribute_names),
+        queries=queries,
         scorer=_scorer(data),
         budget=_budget(data, policy.attribute_names),
         # eps of a selection with an empty charge set (docs/config-format.md, "Uncharged reads").
@@ -251,6 +313,8 @@ def interface_from_dict(data: Mapping[str, Any], path: str = "") -> InterfaceFil
         cap_rule=cap_rule,
         control=control,
         name=string(data.get("name", Path(path).stem or "interface"), "name"),
+        reuse=_reuse(data, queries, tuple(v.slot for v in vocabularies)),
+        period=_period(data),
     )
     check_ledger_size(interface)
     description = data.get("description", "")

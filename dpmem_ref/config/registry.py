@@ -147,7 +147,7 @@ BUDGET_RULES: PartTable[BudgetRule] = PartTable(
         PartRow("online", OnlineBudget, frozenset({"K"}), _online),
         PartRow("preallocated", PreallocatedBudget.from_mapping, frozenset({"plan"}), _preallocated),
     ),
-    shared_keys=frozenset({"rule", "uncharged_epsilon"}),
+    shared_keys=frozenset({"rule", "uncharged_epsilon", "period"}),
     listing="or",
 )
 

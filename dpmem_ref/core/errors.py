@@ -31,6 +31,7 @@ VIOLATION_CODES: dict[str, str] = {
     "C4.memory_routing": "slot activation reads raw memory (private hook)",
     "C4.score_fallback": "the fallback decision reads internal scores (private hook)",
     "C4.read_outside_slot": "a read set includes positions of other slots",
+    "C4.reuse_reads_memory": "a reuse rule's refresh reads a memory change not declared public",
     "C5.cap_rule": "the cap rule does not keep L_a <= B_a on every path",
     "C5.ledger_over_cap": "a ledger exceeds its cap after an update",
     "C5.store_refusal_admitted": "the cap rule admits what the committed ledger store refused",

@@ -12,7 +12,9 @@ from dpmem_ref.parts.protocols import ControlContext, PrivateTurnData
 
 @attrs.frozen
 class FallbackControl:
-    """c_t = which slots fell back: a function of ledgers and eps, hence public (C6)."""
+    """c_t = which slots fell back, and which re-served a released view (reuse): functions of
+    the ledgers, eps and the released history, hence public (C6). Per slot "released" (a fresh,
+    charged selection), "fallback" (the generic view at zero cost) or "reused" (free)."""
 
     name: str = "fallback"
     violates: str | None = None
@@ -21,6 +23,13 @@ class FallbackControl:
     reads_history: ClassVar[bool] = False
 
     def observe(self, context: ControlContext, private: PrivateTurnData | None) -> Hashable:
+        if context.reused and any(context.reused):
+            return tuple(
+                [
+                    (slot, "reused" if again else "released" if ok else "fallback")
+                    for (slot, _), ok, again in zip(context.views, context.admitted, context.reused, strict=True)
+                ]
+            )
         return tuple(
             [(slot, "released" if ok else "fallback") for (slot, _), ok in zip(context.views, context.admitted, strict=True)]
         )

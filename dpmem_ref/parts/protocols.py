@@ -96,6 +96,9 @@ class ControlContext:
     history: tuple[TurnRecord, ...]
     ledgers: tuple[tuple[str, Fraction], ...]
     caps: tuple[tuple[str, Fraction], ...]
+    # Per slot: True when the view was re-served by the reuse rule (public: a function of
+    # the released history, dpmem_ref.parts.reuse); empty means none was.
+    reused: tuple[bool, ...] = ()
 
 
 @attrs.frozen(repr=False)

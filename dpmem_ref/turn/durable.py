@@ -195,6 +195,8 @@ class DurableSession:
         while not cursor.done:
             plan = cursor.plan()
             generic = plan.vocabulary.generic
+            if plan.reused:  # a released view re-served at no charge (parts/reuse.py): the uncharged release
+                generic = plan.distribution.sample(self.source)  # a point mass: no draw
             # Drawn privately: not observable until the charge below has committed.
             candidate = plan.distribution.sample(self.source) if plan.admitted else generic
             request = ReleaseRequest(
@@ -205,7 +207,7 @@ class DurableSession:
                 view=candidate,
                 fallback_view=generic,
                 charge_set=plan.charge_set,
-                epsilon=plan.epsilon,
+                epsilon=plan.epsilon if not plan.reused else interface.uncharged_epsilon,  # unused: not requested
                 requested=plan.admitted,
             )
             self._at("slot:before-charge")

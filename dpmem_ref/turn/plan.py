@@ -23,7 +23,7 @@ from dpmem_ref.core.transcript import PublicPrefix, Query, ReleasedViews, SlotRe
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.interface import ChargePlan, Interface, fallback_distribution
 from dpmem_ref.mechanism.construction import validate_em_inputs
-from dpmem_ref.mechanism.em import ReleaseDistribution
+from dpmem_ref.mechanism.em import PointMass, ReleaseDistribution
 from dpmem_ref.turn import checks
 
 
@@ -72,17 +72,20 @@ class SlotPlan(NamedTuple):
     items: tuple[MemoryItem, ...]
     scores: tuple[Fraction, ...] | None
     vector_after: LedgerVector
+    # True: the view is a released view re-served by the interface's reuse rule
+    # (dpmem_ref.parts.reuse): no read, no charge, no cap test; admitted is False.
+    reused: bool = False
 
     def __repr__(self) -> str:
         return (
             f"SlotPlan(slot={self.slot!r}, charge_set={sorted(self.charge_set)}, epsilon={self.epsilon}, "
-            f"admitted={self.admitted}, <private items and scores>)"
+            f"admitted={self.admitted}, reused={self.reused}, <private items and scores>)"
         )
 
     @property
-    def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...]]:
+    def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...], bool]:
         """What two stores must agree on at the same prefix (C4, C5)."""
-        return (self.slot, self.charge_set, self.epsilon, self.admitted, self.vocabulary.names)
+        return (self.slot, self.charge_set, self.epsilon, self.admitted, self.vocabulary.names, self.reused)
 
 
 def _read_store(
@@ -165,6 +168,10 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
     interface, store, query, strict = frame.interface, frame.store, frame.query, frame.strict
     hooks = interface.hooks
     memo = interface._memo
+    if interface.reuse.rules:  # before the route: a re-served view needs no charge plan
+        reused_plan = _reuse_plan(frame, vector, released, slot, False)
+        if reused_plan is not None:
+            return reused_plan
     route: tuple[Vocabulary, SlotRead, ChargePlan] | None = None
     if not (interface.router.reads_history or interface.router.reads_released_views):
         route = memo.routes.get((query, slot))  # `_route`'s memo, read here first (the hot path)
@@ -236,6 +243,10 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
                 )
         units_after = tuple(after)
     else:
+        if interface.reuse.rules:  # refused by the cap test: re-serve the stored view if the rule says so
+            reused_plan = _reuse_plan(frame, vector, released, slot, True)
+            if reused_plan is not None:
+                return reused_plan
         distribution = fallback_distribution(vocabulary)  # line 10
         units_after = units
     ledgers_after, vector_after = table.counted(units_after)  # both cached per vector
@@ -254,8 +265,35 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
             items,
             scores,
             vector_after,
+            False,
         ),
     )
+
+
+_NO_CHARGE: frozenset[str] = frozenset()
+_ZERO = Fraction(0)
+
+
+def _reuse_plan(
+    frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, slot: str, exhausted: bool
+) -> SlotPlan | None:
+    """Re-serve a released view (`dpmem_ref.parts.reuse`): the rule decides from public
+    inputs, the ledgers (`exhausted`: the cap test refused a fresh selection, C5) and the
+    released history (C4); on a hit, a point mass on the stored view with no read, no charge
+    and no cap test (post-processing: Theorem 1 unchanged); the ledgers stay. None: select
+    afresh. Only a rule that breaks C4 reads the store (`ReuseRule.serve`)."""
+    interface, store = frame.interface, frame.store
+    rule = interface.reuse.rule_for(frame.query.name, slot)
+    if rule is None:
+        return None
+    read = interface.router.read(PublicPrefix(frame.history, frame.query, released), slot)
+    view = rule.serve(frame.history, exhausted, frame.strict, lambda: any(store.items[p - 1].tags for p in read.positions))
+    if view is None:
+        return None
+    vocabulary = interface.vocabulary(slot) if interface.hooks.vocabulary is None else interface.hooks.vocabulary(slot, store)
+    ledgers, vector = interface.fractions(vector.scale).counted(vector.units)
+    distribution = PointMass(views=vocabulary.names, view=view)
+    return SlotPlan(slot, read, _NO_CHARGE, _ZERO, False, distribution, vocabulary, ledgers, (), None, vector, True)
 
 
 def plan_slot(

@@ -35,6 +35,7 @@ def observe_control(
         history,
         tuple(zip(policy.attribute_names, ledgers, strict=True)),
         policy.cap_items,
+        tuple([p.reused for p in plans]) if interface.reuse.rules else (),
     )
     private = None
     if interface.control.reads_private:
@@ -44,6 +45,12 @@ def observe_control(
             vocabularies=tuple(p.vocabulary for p in plans),
         )
     return interface.control.observe(context, private)
+
+
+def release_kinds(plans: Sequence[SlotPlan]) -> tuple[tuple[str, str], ...]:
+    """Per slot of a turn: "fresh" (an admitted, charged selection), "reused" (a released
+    view re-served at no charge) or "fallback" (the generic view at no charge)."""
+    return tuple([(p.slot, "reused" if p.reused else "fresh" if p.admitted else "fallback") for p in plans])
 
 
 def turn_record(

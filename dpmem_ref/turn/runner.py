@@ -24,6 +24,7 @@ from dpmem_ref.turn.checks import (
 )
 from dpmem_ref.turn.plan import SlotPlan
 from dpmem_ref.turn.planner import TurnCursor, open_turn
+from dpmem_ref.turn.record import release_kinds
 from dpmem_ref.turn.state import InterfaceState
 
 
@@ -32,6 +33,11 @@ class TurnResult:
     state: InterfaceState
     record: TurnRecord
     plans: tuple[SlotPlan, ...] = attrs.field(repr=False)
+
+    @property
+    def kinds(self) -> tuple[tuple[str, str], ...]:
+        """Per slot: "fresh" (charged), "reused" (a released view, free) or "fallback"."""
+        return release_kinds(self.plans)
 
 
 def run_turn(

@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpmem_eval.pipeline.arguments import add_pipeline_parsers
 
     add_pipeline_parsers(sub)
+    from dpmem_eval.pipeline.horizon import add_horizon_parser
+
+    add_horizon_parser(sub)
     return parser
 
 

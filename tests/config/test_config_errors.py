@@ -137,7 +137,7 @@ BAD_FILES: list[tuple[str, Edit, str]] = [
         "unknown top-level key",
         _replace('name = "figure2"', 'name = "figure2"\nbogus = 1'),
         "top level: expected only the keys ['attributes', 'budget', 'deployment', 'description', 'name', "
-        "'positions', 'queries', 'scorer', 'slot_order', 'slots', 'stores'], found \"unknown key 'bogus'\"",
+        "'positions', 'queries', 'reuse', 'scorer', 'slot_order', 'slots', 'stores'], found \"unknown key 'bogus'\"",
     ),
     (
         "unknown selector",

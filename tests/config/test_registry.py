@@ -162,5 +162,5 @@ def test_a_part_refuses_a_key_of_another_row() -> None:
     with pytest.raises(InputError) as caught:
         _with(lambda data: data.update(budget={"rule": "online", "K": 3, "plan": {}}))
     assert str(caught.value) == (
-        "budget: expected only the keys ['K', 'rule', 'uncharged_epsilon'], found \"unknown key 'plan'\""
+        "budget: expected only the keys ['K', 'period', 'rule', 'uncharged_epsilon'], found \"unknown key 'plan'\""
     )

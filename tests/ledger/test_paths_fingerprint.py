@@ -191,6 +191,12 @@ EXEMPT: dict[Field, str] = {
     ("FallbackControl", "name"): "see Interface.control",
     ("FallbackControl", "violates"): "see Interface.control",
     ("Interface", "hooks"): "private hooks break C1/C4/C5: the strict kernel refuses them before any ledger is opened",
+    ("Interface", "reuse"): (
+        "re-serves released views at no charge (post-processing, docs/reuse.md): every selection it does not skip "
+        "is charged as fingerprinted, and a change of rules is a public decision that keeps B_a"
+    ),
+    ("ReusePolicy", "rules"): "see Interface.reuse",
+    ("Interface", "period"): "when a deployment opens a new interaction (fresh ledgers); the caps of each are fingerprinted",
     ("PrivateHooks", "vocabulary"): "see Interface.hooks",
     ("PrivateHooks", "routing"): "see Interface.hooks",
     ("PrivateHooks", "fallback"): "see Interface.hooks",
