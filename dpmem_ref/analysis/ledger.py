@@ -34,7 +34,7 @@ chosen queries, choosing each slot's view by the exact step, so it is a real tra
 from __future__ import annotations
 
 from dpmem_ref.analysis import lattice
-from dpmem_ref.analysis.bounds import ledger_levels, state_limit
+from dpmem_ref.analysis.bounds import combinations_within, ledger_levels, state_limit
 from dpmem_ref.analysis.direction import Best, LossDirection
 from dpmem_ref.analysis.longest import longest_paths
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
@@ -105,6 +105,35 @@ class LedgerSearch(LedgerReduction):
                 return self.lattice_plan.cells
         return sparse
 
+    def least_states(self) -> tuple[int, bool]:
+        """A lower bound on the ledger states the sparse programme builds (`analysis.bounds`),
+        and whether the horizon cuts it. Under dominance pruning a moving query q (one slot,
+        charging kept ledgers C_q with u_q units, admitted with a differing, non-terminal
+        release: the same summary wherever it is admitted) is followed at every state. Take
+        moving queries with pairwise disjoint C_q (greedily, the most admissions first): at
+        the state reached by n_q admissions of each, ledger i in C_q holds n_q u_q, so q is
+        admitted while n_q < c_q = min_i B_i // u_q, and distinct n give distinct states
+        (disjoint supports, u_q > 0) within depth sum n. Every n with n_q <= c_q and sum n
+        <= T - 1 is thus a state the programme builds. Without pruning: 1 (no bound)."""
+        if self.lattice_plan is not None:
+            return self.lattice_plan.cells, False  # the lattice values its box, which fits the limit
+        if not self.prune or not self.capped:
+            return 1, False
+        candidates = []
+        for q in self.moving:
+            slot = self.slots[q][0]
+            if slot.charge and slot.units > 0:
+                candidates.append((min(self.caps[i] // slot.units for i in slot.charge), q, frozenset(slot.charge)))
+        candidates.sort(key=lambda c: (-c[0], c[1]))
+        used: set[int] = set()
+        counts = []
+        for most, _, charge in candidates:
+            if most and not charge & used:
+                used |= charge
+                counts.append(most)
+        within = combinations_within(counts, self.horizon - 1)
+        return within, within < combinations_within(counts, sum(counts))
+
     # ---- one query at one state
 
     def summary(self, q: int, bits: tuple[bool | None, ...], counts: tuple[int, ...]) -> _Summary:
@@ -166,7 +195,14 @@ class LedgerSearch(LedgerReduction):
                             target = -(10**9) - q  # beyond the horizon: its value is never read
                         else:
                             if len(states) >= self.max_states:
-                                raise state_limit(self.max_states)
+                                # Breadth first: every state within depth[s] turns is built
+                                # (at most the limit), so a horizon of depth[s] + 1 fits.
+                                raise state_limit(
+                                    self.max_states,
+                                    f"more than {self.max_states} ledger states",
+                                    f"raise it, or lower --horizon to at most {depth[s] + 1}"
+                                    f" (the {len(states)} ledger states within {depth[s]} turns fit)",
+                                )
                             target = index[after] = len(states)
                             states.append(after)
                             depth.append(depth[s] + 1)
