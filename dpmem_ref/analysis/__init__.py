@@ -15,6 +15,8 @@ Modules, one job each:
 - `reduction`: the ledger programme's states (slicing, implied caps, dominated moves);
 - `lattice`: the ledger programme's longest path as one exact integer programme over the
   box of kept ledger values, vectorised, where the pruned shape allows it;
+- `frontier`: the same integer programme by variable elimination over the classes of
+  moves, with the horizon as a constraint (no box, any T);
 - `components`: the ledger programme split into independent components (a knapsack over
   turns), where queries charge disjoint classes of attributes;
 - `bounds`: the work bounds: the upper bound choosing the engine, the lower bound an
@@ -31,7 +33,7 @@ import time
 from collections.abc import Sequence
 
 from dpmem_ref.analysis import ledger
-from dpmem_ref.analysis.bounds import state_limit
+from dpmem_ref.analysis.bounds import floor_limit
 from dpmem_ref.analysis.components import ComponentSearch
 from dpmem_ref.analysis.direction import LossDirection
 from dpmem_ref.analysis.general import GeneralSearch
@@ -96,7 +98,8 @@ def worst_case_loss(
     applies, as the lattice programme where that applies and the sparse estimate reaches
     `lattice.LATTICE_FROM`), "general" to force the general search, "ledger" (the sparse
     ledger programme, never the lattice) or "lattice" (the lattice wherever it applies,
-    whatever the size), the last three for cross-checks; where the ledger programme does
+    whatever the size) or "frontier" (the frontier programme wherever it applies,
+    `analysis.frontier`), the last four for cross-checks; where the ledger programme does
     not apply, every choice is the general search. `dps`: decimal
     digits of every log-probability enclosure (at least IV_DPS; the auditor raises it when
     a tiny loss needs more, `dpmem_ref.audit.verdict`). `components`: split the ledger
@@ -111,8 +114,8 @@ def worst_case_loss(
         raise InputError("horizon", f"an integer in 1..{MAX_HORIZON}", horizon)
     if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
         raise InputError("--max-states", "a positive integer", max_states)
-    if search not in ("auto", "general", "ledger", "lattice"):
-        raise InputError("search", '"auto", "general", "ledger" or "lattice"', search)
+    if search not in ("auto", "general", "ledger", "lattice", "frontier"):
+        raise InputError("search", '"auto", "general", "ledger", "lattice" or "frontier"', search)
     if isinstance(dps, bool) or not isinstance(dps, int) or not IV_DPS <= dps <= MAX_DPS:
         raise InputError("dps", f"an integer in {IV_DPS}..{MAX_DPS}", dps)
     start = time.perf_counter()
@@ -123,14 +126,13 @@ def worst_case_loss(
             split = ComponentSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
             programme: ComponentSearch | LedgerSearch = split if split.splits and components else split.whole
             if isinstance(programme, LedgerSearch):
-                programme.lattice_mode = {"auto": "auto", "ledger": "never", "lattice": "always"}[search]
+                programme.lattice_mode = {"auto": "auto", "ledger": "never", "lattice": "always", "frontier": "frontier"}[
+                    search
+                ]
             programme.estimate()  # chooses the lattice where it applies (`analysis.lattice`)
             least, cut = programme.least_states()
             if least > max_states:
-                change = f"raise it to at least {least}"
-                if cut:
-                    change += f", or lower --horizon (the bound counts the states within {horizon - 1} turns)"
-                raise state_limit(max_states, f"at least {least} ledger states (a lower bound)", change)
+                raise floor_limit(max_states, least, cut, horizon)
             best = programme.run()
             states = programme.states_explored
             built = programme.state_count

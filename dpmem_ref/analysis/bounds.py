@@ -119,3 +119,12 @@ def state_limit(max_states: int, need: str | None = None, change: str = "raise i
     what = need if need is not None else f"more than {max_states} memoized states"
     error.args = (f"--max-states: this audit needs {what}, over --max-states {max_states}; {change}",)
     return error
+
+
+def floor_limit(max_states: int, least: int, cut: bool, horizon: int) -> InputError:
+    """The refusal on the lower bound `least` (`LedgerSearch.least_states`); `cut`: the
+    horizon cuts the bound, so a lower --horizon lowers the work."""
+    change = f"raise it to at least {least}"
+    if cut:
+        change += f", or lower --horizon (the bound counts the states within {horizon - 1} turns)"
+    return state_limit(max_states, f"at least {least} ledger states (a lower bound)", change)

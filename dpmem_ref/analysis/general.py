@@ -61,6 +61,7 @@ class GeneralSearch(SearchProblem):
         router = self.interface.router
         self.views_irrelevant = not router.reads_released_views and not self.interface.control.reads_views
         self.deepest = 0  # the latest turn a node was built at (for the refusal's advice)
+        self.opened = 0  # nodes opened: memoized once their sub-nodes are done
 
     @property
     def states_explored(self) -> int:
@@ -68,13 +69,15 @@ class GeneralSearch(SearchProblem):
         return len(self.turn_memo) + len(self.slot_memo)
 
     def _room(self) -> None:
-        if len(self.turn_memo) + len(self.slot_memo) >= self.max_states:
+        # Counted when a node opens (it is memoized when it closes, after its sub-nodes).
+        if self.opened >= self.max_states:
             raise state_limit(
                 self.max_states,
                 f"more than {self.max_states} search nodes",
                 f"raise it, or lower --horizon (nodes were built up to turn {self.deepest + 1} of {self.horizon};"
                 " each turn fewer drops that turn's nodes)",
             )
+        self.opened += 1
 
     def run(self) -> Best[Node]:
         start = InterfaceState.initial(self.interface)
