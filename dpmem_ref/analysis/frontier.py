@@ -52,7 +52,7 @@ from dpmem_ref.analysis.witness import Node
 if TYPE_CHECKING:
     from dpmem_ref.analysis.ledger import LedgerSearch
 
-FRONTIER_MAX_WORK = 20_000_000  # the most (entry, admissions) pairs the frontier programme plans for
+FRONTIER_MAX_WORK = 20_000_000  # the most widened table keys (a bound) the frontier programme plans for
 
 
 class FrontierFull(Exception):
@@ -62,39 +62,57 @@ class FrontierFull(Exception):
 class Step:
     """One class in the elimination order and the table layout around it."""
 
-    __slots__ = ("at", "cls", "keep", "most", "tops")
+    __slots__ = ("at", "cls", "keep", "tops")
 
-    def __init__(
-        self, cls: int, at: tuple[tuple[int, int], ...], tops: tuple[int, ...], keep: tuple[int, ...], most: int
-    ) -> None:
+    def __init__(self, cls: int, at: tuple[tuple[int, int], ...], tops: tuple[int, ...], keep: tuple[int, ...]) -> None:
         self.cls = cls  # the class's index in the shape
         self.at = at  # (position in the widened key, digits per admission) for each ledger it moves
         self.tops = tops  # the top digit of each position of the widened key
         self.keep = keep  # positions of the widened key kept after this class
-        self.most = most  # the most admissions of the class (its tightest ledger, or T)
+
+
+class Order:
+    """An elimination order and the table layout around each class, and its work bound."""
+
+    __slots__ = ("steps", "work")
+
+    def __init__(self, steps: list[tuple[tuple[int, ...], Step]], work: int) -> None:
+        self.steps, self.work = steps, work
 
 
 class Plan:
-    """The elimination order, the table layout, and a bound on the work."""
+    """The order without the turns, and, where the horizon can bind (`lattice.horizon_binds`),
+    the order with them (None if its work bound is too large)."""
 
-    __slots__ = ("steps", "tops", "turns", "work")
+    __slots__ = ("binds", "free", "turns", "work")
 
-    def __init__(self, steps: list[tuple[tuple[int, ...], Step]], tops: dict[int, int], turns: bool, work: int) -> None:
-        self.steps, self.tops, self.turns, self.work = steps, tops, turns, work
+    def __init__(self, free: Order, turns: Order | None, binds: bool) -> None:
+        self.free, self.turns, self.binds = free, turns, binds
+        self.work = free.work + (turns.work if turns is not None else 0)
 
 
 def plan(found: Shape, horizon: int) -> Plan | None:
-    """An elimination order for `found` (greedy: the class whose widened table is smallest
-    next, then the one retiring most ledgers, then the first), or None if its work bound
-    passes FRONTIER_MAX_WORK or some class moves no kept ledger."""
+    """The frontier programme for `found`, or None if some class moves no kept ledger or
+    the order without the turns passes FRONTIER_MAX_WORK."""
     classes = found.classes
     if not classes or any(k.weight == 0 for k in classes):
         return None
-    turns = horizon_binds(found, horizon)
+    free = _order(found, None)
+    if free is None:
+        return None
+    binds = horizon_binds(found, horizon)
+    return Plan(free, _order(found, horizon) if binds else None, binds)
+
+
+def _order(found: Shape, horizon: int | None) -> Order | None:
+    """An elimination order (greedy: the class whose widened table is smallest next, then
+    the one retiring most ledgers, then the first); with `horizon`, the turns used are one
+    more ledger (-1) that every class charges one digit, capped at T."""
+    classes = found.classes
     tops: dict[int, int] = {i: level - 1 for i, level in enumerate(found.levels)}
-    if turns:
-        tops[-1] = horizon  # the turns used, a ledger every class charges one digit
-    moves = [{i: w for i, w in enumerate(k.step) if w} | ({-1: 1} if turns else {}) for k in classes]
+    if horizon is not None:
+        tops[-1] = horizon
+    moves = [{i: w for i, w in enumerate(k.step) if w} | ({-1: 1} if horizon is not None else {}) for k in classes]
     left = set(range(len(classes)))
     active: list[int] = []
     steps: list[tuple[tuple[int, ...], Step]] = []
@@ -112,24 +130,29 @@ def plan(found: Shape, horizon: int) -> Plan | None:
         widened = list(active) + [i for i in sorted(moves[c]) if i not in active]
         position = {i: p for p, i in enumerate(widened)}
         after = tuple(i for i in widened if any(i in moves[d] for d in left))
-        most = min(tops[i] // w for i, w in moves[c].items())
-        work += prod(tops[i] + 1 for i in before) * (most + 1)
+        work += prod(tops[i] + 1 for i in widened)  # the widened keys, each valued once
         if work > FRONTIER_MAX_WORK:
             return None
         at = tuple((position[i], w) for i, w in sorted(moves[c].items()))
         keep = tuple(position[i] for i in after)
-        steps.append((before, Step(c, at, tuple(tops[i] for i in widened), keep, most)))
+        steps.append((before, Step(c, at, tuple(tops[i] for i in widened), keep)))
         active = list(after)
-    return Plan(steps, tops, turns, work)
+    return Order(steps, work)
 
 
 def solve(search: LedgerSearch, found: Shape, frontier: Plan) -> Best[Node]:
     """The worst case both ways with witnesses (module docstring), filling the search's
-    bookkeeping as the lattice does; FrontierFull past `search.max_states` entries."""
+    bookkeeping as the lattice does; FrontierFull past `search.max_states` entries (or
+    where the turns bind and their order was too large to plan).
+
+    Each direction first runs without the turns: where its maximising n* has sum n* <= T
+    (always, unless the horizon can bind), n* is feasible under the turns too and attains
+    the same maximum U over the smaller set, so it is the answer; else the order with the
+    turns runs."""
     classes = found.classes
     p = _power([loss for k in classes for _, ab, ba in k.members for loss in (ab, ba)])
     results: list[tuple[Loss, Node]] = []
-    entries = 0
+    built: dict[int, int] = {}  # per order run (its tables are the same both ways): entries
     for direction in LossDirection:
         his: list[int] = []
         los: list[int] = []
@@ -141,42 +164,11 @@ def solve(search: LedgerSearch, found: Shape, frontier: Plan) -> Best[Node]:
             his.append(hi)
             los.append(lo)
             picks.append(pick)
-        table: dict[tuple[int, ...], int] = {(): 0}
-        back: list[dict[tuple[int, ...], tuple[tuple[int, ...], int]]] = []
-        built = 0
-        for before, step in frontier.steps:
-            width = len(before)
-            grow = len(step.tops) - width
-            hi = his[step.cls]
-            tops = step.tops
-            new: dict[tuple[int, ...], int] = {}
-            pointers: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
-            for key, value in table.items():
-                widened = list(key) + [0] * grow
-                n = 0
-                while True:
-                    reduced = tuple(widened[i] for i in step.keep)
-                    total = value + n * hi
-                    if reduced not in new or total > new[reduced]:
-                        if reduced not in new:
-                            built += 1
-                            if direction is LossDirection.A_OVER_B and entries + built > search.max_states:
-                                raise FrontierFull
-                        new[reduced] = total
-                        pointers[reduced] = (key, n)
-                    if n == step.most or any(widened[i] + w > tops[i] for i, w in step.at):
-                        break
-                    for i, w in step.at:
-                        widened[i] += w
-                    n += 1
-            table = new
-            back.append(pointers)
-        if direction is LossDirection.A_OVER_B:
-            entries = built
-        end, high = max(table.items(), key=lambda item: item[1])  # the first maximum, in table order
-        counts = [0] * len(classes)
-        for (_, step), pointers in zip(reversed(frontier.steps), reversed(back), strict=True):
-            end, counts[step.cls] = pointers[end]
+        high, counts = _maximise(frontier.free, his, len(classes), _room(search, built, 0), built, 0)
+        if sum(counts) > search.horizon:
+            if frontier.turns is None:
+                raise FrontierFull
+            high, counts = _maximise(frontier.turns, his, len(classes), _room(search, built, 1), built, 1)
         low = sum(n * lo for n, lo in zip(counts, los, strict=True))
         loss = ZERO if high == 0 else Loss.of_fractions(Fraction(low, 1 << p), Fraction(high, 1 << p))
         chosen = [q for c, n in enumerate(counts) for q in [picks[c]] * n]
@@ -186,9 +178,89 @@ def solve(search: LedgerSearch, found: Shape, frontier: Plan) -> Best[Node]:
             search.interface, search.store_a, search.store_b, queries, direction, search.steps, search.strict
         )
         results.append((loss, node))
-    search.state_count = entries
+    search.state_count = sum(built.values())
     search.iterations, search.longest, search.fixed_point = 1, True, None
     (ab, ab_node), (ba, ba_node) = results
     search.start_values = [(ZERO, ZERO), (ab, ba)]
     search.choices, search.states, search.index = [], [], {}
     return Best(ab, ab_node, ba, ba_node)
+
+
+def _room(search: LedgerSearch, built: dict[int, int], name: int) -> int:
+    """The entries order `name` may build: the limit less the other orders' entries."""
+    return search.max_states - sum(entries for order, entries in built.items() if order != name)
+
+
+def _maximise(
+    order: Order, his: list[int], count: int, limit: int, built: dict[int, int], name: int
+) -> tuple[int, list[int]]:
+    """max sum_k n_k H_k over the order's constraints, and the first maximising n (table
+    order); its widened keys are recorded in built[name] (FrontierFull past `limit`)."""
+    table: dict[tuple[int, ...], int] = {(): 0}
+    back: list[dict[tuple[int, ...], tuple[tuple[int, ...], int]]] = []
+    entries = 0
+    for before, step in order.steps:
+        width = len(before)
+        grow = len(step.tops) - width
+        hi = his[step.cls]
+        base = {key + (0,) * grow: value for key, value in table.items()}
+        # Every widened key: the base keys and their chains of admissions (a chain stops
+        # where it meets a key already found: its continuation is found too).
+        keys: dict[tuple[int, ...], None] = dict.fromkeys(base)
+        for x in base:
+            y = _advance(x, step)
+            while y is not None and y not in keys:
+                keys[y] = None
+                y = _advance(y, step)
+        entries += len(keys)
+        if entries > limit:
+            raise FrontierFull
+        # best[y] = max(base[y], best[y - v] + H): lexicographic order puts y - v first.
+        best: dict[tuple[int, ...], int] = {}
+        runs: dict[tuple[int, ...], int] = {}
+        for key in sorted(keys):
+            start = base.get(key)
+            earlier = _retreat(key, step)
+            if earlier is not None and earlier in best and (start is None or best[earlier] + hi > start):
+                best[key], runs[key] = best[earlier] + hi, runs[earlier] + 1
+            elif start is not None:
+                best[key], runs[key] = start, 0
+        new: dict[tuple[int, ...], int] = {}
+        pointers: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}
+        for y in sorted(best):
+            reduced = tuple(y[i] for i in step.keep)
+            if reduced not in new or best[y] > new[reduced]:
+                n = runs[y]
+                origin = list(y)
+                for i, w in step.at:
+                    origin[i] -= n * w
+                new[reduced] = best[y]
+                pointers[reduced] = (tuple(origin[:width]), n)
+        table = new
+        back.append(pointers)
+    built[name] = entries
+    end, high = max(table.items(), key=lambda item: item[1])  # the first maximum, in table order
+    counts = [0] * count
+    for (_, step), pointers in zip(reversed(order.steps), reversed(back), strict=True):
+        end, counts[step.cls] = pointers[end]
+    return high, counts
+
+
+def _advance(key: tuple[int, ...], step: Step) -> tuple[int, ...] | None:
+    """The widened key after one more admission of the step's class, or None (no room)."""
+    moved = list(key)
+    for i, w in step.at:
+        moved[i] += w
+        if moved[i] > step.tops[i]:
+            return None
+    return tuple(moved)
+
+
+def _retreat(key: tuple[int, ...], step: Step) -> tuple[int, ...] | None:
+    """The widened key one admission of the step's class earlier, or None (below zero)."""
+    moved = list(key)
+    for i, w in step.at:
+        moved[i] -= w
+        if moved[i] < 0:
+            return None
+    return tuple(moved)
