@@ -4,7 +4,8 @@ private hooks, a cap rule that reads only the charged ledgers: every file interf
 
 Then V_r(L) = max_q [step(q, L) + V_{r-1}(L + delta(q, L))] with r the remaining turns,
 and these facts bring the cost down from (queries + T) x (K+1)^A (in the pruned one-slot
-shape `analysis.lattice` then solves the longest path as one vectorised integer programme):
+shape `analysis.lattice` then solves the longest path as one vectorised integer programme,
+or `analysis.frontier` as the same programme by variable elimination):
 
 - Slicing, implied caps, dominated moves. The state is integer counts over the ledgers
   that can decide an admission, and only the queries that can matter are tried at a state
@@ -34,7 +35,7 @@ chosen queries, choosing each slot's view by the exact step, so it is a real tra
 from __future__ import annotations
 
 from dpmem_ref.analysis import frontier, lattice
-from dpmem_ref.analysis.bounds import combinations_within, floor_limit, ledger_levels, state_limit
+from dpmem_ref.analysis.bounds import combinations_within, ledger_levels, state_limit
 from dpmem_ref.analysis.direction import Best, LossDirection
 from dpmem_ref.analysis.longest import longest_paths
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
@@ -192,9 +193,13 @@ class LedgerSearch(LedgerReduction):
                 return frontier.solve(self, *self.frontier_plan)
             except frontier.FrontierFull:
                 self.frontier_plan = None  # its table passed the limit: the sparse programme's turn
-                least, cut = self.least_states()
+                least, _ = self.least_states()
                 if least > self.max_states:
-                    raise floor_limit(self.max_states, least, cut, self.horizon) from None
+                    raise state_limit(
+                        self.max_states,
+                        f"more than {self.max_states} frontier table entries and at least {least} sparse ledger states",
+                        "raise it",
+                    ) from None
         start: tuple[int, ...] = tuple(0 for _ in self.relevant)
         index = {start: 0}
         states = [start]
