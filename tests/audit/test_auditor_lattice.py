@@ -234,7 +234,7 @@ def test_k64_cell_is_exact_fast_and_estimated_by_its_box() -> None:
     else:  # pragma: no cover
         raise AssertionError("the audit ran past --max-states")
     assert time.process_time() - started < 1
-    assert "\n" not in message and "at least 274625 ledger states" in message and f"--max-states {limit}" in message
+    assert "\n" not in message and "at least 274625 sparse ledger states" in message and f"--max-states {limit}" in message
 
 
 def test_pathological_audit_is_refused_within_a_second() -> None:
