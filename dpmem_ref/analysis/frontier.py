@@ -1,6 +1,6 @@
 """The frontier programme: the lattice programme's integer programme (`analysis.lattice`)
 solved class by class, keeping only the ledgers still shared with the classes to come,
-with the horizon as one more ledger where it binds.
+with the turns used as Pareto lists where the horizon binds.
 
 Where the lattice's (i)-(iii) hold (`lattice.shape`), V_T is the largest exact loss of a
 multiset of admissions: with n_k the admissions of class k (move vector v_k in digits,
@@ -19,10 +19,12 @@ class before and a class after j both charge), and the turns used where the hori
 binds, to the largest sum over the classes so far; a ledger whose last class is done is
 checked and dropped. That is exact variable elimination for a separable objective under
 per-ledger knapsack constraints: the classes to come see the past only through the
-active ledgers and the turns. Its work is the tables' sizes times the admissions tried,
-so a chain of coupled ledgers costs a few entries per class where the lattice's box has
-(B/g + 1)^A cells, and a binding horizon costs a factor T + 1 instead of a value
-iteration over every state.
+active ledgers and the turns. Each key is valued once per class (best[y] = max(base[y],
+best[y - v] + H), in lexicographic order), so a chain of coupled ledgers costs a few
+entries per class where the lattice's box has (B/g + 1)^A cells. Where the unconstrained
+optimum needs more than T admissions, each key holds the Pareto list of (turns used,
+value) instead of one value (at most T + 1 pairs, usually a few), not a value iteration
+over every state.
 
 Exactness is the lattice's: every step's enclosure has dyadic ends, every end is an
 integer in units of 2^-p, the table holds exact integers (Python ints), U = max sum n_k H_k
@@ -44,7 +46,7 @@ from math import prod
 from typing import TYPE_CHECKING
 
 from dpmem_ref.analysis.direction import Best, LossDirection
-from dpmem_ref.analysis.lattice import Shape, _power, _scaled, horizon_binds
+from dpmem_ref.analysis.lattice import Shape, _power, _scaled
 from dpmem_ref.analysis.loss import ZERO, Loss
 from dpmem_ref.analysis.replay import witness_chain
 from dpmem_ref.analysis.witness import Node
@@ -81,38 +83,33 @@ class Order:
 
 
 class Plan:
-    """The order without the turns, and, where the horizon can bind (`lattice.horizon_binds`),
-    the order with them (None if its work bound is too large)."""
+    """The elimination order (the turns are not a ledger of it: where they bind they are
+    carried as Pareto lists, `_maximise_within`)."""
 
-    __slots__ = ("binds", "free", "turns", "work")
+    __slots__ = ("free", "work")
 
-    def __init__(self, free: Order, turns: Order | None, binds: bool) -> None:
-        self.free, self.turns, self.binds = free, turns, binds
-        self.work = free.work + (turns.work if turns is not None else 0)
+    def __init__(self, free: Order) -> None:
+        self.free, self.work = free, free.work
 
 
 def plan(found: Shape, horizon: int) -> Plan | None:
     """The frontier programme for `found`, or None if some class moves no kept ledger or
-    the order without the turns passes FRONTIER_MAX_WORK."""
+    the order's work bound passes FRONTIER_MAX_WORK. (`horizon`: where it can bind, the
+    work may grow by up to a factor T + 1 in the Pareto lists.)"""
+    del horizon
     classes = found.classes
     if not classes or any(k.weight == 0 for k in classes):
         return None
-    free = _order(found, None)
-    if free is None:
-        return None
-    binds = horizon_binds(found, horizon)
-    return Plan(free, _order(found, horizon) if binds else None, binds)
+    free = _order(found)
+    return None if free is None else Plan(free)
 
 
-def _order(found: Shape, horizon: int | None) -> Order | None:
+def _order(found: Shape) -> Order | None:
     """An elimination order (greedy: the class whose widened table is smallest next, then
-    the one retiring most ledgers, then the first); with `horizon`, the turns used are one
-    more ledger (-1) that every class charges one digit, capped at T."""
+    the one retiring most ledgers, then the first)."""
     classes = found.classes
     tops: dict[int, int] = {i: level - 1 for i, level in enumerate(found.levels)}
-    if horizon is not None:
-        tops[-1] = horizon
-    moves = [{i: w for i, w in enumerate(k.step) if w} | ({-1: 1} if horizon is not None else {}) for k in classes]
+    moves = [{i: w for i, w in enumerate(k.step) if w} for k in classes]
     left = set(range(len(classes)))
     active: list[int] = []
     steps: list[tuple[tuple[int, ...], Step]] = []
@@ -142,13 +139,12 @@ def _order(found: Shape, horizon: int | None) -> Order | None:
 
 def solve(search: LedgerSearch, found: Shape, frontier: Plan) -> Best[Node]:
     """The worst case both ways with witnesses (module docstring), filling the search's
-    bookkeeping as the lattice does; FrontierFull past `search.max_states` entries (or
-    where the turns bind and their order was too large to plan).
+    bookkeeping as the lattice does; FrontierFull past `search.max_states` entries.
 
     Each direction first runs without the turns: where its maximising n* has sum n* <= T
     (always, unless the horizon can bind), n* is feasible under the turns too and attains
-    the same maximum U over the smaller set, so it is the answer; else the order with the
-    turns runs."""
+    the same maximum U over the smaller set, so it is the answer; else the same order runs
+    with the turns (`_maximise_within`)."""
     classes = found.classes
     p = _power([loss for k in classes for _, ab, ba in k.members for loss in (ab, ba)])
     results: list[tuple[Loss, Node]] = []
@@ -166,9 +162,9 @@ def solve(search: LedgerSearch, found: Shape, frontier: Plan) -> Best[Node]:
             picks.append(pick)
         high, counts = _maximise(frontier.free, his, len(classes), _room(search, built, 0), built, 0)
         if sum(counts) > search.horizon:
-            if frontier.turns is None:
-                raise FrontierFull
-            high, counts = _maximise(frontier.turns, his, len(classes), _room(search, built, 1), built, 1)
+            high, counts = _maximise_within(
+                frontier.free, his, len(classes), _room(search, built, 1), built, 1, search.horizon
+            )
         low = sum(n * lo for n, lo in zip(counts, los, strict=True))
         loss = ZERO if high == 0 else Loss.of_fractions(Fraction(low, 1 << p), Fraction(high, 1 << p))
         chosen = [q for c, n in enumerate(counts) for q in [picks[c]] * n]
@@ -243,6 +239,73 @@ def _maximise(
     counts = [0] * count
     for (_, step), pointers in zip(reversed(order.steps), reversed(back), strict=True):
         end, counts[step.cls] = pointers[end]
+    return high, counts
+
+
+def _maximise_within(
+    order: Order, his: list[int], count: int, limit: int, built: dict[int, int], name: int, horizon: int
+) -> tuple[int, list[int]]:
+    """`_maximise` with sum_k n_k <= T: each key holds, instead of one value, its Pareto
+    list of (turns used, value), turns ascending and values strictly ascending. A pair with
+    more turns and no larger value than another at the same key is dropped: every
+    completion of it completes the other within T to at least the same sum. The entries
+    are the pairs (FrontierFull past `limit`)."""
+    table: dict[tuple[int, ...], list[tuple[int, int]]] = {(): [(0, 0)]}
+    back: list[dict[tuple[tuple[int, ...], int], tuple[tuple[int, ...], int, int]]] = []
+    entries = 0
+    for before, step in order.steps:
+        width = len(before)
+        grow = len(step.tops) - width
+        hi = his[step.cls]
+        base = {key + (0,) * grow: pairs for key, pairs in table.items()}
+        keys: dict[tuple[int, ...], None] = dict.fromkeys(base)
+        for x in base:
+            y = _advance(x, step)
+            while y is not None and y not in keys:
+                keys[y] = None
+                y = _advance(y, step)
+        best: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}  # (turns, value, admissions here)
+        for key in sorted(keys):
+            candidates = [(t, v, 0) for t, v in base.get(key, ())]
+            earlier = _retreat(key, step)
+            if earlier is not None and earlier in best:
+                candidates += [(t + 1, v + hi, n + 1) for t, v, n in best[earlier] if t < horizon]
+            candidates.sort(key=lambda c: (c[0], -c[1], c[2]))
+            kept: list[tuple[int, int, int]] = []
+            for candidate in candidates:
+                if not kept or candidate[1] > kept[-1][1]:
+                    kept.append(candidate)
+            if kept:
+                best[key] = kept
+                entries += len(kept)
+        if entries > limit:
+            raise FrontierFull
+        merged: dict[tuple[int, ...], list[tuple[int, int, tuple[int, ...], int, int]]] = {}
+        for key in sorted(best):
+            reduced = tuple(key[i] for i in step.keep)
+            for t, v, n in best[key]:
+                origin = list(key)
+                for i, w in step.at:
+                    origin[i] -= n * w
+                merged.setdefault(reduced, []).append((t, v, tuple(origin[:width]), t - n, n))
+        new: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+        pointers: dict[tuple[tuple[int, ...], int], tuple[tuple[int, ...], int, int]] = {}
+        for reduced, candidates5 in merged.items():
+            candidates5.sort(key=lambda c: (c[0], -c[1]))
+            pairs: list[tuple[int, int]] = []
+            for t, v, origin_key, origin_t, n in candidates5:
+                if not pairs or v > pairs[-1][1]:
+                    pairs.append((t, v))
+                    pointers[(reduced, t)] = (origin_key, origin_t, n)
+            new[reduced] = pairs
+        table = new
+        back.append(pointers)
+    built[name] = entries
+    end_turns, high = table[()][-1]  # the largest value within T turns
+    end: tuple[int, ...] = ()
+    counts = [0] * count
+    for (_, step), pointers in zip(reversed(order.steps), reversed(back), strict=True):
+        end, end_turns, counts[step.cls] = pointers[(end, end_turns)]
     return high, counts
 
 
