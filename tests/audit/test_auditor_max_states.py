@@ -147,3 +147,13 @@ def test_the_general_search_refusal_counts_its_nodes() -> None:
     assert at.states_built == full.states_built and agree(at.a_over_b.value, full.a_over_b.value)
     with pytest.raises(InputError, match="search nodes.*lower --horizon"):
         worst_case_loss(interface, store_a, store_b, 6, search="general", max_states=full.states_built - 1)
+
+
+def test_the_lower_bound_counts_combinations_within_the_turns_exactly() -> None:
+    """combinations_within(counts, T) = #{n : 0 <= n_i <= counts_i, sum n <= T}, by brute force."""
+    from dpmem_ref.analysis.bounds import combinations_within
+
+    for counts in ([], [0], [3], [2, 3], [1, 1, 1], [4, 0, 2], [5, 5, 1, 2]):
+        for turns in range(0, 12):
+            brute = sum(1 for n in itertools.product(*(range(c + 1) for c in counts)) if sum(n) <= turns)
+            assert combinations_within(counts, turns) == brute, (counts, turns)
