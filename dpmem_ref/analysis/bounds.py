@@ -1,7 +1,8 @@
 """Work bounds of an audit (`dpmem audit --max-states`): refused only when the work is real.
 
 `--max-states` bounds the states an engine builds: ledger states for the sparse ledger
-programme, cells for the lattice programme, table entries for the frontier programme,
+programme, cells for the lattice programme, widened table keys (or (turns, value) pairs)
+for the frontier programme,
 (turn, ledgers) and slot nodes for the general search. Every engine counts them as it
 builds them and stops, with one line, at the first state past the limit (a bounded trial
 build: an audit that fits is never refused, and one that does not costs at most the limit's
