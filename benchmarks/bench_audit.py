@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/bench_audit.py --naive              # plus the naive T = 6 cross-check
     .venv/bin/python benchmarks/bench_audit.py --round3 --base /tmp/base-audit --timeout 120   # issue-26 cells vs 1c454c6
     .venv/bin/python benchmarks/bench_audit.py --kappa              # kappa by branch and bound, A = 1..40
+    .venv/bin/python benchmarks/bench_audit.py --round4 --base /tmp/base-audit   # issue-35 cells vs bbc32bb
 
 Cells (`audit_interfaces.py` builds the larger interfaces, deterministically): the paper's
 evaluation configuration (`examples/evaluation.toml`, 4 attributes, K = 3) at T = 32 and
@@ -16,6 +17,14 @@ once with this tree and once with `--base` on PYTHONPATH, side by side in this o
 max RSS is the worker's peak resident memory. A base cell that runs past `--timeout`
 seconds is stopped and reported as "> timeout" (the issue's figures for the old main are
 printed beside it).
+
+--round4 (issue 35: refusal only when the work is real): chains of coupled attributes
+(`tests/audit_generators.py` `coupled_case`: attribute i protects positions i and i + 1)
+with A = 8..16 and K = 2, 3 at T = 32, one- and two-slot turns; 3 coupled attributes, every
+group differing, K = 4..128 at T = 256; the chain of 8 with K = 3 at T = 8..256. Both trees
+run at the default --max-states first; a cell the base refuses is rerun there without a
+limit, time-boxed at --timeout (10 s unless given), and printed as "> N s" past it. CPU
+seconds and states (states_explored; built = the states counted against --max-states).
 
 --naive enumerates every transcript of a T = 6 slice under both stores
 (`enumerate_transcripts`, exponential in T), takes the largest log ratio in each
@@ -65,7 +74,21 @@ ROUND3_CELLS = (
     ("12 attrs, all differ, K=3, T=32", "all", 12, 3, 32, "1c454c6: 9.23 CPU-s, 34,924 states"),
     ("3 attrs, all differ, K=64, T=256", "all", 3, 64, 256, "1c454c6: 47.3 CPU-s, 274,674 states"),
 )
-PAIRS = {"one": ("M_diabetes", "neutral"), "all": ("M_all", "neutral"), "two": ("M_all", "neutral")}
+# Issue 35 (round 4): (label, shape, attributes, K, horizon). "chain" / "chain2": coupled_case,
+# one- / two-slot turns.
+ROUND4_CELLS = (
+    *((f"chain A={a}, K={k}, T=32", "chain", a, k, 32) for k in (2, 3) for a in (8, 10, 12, 14, 16)),
+    *((f"two-slot chain A={a}, K={k}, T=32", "chain2", a, k, 32) for a, k in ((10, 3), (16, 2), (16, 3))),
+    *((f"3 attrs all differ, K={k}, T=256", "all", 3, k, 256) for k in (4, 8, 16, 32, 64, 128)),
+    *((f"chain A=8, K=3, T={t}", "chain", 8, 3, t) for t in (8, 16, 24, 32, 64, 128, 256)),
+)
+PAIRS = {
+    "one": ("M_diabetes", "neutral"),
+    "all": ("M_all", "neutral"),
+    "two": ("M_all", "neutral"),
+    "chain": ("M", "M_prime"),
+    "chain2": ("M", "M_prime"),
+}
 PAIR = PAIRS["one"]
 CONFIG = ROOT / "examples" / "evaluation.toml"
 # Four queries that read I_diabetes from three slots (health twice, food, schedule): every
@@ -146,41 +169,101 @@ def naive_check(store_a: str, store_b: str, horizon: int = 6) -> None:
             print(f"  {'':8}  agreeing significant digits: {digits} (naive sums at mp.dps = 60)")
 
 
-def worker(attributes: int, k: int, horizon: int, store_a: str, store_b: str, shape: str = "one") -> None:
-    """One cell in this process, with whichever dpmem_ref is on the path; prints JSON."""
+def worker(
+    attributes: int, k: int, horizon: int, store_a: str, store_b: str, shape: str = "one", max_states: int = 10**9
+) -> None:
+    """One cell in this process, with whichever dpmem_ref is on the path; prints JSON (a
+    refusal at `max_states` as {"refused": the message})."""
     sys.path.insert(0, str(BENCHMARKS))
+    sys.path.insert(0, str(ROOT / "tests"))
+    from audit_generators import coupled_case
     from audit_interfaces import all_differing_dict, interface_dict, two_slot_dict
 
     from dpmem_ref.analysis import worst_case_loss
     from dpmem_ref.config.load import interface_from_dict
+    from dpmem_ref.core.errors import InputError
 
-    build = {"one": interface_dict, "all": all_differing_dict, "two": two_slot_dict}[shape]
-    loaded = interface_from_dict(build(attributes, k))
+    builders = {
+        "one": interface_dict,
+        "all": all_differing_dict,
+        "two": two_slot_dict,
+        "chain": lambda a, k: coupled_case(a, k)[0],
+        "chain2": lambda a, k: coupled_case(a, k, two_slot=True)[0],
+    }
+    loaded = interface_from_dict(builders[shape](attributes, k))
     start, cpu = time.perf_counter(), time.process_time()
-    result = worst_case_loss(
-        loaded.interface, loaded.store(store_a), loaded.store(store_b), horizon, strict=False, max_states=10**9
-    )
+    try:
+        result = worst_case_loss(
+            loaded.interface, loaded.store(store_a), loaded.store(store_b), horizon, strict=False, max_states=max_states
+        )
+    except InputError as error:
+        print(json.dumps({"refused": str(error), "cpu": time.process_time() - cpu}))
+        return
     seconds = time.perf_counter() - start
     with mpmath.workdps(60):
         loss = "inf" if result.worst.is_infinite else mpmath.nstr(result.worst.midpoint, 45)
     cpu = time.process_time() - cpu
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "cpu": cpu, "states": result.states_explored, "loss": loss, "rss_mb": rss}))
+    built = getattr(result, "states_built", None)
+    print(
+        json.dumps(
+            {"seconds": seconds, "cpu": cpu, "states": result.states_explored, "built": built, "loss": loss, "rss_mb": rss}
+        )
+    )
 
 
 def run_cell(
-    root: Path, attributes: int, k: int, horizon: int, timeout: float, shape: str = "one"
+    root: Path, attributes: int, k: int, horizon: int, timeout: float, shape: str = "one", max_states: int = 10**9
 ) -> dict[str, object] | None:
     """A worker process for one cell against the tree at `root`; None past the timeout."""
     env = dict(os.environ, PYTHONPATH=f"{root}:{root / 'eval'}")
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", str(attributes), str(k), str(horizon)]
-    command += [*PAIRS[shape], "--shape", shape]
+    command += [*PAIRS[shape], "--shape", shape, "--max-states", str(max_states)]
     try:
         done = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True, timeout=timeout, check=True)
     except subprocess.TimeoutExpired:
         return None
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def round4(base: Path, timeout: float, new_timeout: float) -> None:
+    """Issue 35's cells with this tree and with `base`, at the default --max-states (and,
+    where the base refuses, the base again without a limit, time-boxed)."""
+    from dpmem_ref.analysis import DEFAULT_MAX_STATES
+
+    print(f"exact audit, issue 35: this tree vs {base} (fresh process per cell; --max-states {DEFAULT_MAX_STATES})")
+    print(f"{'cell':<36} {'new CPU s':>9} {'new states':>10} {'new built':>9}   main (same run)")
+    for label, shape, attributes, k, horizon in ROUND4_CELLS:
+        new = run_cell(ROOT, attributes, k, horizon, new_timeout, shape, DEFAULT_MAX_STATES)
+        if new is None:
+            mine = f"{label:<36} {'> ' + str(int(new_timeout)) + ' s':>9} {'-':>10} {'-':>9}"
+        elif "refused" in new:
+            mine = f"{label:<36} {'refused':>9} {'-':>10} {'-':>9}"
+        else:
+            mine = f"{label:<36} {float(new['cpu']):>9.2f} {new['states']:>10} {new['built']!s:>9}"
+        old = run_cell(base, attributes, k, horizon, timeout, shape, DEFAULT_MAX_STATES)
+        if old is not None and "refused" in old:
+            estimate = str(old["refused"]).split("needs ")[1].split(" memoized")[0]
+            unbounded = run_cell(base, attributes, k, horizon, timeout, shape)
+            theirs = f"refused ({estimate}); unbounded: " + _brief(unbounded, timeout, new)
+        else:
+            theirs = _brief(old, timeout, new)
+        print(f"{mine}   {theirs}")
+
+
+def _brief(old: dict[str, object] | None, timeout: float, new: dict[str, object] | None) -> str:
+    """A base cell in a few words: CPU seconds and states (or past the time box), the CPU
+    ratio and whether the losses agree to the 45 digits printed."""
+    if old is None:
+        return f"> {int(timeout)} s"
+    if "refused" in old:
+        return "refused at --max-states 10^9 too"
+    text = f"{float(old['cpu']):.2f} CPU s, {old['states']} states"
+    if new is not None and "loss" in new:
+        ratio = float(old["cpu"]) / max(float(new["cpu"]), 1e-9)  # type: ignore[arg-type]
+        text += f", {ratio:.1f}x, {'same loss' if old['loss'] == new['loss'] else 'LOSS DIFFERS'}"
+    return text
 
 
 def side_by_side(base: Path, timeout: float, cells: Sequence[tuple[str, str, int, int, int, str]], new_timeout: float) -> None:
@@ -247,10 +330,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--worker", nargs=5, metavar=("A", "K", "T", "STORE_A", "STORE_B"), help=argparse.SUPPRESS)
     parser.add_argument("--shape", default="one", choices=sorted(PAIRS), help=argparse.SUPPRESS)
     parser.add_argument("--round3", action="store_true", help="the issue-26 cells (coupled attributes at scale) instead")
+    parser.add_argument("--round4", action="store_true", help="the issue-35 cells (refusals, coupled chains, K, T)")
+    parser.add_argument("--max-states", type=int, default=10**9, help=argparse.SUPPRESS)
     parser.add_argument("--new-timeout", type=float, default=600.0, help="seconds before a cell of this tree is stopped")
     parser.add_argument("--kappa", action="store_true", help="kappa's branch and bound for A = 1..40 (times)")
     parser.add_argument("--base", type=Path, default=Path("/work/base"), help="checkout of the old main")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a base cell is stopped")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds before a base cell is stopped (60; 10 for --round4)")
     parser.add_argument("--store-a", default="M_diabetes")
     parser.add_argument("--store-b", default="neutral")
     parser.add_argument("--horizons", type=int, nargs="+", default=None, help="growth in T, this tree only")
@@ -258,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         a, k, t, store_a, store_b = args.worker
-        worker(int(a), int(k), int(t), store_a, store_b, args.shape)
+        worker(int(a), int(k), int(t), store_a, store_b, args.shape, args.max_states)
         return 0
     if args.kappa:
         kappa_times()
@@ -272,8 +357,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio_s = f"{states / previous[1]:.2f}" if previous else "-"
             print(f"{horizon:>4} {seconds:>9.3f} {states:>8} {ratio_t:>7} {ratio_s:>9}  {loss:<22} {holds}")
             previous = (seconds, states)
+    elif args.round4 and args.base.is_dir():
+        round4(args.base, 10.0 if args.timeout is None else args.timeout, args.new_timeout)
     elif args.base.is_dir():
-        side_by_side(args.base, args.timeout, ROUND3_CELLS if args.round3 else CELLS, args.new_timeout)
+        timeout = 60.0 if args.timeout is None else args.timeout
+        side_by_side(args.base, timeout, ROUND3_CELLS if args.round3 else CELLS, args.new_timeout)
     else:
         print(f"no old main at {args.base}: pass --base, or --horizons for this tree alone")
     if args.naive:

@@ -163,3 +163,51 @@ def lattice_case(seed: int, large: bool = False) -> tuple[dict[str, Any], str, s
     }
     horizon = rng.randint(64, 256) if large else rng.randint(4, 12)
     return data, "M", "M_prime", horizon
+
+
+def coupled_case(attributes: int, K: int, two_slot: bool = False) -> tuple[dict[str, Any], str, str]:
+    """A chain of `attributes` coupled attributes: attribute i protects positions i and
+    i + 1 (so each differing read charges two neighbours), cap 1 each, online K; one query
+    per chained position, read in three slots round robin, plus a pass query over a public
+    position. The stores differ at every chained position (a Corollary 1 pair). The ledger
+    states reachable are far fewer than the product of the levels ((K + 1)^A): a read
+    raises two neighbouring ledgers at once. two_slot=True pairs the queries into two-slot
+    turns (consecutive positions sit in different slots)."""
+    slots = ["s0", "s1", "s2"]
+    chained = attributes + 1
+    positions = [slots[p % 3] for p in range(chained)] + ["s0"]  # the last position is public
+    groups = {f"a{i}": [i + 1, i + 2] for i in range(attributes)}
+    slot_table: dict[str, Any] = {}
+    for slot in slots:
+        views: dict[str, Any] = {f"{slot}-generic": {}}
+        for v, tags in enumerate((["t1"], ["t2"], ["t1", "t3"])):
+            views[f"{slot}-v{v}"] = {"compatible": tags}
+        slot_table[slot] = {"generic": f"{slot}-generic", "views": views}
+    queries: list[dict[str, Any]] = []
+    for p in range(1, chained + 1):
+        slot = positions[p - 1]
+        relevance = {f"{slot}-v{v}": str(Fraction((p + v) % 4 + 1, 4)) for v in range(3)}
+        queries.append({"name": f"q{p}", "reads": [{"slot": slot, "positions": [p], "relevance": relevance}]})
+    if two_slot:
+        queries = [
+            {"name": f"{a['name']}+{b['name']}", "reads": a["reads"] + b["reads"]}
+            for a, b in zip(queries[0::2], queries[1::2], strict=False)
+        ] + ([queries[-1]] if len(queries) % 2 else [])
+    public = len(positions)
+    queries.append({"name": "pass", "reads": [{"slot": "s0", "positions": [public], "charge": []}]})
+    store = {str(p): (["t1"] if p % 2 else ["t1", "t3"]) for p in range(1, chained + 1)}
+    store[str(public)] = ["t2"]
+    other = {str(p): [] for p in range(1, chained + 1)}
+    other[str(public)] = ["t2"]
+    data = {
+        "name": f"coupled-{attributes}a-K{K}{'-two-slot' if two_slot else ''}",
+        "positions": positions,
+        "attributes": {name: {"group": group, "cap": 1} for name, group in groups.items()},
+        "budget": {"rule": "online", "K": K},
+        "scorer": {"kind": "linear", "weights": {"r": "2/5", "c": "2/5", "s": "1/5"}, "sensitivity": "3/5"},
+        "slots": slot_table,
+        "queries": queries,
+        "stores": {"M": store, "M_prime": other},
+        "deployment": {"control": "fallback"},
+    }
+    return data, "M", "M_prime"

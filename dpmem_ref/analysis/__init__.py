@@ -15,9 +15,12 @@ Modules, one job each:
 - `reduction`: the ledger programme's states (slicing, implied caps, dominated moves);
 - `lattice`: the ledger programme's longest path as one exact integer programme over the
   box of kept ledger values, vectorised, where the pruned shape allows it;
+- `frontier`: the same integer programme by variable elimination over the classes of
+  moves, with the horizon as a constraint (no box, any T);
 - `components`: the ledger programme split into independent components (a knapsack over
   turns), where queries charge disjoint classes of attributes;
-- `bounds`: the state estimate an audit is refused on before any work;
+- `bounds`: the work bounds: the upper bound choosing the engine, the lower bound an
+  audit is refused on before any work, the one-line refusal;
 - `general`: the general memoized search (any router, control or hook);
 - `witness`: results and witness transcripts;
 - `replay`: one transcript's exact likelihood, and the naive enumeration;
@@ -30,7 +33,7 @@ import time
 from collections.abc import Sequence
 
 from dpmem_ref.analysis import ledger
-from dpmem_ref.analysis.bounds import check_estimate, ledger_levels, turn_reads
+from dpmem_ref.analysis.bounds import floor_limit
 from dpmem_ref.analysis.components import ComponentSearch
 from dpmem_ref.analysis.direction import LossDirection
 from dpmem_ref.analysis.general import GeneralSearch
@@ -47,8 +50,9 @@ from dpmem_ref.mechanism.em import iv_precision
 
 MAX_HORIZON = 256
 # Memoized states before an audit is refused with exit 2 (`dpmem audit --max-states`):
-# ledger states for the ledger programme, (turn, ledgers) nodes for the general search,
-# bounded before any work (`analysis.bounds`). Every shipped example needs under 20,000.
+# ledger states for the ledger programme, cells or table entries for the lattice and
+# frontier programmes, (turn, ledgers) and slot nodes for the general search, counted as
+# they are built (`analysis.bounds`). Every shipped example needs under 20,000.
 DEFAULT_MAX_STATES = _DEFAULT_MAX_STATES  # defined with the other input bounds (dpmem_ref.core.limits)
 MAX_DPS = 2000  # the most digits an enclosure is ever computed at (a loss near 1e-300 needs about 400)
 
@@ -94,22 +98,24 @@ def worst_case_loss(
     applies, as the lattice programme where that applies and the sparse estimate reaches
     `lattice.LATTICE_FROM`), "general" to force the general search, "ledger" (the sparse
     ledger programme, never the lattice) or "lattice" (the lattice wherever it applies,
-    whatever the size), the last three for cross-checks; where the ledger programme does
+    whatever the size) or "frontier" (the frontier programme wherever it applies,
+    `analysis.frontier`), the last four for cross-checks; where the ledger programme does
     not apply, every choice is the general search. `dps`: decimal
     digits of every log-probability enclosure (at least IV_DPS; the auditor raises it when
     a tiny loss needs more, `dpmem_ref.audit.verdict`). `components`: split the ledger
     programme into independent components where it can (`analysis.components`); False
     runs it undivided (cross-checks).
 
-    The work is bounded before it starts (`analysis.bounds`): an estimate of the states
-    above `max_states` is refused at once.
+    The work is bounded as it is built (`analysis.bounds`): every engine stops at the
+    first state past `max_states` (`WorstCase.states_built` counts them), and an audit
+    whose lower bound on the states already exceeds it is refused at once.
     """
     if isinstance(horizon, bool) or not isinstance(horizon, int) or not 1 <= horizon <= MAX_HORIZON:
         raise InputError("horizon", f"an integer in 1..{MAX_HORIZON}", horizon)
     if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
         raise InputError("--max-states", "a positive integer", max_states)
-    if search not in ("auto", "general", "ledger", "lattice"):
-        raise InputError("search", '"auto", "general", "ledger" or "lattice"', search)
+    if search not in ("auto", "general", "ledger", "lattice", "frontier"):
+        raise InputError("search", '"auto", "general", "ledger", "lattice" or "frontier"', search)
     if isinstance(dps, bool) or not isinstance(dps, int) or not IV_DPS <= dps <= MAX_DPS:
         raise InputError("dps", f"an integer in {IV_DPS}..{MAX_DPS}", dps)
     start = time.perf_counter()
@@ -120,28 +126,27 @@ def worst_case_loss(
             split = ComponentSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
             programme: ComponentSearch | LedgerSearch = split if split.splits and components else split.whole
             if isinstance(programme, LedgerSearch):
-                programme.lattice_mode = {"auto": "auto", "ledger": "never", "lattice": "always"}[search]
-            ledger_states = programme.estimate()
-            check_estimate(ledger_states, max_states, f"{ledger_states} ledger states")
+                programme.lattice_mode = {"auto": "auto", "ledger": "never", "lattice": "always", "frontier": "frontier"}[
+                    search
+                ]
+            programme.estimate()  # chooses the lattice where it applies (`analysis.lattice`)
+            least, cut = programme.least_states()
+            if least > max_states:
+                raise floor_limit(max_states, least, cut, horizon)
             best = programme.run()
             states = programme.states_explored
+            built = programme.state_count
             fixed_point = programme.fixed_point if isinstance(programme, LedgerSearch) else None
         else:
-            reads = turn_reads(interface, catalogue, store_a, store_b, strict)
-            ledger_states = ledger_levels(
-                interface, reads, interface.policy.attribute_names, horizon, interface.cap_rule.prospective
-            )
-            check_estimate(
-                ledger_states * horizon, max_states, f"{ledger_states} ledger states x up to {horizon} turns"
-            )
             general = GeneralSearch(interface, store_a, store_b, horizon, catalogue, strict, max_states)
             best = general.run()
-            states = general.states_explored
+            states = built = general.states_explored
     return WorstCase(
         a_over_b=Direction(best.ab, flatten(best.ab_at)),
         b_over_a=Direction(best.ba, flatten(best.ba_at)),
         horizon=horizon,
         states_explored=states,
+        states_built=built,
         seconds=time.perf_counter() - start,
         fixed_point=fixed_point,
         dps=dps,

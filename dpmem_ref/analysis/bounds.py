@@ -1,20 +1,25 @@
-"""Work bounds decided before the work (`dpmem audit --max-states`).
+"""Work bounds of an audit (`dpmem audit --max-states`): refused only when the work is real.
 
-Both searches memoize on ledger vectors. Before either builds a state, the number of
-ledger vectors it can meet is bounded from the turn shapes alone: a slot's read set,
-charge set and eps do not depend on the ledgers (only admission does, Algorithm 1 line
-9), so ledger a only ever holds sums of the eps of slots charging a, i.e. multiples of
-g_a = gcd of those eps, at most B_a (C5) and at most (T - 1) x (slots charging a per
-turn) x max eps after T - 1 turns. Hence at most
+`--max-states` bounds the states an engine builds: ledger states for the sparse ledger
+programme, cells for the lattice programme, widened table keys (or (turns, value) pairs)
+for the frontier programme,
+(turn, ledgers) and slot nodes for the general search. Every engine counts them as it
+builds them and stops, with one line, at the first state past the limit (a bounded trial
+build: an audit that fits is never refused, and one that does not costs at most the limit's
+worth of building). Two facts decided before any work:
 
-    levels_a = min(B_a / g_a, (T - 1) x n_a) + 1
-
-values per attribute (n_a: the most admissions to a in one turn, times max eps / g_a), and
-at most prod_a levels_a ledger vectors. The ledger programme memoizes ledger states (its
-estimate is that bound), the general search (turn, ledgers) nodes (the bound times T; its
-memo keys may carry more, so there it is an estimate, and the search also stops as soon as
-its memo passes the limit). An audit whose estimate exceeds `--max-states` is refused
-before any state is built, with one line giving the estimate and the flag.
+- An upper bound on the ledger vectors (`ledger_levels`, used to choose between the sparse
+  and the lattice programme): a slot's read set, charge set and eps do not depend on the
+  ledgers (only admission does, Algorithm 1 line 9), so ledger a only ever holds sums of
+  the eps of slots charging a, i.e. multiples of g_a = gcd of those eps, at most B_a (C5)
+  and at most (T - 1) x (slots charging a per turn) x max eps after T - 1 turns. Hence at
+  most levels_a = min(B_a / g_a, (T - 1) x n_a) + 1 values per attribute (n_a: the most
+  admissions to a in one turn, times max eps / g_a), and at most prod_a levels_a vectors.
+- A lower bound on the states the sparse ledger programme builds (`LedgerSearch.least_states`,
+  counted by `combinations_within`): queries with pairwise disjoint charge sets move
+  independently, so every combination of their admission counts within T - 1 turns is a
+  distinct state it must build. An audit whose lower bound exceeds the limit is refused at
+  once (the refusal costs no search), naming the bound.
 """
 
 from __future__ import annotations
@@ -94,15 +99,33 @@ def ledger_levels(
     return min(by_kind, by_attribute)
 
 
-def check_estimate(estimate: int, max_states: int, detail: str) -> None:
-    """Refuse an audit whose estimated states exceed `max_states`, before any work."""
-    if estimate > max_states:
-        raise state_limit(max_states, f"an estimated {estimate} memoized states ({detail})")
+def combinations_within(counts: Iterable[int], turns: int) -> int:
+    """#{n : 0 <= n_i <= counts_i, sum n <= turns}: the coefficients of prod_i (1 + z + ... +
+    z^counts_i) up to degree `turns`, summed (a truncated polynomial product, exact)."""
+    poly = [1]
+    for count in counts:
+        width = min(len(poly) + count, turns + 1)
+        prefix = [0]
+        for c in poly:
+            prefix.append(prefix[-1] + c)
+        # new[d] = sum_{j = max(0, d - count)}^{d} poly[j]
+        poly = [prefix[min(d, len(poly) - 1) + 1] - prefix[max(0, d - count)] for d in range(width)]
+    return sum(poly)
 
 
-def state_limit(max_states: int, need: str | None = None) -> InputError:
-    """The one-line refusal of an audit past `--max-states` (exit 2 in the CLI)."""
+def state_limit(max_states: int, need: str | None = None, change: str = "raise it") -> InputError:
+    """The one-line refusal of an audit past `--max-states` (exit 2 in the CLI): what the
+    audit needs and a change that lowers the work or lets it run (`change`)."""
     error = InputError("--max-states", f"at most {max_states} memoized states", "more")
     what = need if need is not None else f"more than {max_states} memoized states"
-    error.args = (f"--max-states: this audit needs {what}, over --max-states {max_states}; raise it or lower --horizon",)
+    error.args = (f"--max-states: this audit needs {what}, over --max-states {max_states}; {change}",)
     return error
+
+
+def floor_limit(max_states: int, least: int, cut: bool, horizon: int) -> InputError:
+    """The refusal on the lower bound `least` (`LedgerSearch.least_states`); `cut`: the
+    horizon cuts the bound, so a lower --horizon lowers the work."""
+    change = f"raise it to at least {least}"
+    if cut:
+        change += f", or lower --horizon (the bound counts the states within {horizon - 1} turns)"
+    return state_limit(max_states, f"at least {least} ledger states (a lower bound)", change)

@@ -110,9 +110,17 @@ class ComponentSearch(SearchProblem):
         """A bound on the ledger states built: the sum over components."""
         return sum(part.estimate() for part in self.parts)
 
+    def least_states(self) -> tuple[int, bool]:
+        """A lower bound on the ledger states built: the sum over components."""
+        bounds = [part.least_states() for part in self.parts]
+        return sum(b for b, _ in bounds), any(cut for _, cut in bounds)
+
     def run(self) -> Best[Node]:
+        built = 0
         for part in self.parts:
+            part.max_states = self.max_states - built  # the limit bounds the components' sum
             part.run()
+            built += part.state_count
         self.state_count = sum(part.state_count for part in self.parts)
         results = []
         for direction in LossDirection:

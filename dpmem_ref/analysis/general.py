@@ -6,11 +6,17 @@ kernel's turn planner (`begin_turn`, one cursor per store). A transcript that on
 cannot produce (its slots or its control differ) is infinite. Used whenever the ledger
 programme (`dpmem_ref.analysis.ledger`) does not apply: routing or controls that read the
 history, the released views or the store, and deliberate private hooks.
+
+Depth-safe: the recursion V(t) -> V(t + 1) runs on an explicit stack (`_drive`): each
+value is a generator that yields the sub-values it needs and is resumed with them, in the
+order the recursive search evaluated them (the same memo, the same witness), so no horizon
+reaches Python's recursion limit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Generator, Hashable
+from typing import Any
 
 from dpmem_ref.analysis.bounds import state_limit
 from dpmem_ref.analysis.direction import Best
@@ -23,6 +29,26 @@ from dpmem_ref.turn.state import InterfaceState
 
 # A sub-search's worst case is a Best[Node]: both directions, with the witness chains.
 NOTHING: Best[Node] = Best(IMPOSSIBLE, None, IMPOSSIBLE, None)
+# A value being computed: yields the sub-values it needs (generators), receives each one's
+# Best[Node], returns its own.
+Pending = Generator[Any, Best[Node], Best[Node]]
+
+
+def _drive(root: Pending) -> Best[Node]:
+    """Run a pending value and every sub-value it asks for on an explicit stack."""
+    stack = [root]
+    value: Best[Node] | None = None
+    while True:
+        try:
+            request = stack[-1].send(value)  # type: ignore[arg-type]
+        except StopIteration as done:
+            stack.pop()
+            value = done.value
+            if not stack:
+                return value
+            continue
+        stack.append(request)
+        value = None
 
 
 class GeneralSearch(SearchProblem):
@@ -37,6 +63,8 @@ class GeneralSearch(SearchProblem):
         self.views_irrelevant = (
             not router.reads_released_views and not self.interface.control.reads_views and not self.interface.reuse.rules
         )
+        self.deepest = 0  # the latest turn a node was built at (for the refusal's advice)
+        self.opened = 0  # nodes opened: memoized once their sub-nodes are done
 
     @property
     def states_explored(self) -> int:
@@ -44,14 +72,21 @@ class GeneralSearch(SearchProblem):
         return len(self.turn_memo) + len(self.slot_memo)
 
     def _room(self) -> None:
-        if len(self.turn_memo) + len(self.slot_memo) >= self.max_states:
-            raise state_limit(self.max_states)
+        # Counted when a node opens (it is memoized when it closes, after its sub-nodes).
+        if self.opened >= self.max_states:
+            raise state_limit(
+                self.max_states,
+                f"more than {self.max_states} search nodes",
+                f"raise it, or lower --horizon (nodes were built up to turn {self.deepest + 1} of {self.horizon};"
+                " each turn fewer drops that turn's nodes)",
+            )
+        self.opened += 1
 
     def run(self) -> Best[Node]:
         start = InterfaceState.initial(self.interface)
-        return self.turn_value(start, start)
+        return _drive(self.turn_value(start, start))
 
-    def turn_value(self, state_a: InterfaceState, state_b: InterfaceState) -> Best[Node]:
+    def turn_value(self, state_a: InterfaceState, state_b: InterfaceState) -> Pending:
         t = state_a.turn
         if t == self.horizon:
             return Best(ZERO, None, ZERO, None)
@@ -60,20 +95,21 @@ class GeneralSearch(SearchProblem):
         if cached is not None:
             return cached
         self._room()
+        self.deepest = max(self.deepest, t)
         best = NOTHING
         for query in self.queries:
             cursor_a = begin_turn(self.interface, state_a, query, self.store_a, strict=self.strict)
             cursor_b = begin_turn(self.interface, state_b, query, self.store_b, strict=self.strict)
-            best = best.combine(self.slot_value(cursor_a, cursor_b))
+            best = best.combine((yield self.slot_value(cursor_a, cursor_b)))
         self.turn_memo[key] = best
         return best
 
-    def slot_value(self, cursor_a: TurnCursor, cursor_b: TurnCursor) -> Best[Node]:
+    def slot_value(self, cursor_a: TurnCursor, cursor_b: TurnCursor) -> Pending:
         query = cursor_a.query
         if cursor_a.done or cursor_b.done:
             if cursor_a.done != cursor_b.done:
                 return _one_sided(query, "active slots differ")
-            return self.turn_end(cursor_a, cursor_b)
+            return (yield self.turn_end(cursor_a, cursor_b))
         plan_a, plan_b = cursor_a.plan(), cursor_b.plan()
         if plan_a.slot != plan_b.slot:
             return _one_sided(query, "active slots differ")
@@ -101,15 +137,15 @@ class GeneralSearch(SearchProblem):
         shared = None
         if self.views_irrelevant:
             view = steps[0][0] if steps else plan_a.vocabulary.generic
-            shared = self.slot_value(cursor_a.release(view), cursor_b.release(view))
+            shared = yield self.slot_value(cursor_a.release(view), cursor_b.release(view))
         for view, ab, ba in steps:
-            rest = shared if shared is not None else self.slot_value(cursor_a.release(view), cursor_b.release(view))
+            rest = shared if shared is not None else (yield self.slot_value(cursor_a.release(view), cursor_b.release(view)))
             node_ab, node_ba = ViewNode(slot, view, rest.ab_at), ViewNode(slot, view, rest.ba_at)
             best = best.combine(Best(ab.add(rest.ab), node_ab, ba.add(rest.ba), node_ba))
         self.slot_memo[key] = best
         return best
 
-    def turn_end(self, cursor_a: TurnCursor, cursor_b: TurnCursor) -> Best[Node]:
+    def turn_end(self, cursor_a: TurnCursor, cursor_b: TurnCursor) -> Pending:
         control_a, control_b = cursor_a.control(), cursor_b.control()
         query = cursor_a.query.name
         if control_a != control_b:
@@ -118,7 +154,7 @@ class GeneralSearch(SearchProblem):
         state_a, _ = cursor_a.finish(control=control_a)
         # Both sides continue from the one public history (the released transcript).
         state_b = InterfaceState(turn=state_a.turn, ledgers=cursor_b.ledgers, history=state_a.history)
-        future = self.turn_value(state_a, state_b)
+        future = yield self.turn_value(state_a, state_b)
         return Best(
             future.ab,
             TurnEnd(query, control_a, control_b, "", future.ab_at),

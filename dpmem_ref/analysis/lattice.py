@@ -113,17 +113,25 @@ def box(search: LedgerSearch) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     return tuple(cap // size + 1 for cap, size in zip(search.caps, sizes, strict=True)), tuple(sizes)
 
 
-def plan(search: LedgerSearch, limit: int) -> Plan | None:
-    """The lattice for this search, or None where (i)-(iv) fail or the box exceeds `limit`
-    (module docstring). Only the box is computed before the limit is checked."""
+class Shape:
+    """What (i)-(iii) decided (module docstring): the box (levels and digit sizes per kept
+    ledger), the classes and the pass query; shared with the frontier programme
+    (`analysis.frontier`), which needs no box and no (iv)."""
+
+    __slots__ = ("classes", "levels", "pass_query", "sizes")
+
+    def __init__(self, levels: tuple[int, ...], sizes: tuple[int, ...], classes: list[Class], pass_query: int) -> None:
+        self.levels, self.sizes, self.classes, self.pass_query = levels, sizes, classes, pass_query
+
+
+def shape(search: LedgerSearch) -> Shape | None:
+    """The classes of this search, or None where (i)-(iii) fail (module docstring)."""
     if not search.prune or search.all_horizons or not search.capped or not search.relevant:
         return None  # (i); no kept ledger: the sparse programme has one state
     found = box(search)
     if found is None:
         return None
     levels, sizes = found
-    if prod(levels) > min(limit, LATTICE_MAX_CELLS):
-        return None
     start = tuple(0 for _ in levels)
     full = search.caps  # a state where every charging slot is refused (its units are > 0)
     classes: dict[tuple[int, ...], Class] = {}
@@ -154,9 +162,24 @@ def plan(search: LedgerSearch, limit: int) -> Plan | None:
         classes.setdefault(step, Class(step)).members.append((q, admitted.ab, admitted.ba))
     if pass_query < 0:
         return None
-    if classes and sum(level - 1 for level in levels) // min(k.weight for k in classes.values()) > search.horizon:
+    return Shape(levels, sizes, list(classes.values()), pass_query)
+
+
+def horizon_binds(found: Shape, horizon: int) -> bool:
+    """Whether some admission counts within the box exceed T: (iv) fails."""
+    classes = found.classes
+    return bool(classes) and sum(level - 1 for level in found.levels) // min(k.weight for k in classes) > horizon
+
+
+def plan(search: LedgerSearch, limit: int, found: Shape | None = None) -> Plan | None:
+    """The lattice for this search, or None where (i)-(iv) fail or the box exceeds `limit`
+    (module docstring). `found`: the shape, if already computed."""
+    found = shape(search) if found is None else found
+    if found is None or prod(found.levels) > min(limit, LATTICE_MAX_CELLS):
+        return None
+    if horizon_binds(found, search.horizon):
         return None  # (iv)
-    return Plan(levels, list(classes.values()), pass_query)
+    return Plan(found.levels, found.classes, found.pass_query)
 
 
 def _scaled(loss: Loss, p: int) -> tuple[int, int]:

@@ -4,7 +4,8 @@ private hooks, a cap rule that reads only the charged ledgers: every file interf
 
 Then V_r(L) = max_q [step(q, L) + V_{r-1}(L + delta(q, L))] with r the remaining turns,
 and these facts bring the cost down from (queries + T) x (K+1)^A (in the pruned one-slot
-shape `analysis.lattice` then solves the longest path as one vectorised integer programme):
+shape `analysis.lattice` then solves the longest path as one vectorised integer programme,
+or `analysis.frontier` as the same programme by variable elimination):
 
 - Slicing, implied caps, dominated moves. The state is integer counts over the ledgers
   that can decide an admission, and only the queries that can matter are tried at a state
@@ -33,8 +34,8 @@ chosen queries, choosing each slot's view by the exact step, so it is a real tra
 
 from __future__ import annotations
 
-from dpmem_ref.analysis import lattice
-from dpmem_ref.analysis.bounds import ledger_levels, state_limit
+from dpmem_ref.analysis import frontier, lattice
+from dpmem_ref.analysis.bounds import combinations_within, ledger_levels, state_limit
 from dpmem_ref.analysis.direction import Best, LossDirection
 from dpmem_ref.analysis.longest import longest_paths
 from dpmem_ref.analysis.loss import IMPOSSIBLE, INFINITE, ZERO, Loss
@@ -84,27 +85,73 @@ class LedgerSearch(LedgerReduction):
         self.iterations = 0
         self.all_horizons = False  # True: V_r at the start for every r (components need it), no one-pass shortcut
         self.longest = False  # the one-pass longest path replaced the value iteration
-        # "auto": the lattice programme (`analysis.lattice`) where it applies and the sparse
-        # estimate reaches LATTICE_FROM; "always": wherever it applies; "never". Decided
-        # by `estimate` (the run without an estimate is the sparse programme).
+        # "auto": the lattice (`analysis.lattice`) or frontier (`analysis.frontier`)
+        # programme where one applies and the sparse estimate reaches LATTICE_FROM (the
+        # lattice where its box fits the limit and costs at most 8 times the frontier's
+        # work); "always": the lattice wherever it applies; "frontier": the frontier
+        # programme wherever it applies; "never". Decided by `estimate` (the run without an
+        # estimate is the sparse programme).
         self.lattice_mode = "auto"
         self.lattice_plan: lattice.Plan | None = None
+        self.frontier_plan: tuple[lattice.Shape, frontier.Plan] | None = None
 
     def estimate(self) -> int:
         """A bound on the ledger states the programme builds, before it builds any
         (`analysis.bounds`), over the kept attributes (implied caps dropped). With
         dominance pruning only the moving queries' admissions (a release that differs, not
-        terminal, `analysis.reduction`) raise ledgers, so only their charges count."""
+        terminal, `analysis.reduction`) raise ledgers, so only their charges count. Also
+        chooses the engine (`lattice_mode`)."""
         moving = set(self.moving)
         reads = [turn if q in moving else [] for q, turn in enumerate(self.reads)] if self.prune else self.reads
         sparse = ledger_levels(self.interface, reads, self.relevant, self.horizon)
-        # The lattice programme values every cell of its box: its estimate is the box.
         self.lattice_plan = None
-        if self.lattice_mode == "always" or (self.lattice_mode == "auto" and sparse >= lattice.LATTICE_FROM):
-            self.lattice_plan = lattice.plan(self, self.max_states)
-            if self.lattice_plan is not None:
-                return self.lattice_plan.cells
+        self.frontier_plan = None
+        mode = self.lattice_mode
+        if mode == "never" or (mode == "auto" and sparse < lattice.LATTICE_FROM):
+            return sparse
+        found = lattice.shape(self)
+        if found is None:
+            return sparse
+        boxed = lattice.plan(self, self.max_states, found) if mode != "frontier" else None
+        eliminated = frontier.plan(found, self.horizon) if mode != "always" else None
+        if boxed is not None and (eliminated is None or boxed.cells <= 8 * eliminated.work):
+            self.lattice_plan = boxed  # it values every cell of its box: the box is the estimate
+            return boxed.cells
+        if eliminated is not None:
+            self.frontier_plan = (found, eliminated)  # past the limit the sparse programme runs
+            return max(eliminated.work, sparse)
         return sparse
+
+    def least_states(self) -> tuple[int, bool]:
+        """A lower bound on the ledger states the sparse programme builds (`analysis.bounds`),
+        and whether the horizon cuts it. Under dominance pruning a moving query q (one slot,
+        charging kept ledgers C_q with u_q units, admitted with a differing, non-terminal
+        release: the same summary wherever it is admitted) is followed at every state. Take
+        moving queries with pairwise disjoint C_q (greedily, the most admissions first): at
+        the state reached by n_q admissions of each, ledger i in C_q holds n_q u_q, so q is
+        admitted while n_q < c_q = min_i B_i // u_q, and distinct n give distinct states
+        (disjoint supports, u_q > 0) within depth sum n. Every n with n_q <= c_q and sum n
+        <= T - 1 is thus a state the programme builds. Without pruning: 1 (no bound)."""
+        if self.lattice_plan is not None:
+            return self.lattice_plan.cells, False  # the lattice values its box, which fits the limit
+        if self.frontier_plan is not None:
+            return 0, False  # the frontier programme stops at the limit itself
+        if not self.prune or not self.capped:
+            return 1, False
+        candidates = []
+        for q in self.moving:
+            slot = self.slots[q][0]
+            if slot.charge and slot.units > 0:
+                candidates.append((min(self.caps[i] // slot.units for i in slot.charge), q, frozenset(slot.charge)))
+        candidates.sort(key=lambda c: (-c[0], c[1]))
+        used: set[int] = set()
+        counts = []
+        for most, _, charge in candidates:
+            if most and not charge & used:
+                used |= charge
+                counts.append(most)
+        within = combinations_within(counts, self.horizon - 1)
+        return within, within < combinations_within(counts, sum(counts))
 
     # ---- one query at one state
 
@@ -142,6 +189,18 @@ class LedgerSearch(LedgerReduction):
     def run(self) -> Best[Node]:
         if self.lattice_plan is not None:
             return lattice.solve(self, self.lattice_plan)
+        if self.frontier_plan is not None:
+            try:
+                return frontier.solve(self, *self.frontier_plan)
+            except frontier.FrontierFull:
+                self.frontier_plan = None  # its table passed the limit: the sparse programme's turn
+                least, _ = self.least_states()
+                if least > self.max_states:
+                    raise state_limit(
+                        self.max_states,
+                        f"more than {self.max_states} frontier table entries and at least {least} sparse ledger states",
+                        "raise it",
+                    ) from None
         start: tuple[int, ...] = tuple(0 for _ in self.relevant)
         index = {start: 0}
         states = [start]
@@ -167,7 +226,14 @@ class LedgerSearch(LedgerReduction):
                             target = -(10**9) - q  # beyond the horizon: its value is never read
                         else:
                             if len(states) >= self.max_states:
-                                raise state_limit(self.max_states)
+                                # Breadth first: every state within depth[s] turns is built
+                                # (at most the limit), so a horizon of depth[s] + 1 fits.
+                                raise state_limit(
+                                    self.max_states,
+                                    f"more than {self.max_states} ledger states",
+                                    f"raise it, or lower --horizon to at most {depth[s] + 1}"
+                                    f" (the {len(states)} ledger states within {depth[s]} turns fit)",
+                                )
                             target = index[after] = len(states)
                             states.append(after)
                             depth.append(depth[s] + 1)

@@ -94,6 +94,7 @@ class WorstCase:
     """Exact worst-case privacy loss over all adaptive strategies of length `horizon`.
 
     `states_explored` counts the search's memoized values (see the search modules);
+    `states_built` the states counted against `--max-states` (`analysis.bounds`);
     `fixed_point` is the r at which the ledger programme's value iteration stopped early
     (V_r = V_{r-1} at every state within depth T - r): the loss at this horizon T equals
     the loss at horizon r. It claims nothing about horizons beyond T (the state graph is
@@ -107,6 +108,7 @@ class WorstCase:
     seconds: float
     fixed_point: int | None = None
     dps: int = IV_DPS
+    states_built: int = 0
 
     @property
     def worst(self) -> Direction:

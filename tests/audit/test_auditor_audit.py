@@ -294,13 +294,13 @@ def test_bound_is_printed_exactly() -> None:
 
 def test_max_states_stops_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["audit", str(EVALUATION), "--store-a", "M_diabetes", "--store-b", "neutral", "--horizon", "32"]
-    # --max-states bounds the memoized ledger states, estimated up front: 4 here
+    # --max-states bounds the memoized ledger states, at least 4 here (bounded up front)
     # (diabetes's ledger, 4 values; pregnancy, which two of its differing reads also
     # charge, is charged only together with diabetes at the same cap: an implied cap,
     # dropped from the state, analysis/reduction.py).
     assert main([*args, "--max-states", "3"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--max-states 3" in err and "estimated 4" in err
+    assert err.count("\n") == 1 and "--max-states 3" in err and "at least 4" in err
     assert main([*args, "--max-states", "4"]) == 0
     capsys.readouterr()
     assert main([*args, "--max-states", "0"]) == 2

@@ -1,6 +1,6 @@
 """`dpmem audit` verdicts a CI gate can trust (issue 26.4) and work refused before it starts
 (issue 26.2): contract violations, kappa = inf, what the early stop claims, every printed
-digit proved, the witness replay to the same digits, the --max-states estimate."""
+digit proved, the witness replay to the same digits, the --max-states bounds."""
 
 from __future__ import annotations
 
@@ -154,29 +154,28 @@ def test_default_precision_is_kept_for_ordinary_losses() -> None:
 # ---------------------------------------------------------------- --max-states
 
 
-def test_max_states_is_refused_before_any_state_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dpmem_ref.analysis.general import GeneralSearch
+def test_max_states_is_refused_before_any_state_is_built_when_the_lower_bound_exceeds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from dpmem_ref.analysis.ledger import LedgerSearch
 
     def never(self: object) -> None:
-        raise AssertionError("the search ran although the estimate exceeds --max-states")
+        raise AssertionError("the search ran although the lower bound exceeds --max-states")
 
     monkeypatch.setattr(LedgerSearch, "run", never)
-    monkeypatch.setattr(GeneralSearch, "run", never)
     loaded = load_interface_file(EVALUATION)
     a, b = loaded.store("M_diabetes"), loaded.store("neutral")
-    for search, limit in (("auto", 3), ("general", 20)):
-        with pytest.raises(InputError, match=rf"estimated \d+ memoized states .*--max-states {limit}"):
-            worst_case_loss(loaded.interface, a, b, 32, max_states=limit, search=search)
+    with pytest.raises(InputError, match=r"at least 4 ledger states .*--max-states 3; raise it to at least 4"):
+        worst_case_loss(loaded.interface, a, b, 32, max_states=3)
 
 
-def test_max_states_refusal_is_one_line_with_the_estimate(capsys: pytest.CaptureFixture[str]) -> None:
+def test_max_states_refusal_is_one_line_with_the_lower_bound(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["audit", str(EVALUATION), "--store-a", "M_diabetes", "--store-b", "neutral", "--horizon", "32"]
     started = time.process_time()
     assert main([*args, "--max-states", "3"]) == 2
     assert time.process_time() - started < 60  # generous: the point is no search ran (see above)
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "estimated 4 memoized states (4 ledger states)" in err and "--max-states 3" in err
+    assert err.count("\n") == 1 and "at least 4 ledger states (a lower bound)" in err and "--max-states 3" in err
 
 
 def test_estimate_bounds_the_states_the_programme_builds() -> None:
