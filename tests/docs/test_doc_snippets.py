@@ -2,10 +2,11 @@
 
 Blocks are read with pytest-codeblocks' extractor (its HTML-comment markers: `<!--pytest-codeblocks:cont-->`
 continues the previous block, `<!--pytest.mark.skip(reason="...")-->` keeps a block out of the test and
-must say why, e.g. it installs packages, needs a GPU or runs for an hour). Each block runs in a fresh
-folder holding a copy of examples/ (so a snippet can never write to a tracked example) and links to the
-repository's other folders, with the environment's console scripts (`dpmem`, `dpmem-eval`, `python`)
-first on PATH:
+must say why, e.g. it installs packages, needs a GPU or runs for minutes). Each block runs in a fresh
+folder holding copies of examples/ and results/ (the folders snippets read and may write: a snippet can
+never change a tracked example or result) and links to the repository's other folders, with the
+environment's console scripts (`dpmem`, `dpmem-eval`, `python`) first on PATH; the repository's
+`git status` must be the same after the block as before it:
 
 - `python`: run as one script (with its continuations);
 - `bash` / `sh`: run by `bash -e -o pipefail`;
@@ -29,7 +30,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "eval/README.md", "results/README.md", "docs/*.md", "results/*/README.md")
 RUN = {"python", "bash", "sh", "toml"}
-LINKED = ("benchmarks", "counterexamples", "dpmem_ref", "eval", "requirements", "results", "scripts", "tests", "docs")
+COPIED = ("examples", "results")
+LINKED = ("benchmarks", "counterexamples", "dpmem_ref", "eval", "requirements", "scripts", "tests", "tools", "docs")
 TIMEOUT_S = 600
 
 
@@ -68,7 +70,8 @@ def snippets() -> list[object]:
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Path:
-    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    for name in COPIED:
+        shutil.copytree(ROOT / name, tmp_path / name)
     for name in LINKED:
         if (ROOT / name).exists():
             (tmp_path / name).symlink_to(ROOT / name, target_is_directory=True)
@@ -89,6 +92,7 @@ def test_snippet_runs_as_pasted(syntax: str, code: str, expected: str | None, sa
     if syntax == "toml":
         tomllib.loads(code)
         return
+    before = _git_status()
     command = [sys.executable, "-c", code] if syntax == "python" else ["bash", "-e", "-o", "pipefail", "-c", code]
     done = subprocess.run(command, cwd=sandbox, env=_environment(), capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, f"exit {done.returncode}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
@@ -98,6 +102,13 @@ def test_snippet_runs_as_pasted(syntax: str, code: str, expected: str | None, sa
         if original.is_file():
             relative = original.relative_to(ROOT)
             assert (sandbox / relative).read_bytes() == original.read_bytes(), f"the snippet wrote {relative}"
+    assert _git_status() == before, "the snippet changed files of the repository"
+
+
+def _git_status() -> str | None:
+    """`git status --porcelain` of the repository (None outside a git checkout)."""
+    done = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else None
 
 
 def test_every_skip_says_why() -> None:
