@@ -2,9 +2,9 @@
 
 A turn: the router maps the free-text query to a catalogue query (public: query text and
 released history only, C4); the kernel's `DurableSession.run_turn` runs Algorithm 1 over
-the user's memory against the scope's durable ledgers (`scopes.ScopedLedgers`: admission
-needs room in the (user, app) scope and in the optional per-user scope, one transaction
-debits both, C5 per scope); then the LLM channel answers from the query text, the
+the subject's memory against the scope's durable ledgers (`scopes.ScopedLedgers`: the
+(subject, app) scope with its precommitted caps, its share of any per-user cap; admission
+reads that scope only, C5 and C6 per application); then the LLM channel answers from the query text, the
 released view texts and this runtime's earlier turns of the scope only (Eq. 2), after the
 release deadline, so its time depends on public inputs only. A no-match query releases
 the generic view of every slot, reads no memory and charges nothing.
@@ -37,9 +37,8 @@ from dpmem_ref.runtime.scopes import (
     check_scope_id,
     parse_scope,
     remaining,
-    user_scope,
 )
-from dpmem_ref.runtime.settings import AgentFile, check_user_caps, load_agent_file
+from dpmem_ref.runtime.settings import AgentFile, check_shares, check_user_caps, load_agent_file
 from dpmem_ref.runtime.similarity import make_embedder
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
 from dpmem_ref.turn.channel import LLMChannel, view_texts
@@ -114,6 +113,7 @@ class AgentRuntime:
         user_caps: Mapping[str, Fraction] | None,
         epoch: int,
         turn_deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
+        shares: Mapping[str, Mapping[str, Fraction]] | None = None,
     ) -> None:
         self.agent = agent
         self.interface: Interface = agent.loaded.interface
@@ -123,6 +123,7 @@ class AgentRuntime:
         self.source = source
         self.router = router
         self.user_caps = user_caps
+        self.shares = shares
         self.epoch = epoch
         self.turn_deadline_s = turn_deadline_s
         self._lock = threading.RLock()
@@ -140,6 +141,7 @@ class AgentRuntime:
         user_caps: Mapping[str, Fraction | int | str] | bool | None = None,
         new_epoch: str | None = None,
         turn_deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
+        shares: Mapping[str, Mapping[str, Fraction | int | str]] | None = None,
     ) -> AgentRuntime:
         """Bind the agent file's interface, the memory file, the ledger store and the LLM
         channel. Refuses an interface change that cannot carry the ledgers over unless
@@ -154,6 +156,11 @@ class AgentRuntime:
             caps = None
         else:
             caps = check_user_caps(user_caps, attributes)
+        app_shares = None
+        if caps is not None:  # a per-user cap is served as precommitted per-application shares
+            app_shares = check_shares(agent.shares if shares is None else shares, caps, interface.caps)
+        elif shares is not None or (user_caps is None and agent.shares is not None):
+            raise InputError("scopes.shares", "shares of a per-user cap (scopes.user_caps)", "no per-user cap")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise InputError("--seed", "a non-negative integer", seed)
         encoders = {agent.router.get("encoder"), agent.tagger.get("encoder")} - {None}
@@ -166,11 +173,11 @@ class AgentRuntime:
         source: RandomSource = SystemRandomSource() if seed is None else SeededRandomSource(seed)
         ledger_store = open_ledger_store(store_url or "memory:")
         try:
-            epoch, _ = bind(ledger_store, interface, caps, new_epoch)
+            epoch, _ = bind(ledger_store, interface, caps, new_epoch, app_shares)
         except BaseException:
             ledger_store.close()
             raise
-        return cls(agent, book, ledger_store, channel, source, router, caps, epoch, turn_deadline_s)
+        return cls(agent, book, ledger_store, channel, source, router, caps, epoch, turn_deadline_s, app_shares)
 
     # ------------------------------------------------------------ scopes
     def _scope(self, user: str, app: str) -> tuple[ScopedLedgers, DurableSession]:
@@ -179,11 +186,9 @@ class AgentRuntime:
             found = self._sessions.get(key)
             if found is None:
                 interface = self.interface
-                app_session = self.ledger_store.open_session(user, app_scope(self.epoch, app), interface.caps)
-                user_session = None
-                if self.user_caps is not None:
-                    user_session = self.ledger_store.open_session(user, user_scope(self.epoch), self.user_caps)
-                scoped = ScopedLedgers(app_session, interface.caps, user_session, self.user_caps)
+                share = self.share(app)
+                app_session = self.ledger_store.open_session(user, app_scope(self.epoch, app), share)
+                scoped = ScopedLedgers(app_session, interface.caps, share)
                 session = DurableSession.open(
                     interface,
                     _ScopedLedgerStore(self.ledger_store, scoped),
@@ -196,8 +201,21 @@ class AgentRuntime:
                 found = self._sessions[key] = (scoped, session)
             return found
 
+    def share(self, app: str) -> Mapping[str, Fraction]:
+        """The caps of `app`'s scopes: its declared share of the per-user caps, or the
+        interface's caps B_a when there is no per-user cap. An application without a
+        declared share is refused (one line): the allocation is public and precommitted."""
+        check_scope_id(app, "app")
+        if self.shares is None:
+            return self.interface.caps
+        share = self.shares.get(app)
+        if share is None:
+            raise InputError("app", "an application with a declared share of the per-user caps ([scopes.shares])", "an undeclared application")
+        return share
+
     def remaining(self, user: str, app: str) -> dict[str, str]:
-        """Attribute -> exact "p/q" that `app` may still spend for `user` (min over its scopes)."""
+        """Attribute -> exact "p/q" that `app` may still spend for `user`: its scope's caps
+        minus its own ledger (a function of its own released history only, C6)."""
         scoped, _ = self._scope(user, app)
         ledgers = scoped.load().ledger_map()
         return {a: fraction_to_text(v) for a, v in remaining(ledgers, self.interface.caps).items()}
@@ -207,15 +225,29 @@ class AgentRuntime:
         (None for the per-user scope), "epoch"}, "ledgers": {a: "p/q"}, "caps": {a: "p/q"}}."""
         check_scope_id(user, "user")
         out = []
+        total: dict[str, Fraction] = {a: Fraction(0) for a in self.interface.caps}
+        opened = False
         for interaction, spent, caps in self.ledger_store.user_ledgers(user):
             parsed = parse_scope(interaction)
-            if parsed is None:
-                continue
+            if parsed is None or (parsed[1] is None and parsed[0] == self.epoch and self.user_caps is not None):
+                continue  # the current epoch's per-user row is the sum below
+            if parsed[0] == self.epoch and parsed[1] is not None:
+                opened = True
+                for a, v in spent.items():
+                    total[a] = total.get(a, Fraction(0)) + v
             out.append(
                 {
                     "scope": {"user": user, "app": parsed[1], "epoch": parsed[0]},
                     "ledgers": {a: fraction_to_text(v) for a, v in sorted(spent.items())},
                     "caps": {a: fraction_to_text(v) for a, v in sorted(caps.items())},
+                }
+            )
+        if self.user_caps is not None and opened:  # the per-user total: the sum of this epoch's application scopes
+            out.append(
+                {
+                    "scope": {"user": user, "app": None, "epoch": self.epoch},
+                    "ledgers": {a: fraction_to_text(v) for a, v in sorted(total.items())},
+                    "caps": {a: fraction_to_text(v) for a, v in sorted(self.user_caps.items())},
                 }
             )
         return out
@@ -321,7 +353,8 @@ class _ScopedLedgerStore:
     def open_session(
         self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
     ) -> ScopedLedgers:
-        self.ledger_store.open_session(user, interaction, caps, fingerprint=fingerprint)  # checks the binding
+        # The scope's own caps (its share); `caps` are the interface's, which the planner keeps.
+        self.ledger_store.open_session(user, interaction, self.scoped.share, fingerprint=fingerprint)  # the binding
         return self.scoped
 
     def read_meta(self, key: str) -> str | None:

@@ -29,9 +29,18 @@ EPOCHS_KEY = "runtime.epochs"
 MAX_REASON = 200
 
 
-def interface_record(interface: Interface, user_caps: Mapping[str, Fraction] | None) -> dict[str, Any]:
+def interface_record(
+    interface: Interface,
+    user_caps: Mapping[str, Fraction] | None,
+    shares: Mapping[str, Mapping[str, Fraction]] | None = None,
+) -> dict[str, Any]:
     caps = None if user_caps is None else {a: fraction_to_text(c) for a, c in sorted(user_caps.items())}
-    return {"interface": interface_description(interface), "user_caps": caps}
+    record: dict[str, Any] = {"interface": interface_description(interface), "user_caps": caps}
+    if shares is not None:
+        record["shares"] = {
+            app: {a: fraction_to_text(c) for a, c in sorted(share.items())} for app, share in sorted(shares.items())
+        }
+    return record
 
 
 def _text(value: object) -> str:
@@ -55,13 +64,17 @@ def check_reason(reason: object) -> str:
 
 
 def bind(
-    ledger_store: LedgerStore, interface: Interface, user_caps: Mapping[str, Fraction] | None, new_epoch: str | None
+    ledger_store: LedgerStore,
+    interface: Interface,
+    user_caps: Mapping[str, Fraction] | None,
+    new_epoch: str | None,
+    shares: Mapping[str, Mapping[str, Fraction]] | None = None,
 ) -> tuple[int, list[Change]]:
     """Bind `ledger_store` to `interface`; returns the budget epoch to serve and the changes found."""
     if new_epoch is not None:
         check_reason(new_epoch)
     fingerprint = interface_fingerprint(interface)
-    record = interface_record(interface, user_caps)
+    record = interface_record(interface, user_caps, shares)
     stored = ledger_store.fingerprint
     entry: dict[str, Any] = {"fingerprint": fingerprint}
     if stored is None:
@@ -101,7 +114,11 @@ def bind(
             return interface.caps  # a `dpmem run` session of the same database
         if scope[0] != epoch:
             return None  # an earlier epoch: kept as recorded
-        return interface.caps if scope[1] is not None else user_caps
+        if scope[1] is None:
+            return user_caps  # a per-user session of a database written before shares
+        if shares is None:
+            return interface.caps
+        return shares.get(scope[1])  # an application without a share now: kept as recorded
 
     ledger_store.rebind(stored, fingerprint, meta, caps_for=caps_for)
     return epoch, changes

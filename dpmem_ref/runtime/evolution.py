@@ -56,6 +56,12 @@ RULES: dict[str, tuple[bool, str]] = {
     "user-cap-raised": (False, "as cap-raised, for the per-user scope"),
     "user-scope-added": (False, "the new per-user ledger would miss the charges already made"),
     "user-scope-removed": (False, "withdraws the bound on colluding applications"),
+    "shares-introduced": (False, "scopes spent under the interface's caps may exceed their new shares"),
+    "shares-removed": (False, "each application would get B_a again: the per-user bound no longer holds"),
+    "share-added": (True, "a new application's scope starts at 0; the shares still sum to at most U_a"),
+    "share-removed": (False, "its spending still counts towards U_a, which later shares would not leave room for"),
+    "share-lowered": (True, "as cap-lowered, for one application's share"),
+    "share-raised": (False, "as cap-raised, for one application's share"),
     "unknown-record": (False, "the database holds no interface record to compare with"),
 }
 
@@ -106,6 +112,27 @@ def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Chan
             out.append(Change("part-changed", part))
     out += _slots(_by(a["slots"], "slot"), _by(b["slots"], "slot"))
     out += _user_caps(old.get("user_caps"), new.get("user_caps"))
+    out += _shares(old.get("shares"), new.get("shares"))
+    return out
+
+
+def _shares(old: Mapping[str, Mapping[str, str]] | None, new: Mapping[str, Mapping[str, str]] | None) -> list[Change]:
+    if old is None and new is None:
+        return []
+    if old is None:
+        return [Change("shares-introduced", "scopes.shares")]
+    if new is None:
+        return [Change("shares-removed", "scopes.shares")]
+    out = [Change("share-added", f"share of {app}") for app in sorted(set(new) - set(old))]
+    out += [Change("share-removed", f"share of {app}") for app in sorted(set(old) - set(new))]
+    for app in sorted(set(old) & set(new)):
+        for name in sorted(set(old[app]) | set(new[app])):
+            before, after = old[app].get(name), new[app].get(name)
+            if before is None or after is None:
+                continue  # an attribute added or removed: classified with the attributes
+            if _q(after) != _q(before):
+                kind = "share-lowered" if _q(after) < _q(before) else "share-raised"
+                out.append(Change(kind, f"share of {app}, {name}: {before} -> {after}"))
     return out
 
 

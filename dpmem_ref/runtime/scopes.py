@@ -1,26 +1,30 @@
-"""Budget scopes: ledgers keyed by (user, application), plus an optional per-user scope.
+"""Budget scopes: ledgers keyed by (subject, application), each with its own precommitted caps.
 
 The paper's adversary is the application over everything it observes (Theorem 1), across
-every conversation it opens. So a scope's ledgers are keyed by the user and the
-application, and its lifetime caps B_a are shared by every interaction of that
-application; the interaction id only labels a stretch of history and never selects a
-ledger. An optional per-user scope, with caps U_a, bounds applications that collude.
+every conversation it opens. So a scope's ledgers are keyed by the subject (the user whose
+memory items are read; every item has exactly one owner, `memory`) and the application,
+and its lifetime caps are shared by every interaction of that application; the
+interaction id only labels a stretch of history and never selects a ledger.
 
-In the ledger store a scope is one session: (user, "e<epoch>:app:<app>") for the
-(user, application) scope and (user, "e<epoch>:user") for the per-user one, where the
-epoch counts the recorded budget epochs of the database (`evolution`). Scope ids are
-restricted to [A-Za-z0-9._-] so these names never collide.
+The caps of a scope are a public, precommitted allocation: the interface's caps B_a, or,
+with a per-user cap U_a (`[scopes] user_caps`), the application's declared share
+B^app_a <= B_a with sum over applications <= U_a (`settings.check_shares`). An
+application's admissions and its `remaining` therefore read its OWN scope only: what it
+observes is a function of its own released history (C6), so Theorem 1 holds per
+application with B^app_a, and sequential composition over applications gives U_a per
+subject (docs/agent.md, "Budget scopes"). A per-user ledger shared dynamically by all
+applications would leak one application's spending into another's admissions.
 
-`ScopedLedgers` is a `LedgerSession` over both scopes, so the kernel's
-`DurableSession.run_turn` (Algorithm 1 against a durable ledger) serves a scope unchanged:
+In the ledger store a scope is one session: (subject, "e<epoch>:app:<app>"), where the
+epoch counts the recorded budget epochs of the database (`binding`). Scope ids are
+restricted to [A-Za-z0-9._-] so these names never collide. (Databases written before
+shares may also hold per-user sessions "e<epoch>:user"; they are listed, never read.)
 
-- `load` gives the planner the *effective* ledgers L'_a = B_a - min(B_a - L_a, U_a - L^u_a):
-  the cap rule (line 9, L'_a + eps <= B_a) then admits exactly when there is room in every
-  scope, and L_a <= L'_a <= B_a;
-- `charge_and_record` debits both scopes in ONE store transaction (`also=`), re-checking
-  L_a + eps <= B_a and L^u_a + eps <= U_a on the committed ledgers (C5 per scope); if either
-  refuses, neither is charged and the generic view is recorded, which the effective
-  ledgers it returns also refuse (so the kernel's re-plan agrees).
+`ScopedLedgers` is a `LedgerSession` over one scope whose stored caps are its share S_a,
+so the kernel's `DurableSession.run_turn` (Algorithm 1 against a durable ledger) serves
+it unchanged: `load` gives the planner the effective ledgers L'_a = B_a - (S_a - L_a), so
+the cap rule (line 9, L'_a + eps <= B_a) admits exactly when L_a + eps <= S_a, which the
+store re-checks on the committed ledger in the charge's transaction (C5).
 """
 
 from __future__ import annotations
@@ -64,16 +68,9 @@ def parse_scope(interaction: str) -> tuple[int, str | None] | None:
     return int(match.group(1)), match.group(2)
 
 
-def effective_ledgers(
-    app: Mapping[str, Fraction],
-    caps: Mapping[str, Fraction],
-    user: Mapping[str, Fraction] | None,
-    user_caps: Mapping[str, Fraction] | None,
-) -> dict[str, Fraction]:
-    """L'_a = B_a - min(B_a - L_a, U_a - L^u_a): room left in every scope, as a ledger over B_a."""
-    if user is None or user_caps is None:
-        return dict(app)
-    return {a: caps[a] - min(caps[a] - app[a], user_caps[a] - user[a]) for a in app}
+def effective_ledgers(spent: Mapping[str, Fraction], caps: Mapping[str, Fraction], share: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    """L'_a = B_a - (S_a - L_a): the scope's room under its share S_a <= B_a, as a ledger over B_a."""
+    return {a: caps[a] - (share[a] - spent[a]) for a in spent}
 
 
 def remaining(ledgers: Mapping[str, Fraction], caps: Mapping[str, Fraction]) -> dict[str, Fraction]:
@@ -82,41 +79,34 @@ def remaining(ledgers: Mapping[str, Fraction], caps: Mapping[str, Fraction]) -> 
 
 @attrs.frozen
 class ScopedLedgers:
-    """A `LedgerSession` over a (user, application) scope and the optional per-user scope."""
+    """A `LedgerSession` over one (subject, application) scope with caps `share` <= `caps`."""
 
     app: LedgerSession
     caps: Mapping[str, Fraction]
-    user: LedgerSession | None = None
-    user_caps: Mapping[str, Fraction] | None = None
+    share: Mapping[str, Fraction]
 
     @property
     def key(self) -> SessionKey:
         return self.app.key
 
-    def _effective(self, app: Mapping[str, Fraction], user: Mapping[str, Fraction] | None) -> dict[str, Fraction]:
-        return effective_ledgers(app, self.caps, user, self.user_caps)
+    def _effective(self, spent: Mapping[str, Fraction]) -> dict[str, Fraction]:
+        return effective_ledgers(spent, self.caps, self.share)
 
     def load(self) -> SessionSnapshot:
         snapshot = self.app.load()
-        if self.user is None:
-            return snapshot
-        user = self.user.load().ledger_map()
-        ledgers = self._effective(snapshot.ledger_map(), user)
+        ledgers = self._effective(snapshot.ledger_map())
         return attrs.evolve(snapshot, ledgers=tuple(sorted(ledgers.items())))
 
     def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
         if also:
-            raise InputError("also", "no extra scopes (ScopedLedgers adds its own)", len(also))
-        if self.user is None:
-            return self.app.charge_and_record(request)
-        outcome = self.app.charge_and_record(request, also=(self.user.key,))
-        ledgers = self._effective(dict(outcome.ledgers), dict(outcome.scopes[0]))
+            raise InputError("also", "no extra scopes (a scope's admissions read its own ledger only)", len(also))
+        outcome = self.app.charge_and_record(request)
+        ledgers = self._effective(dict(outcome.ledgers))
         return attrs.evolve(outcome, ledgers=tuple(sorted(ledgers.items())))
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
         self.app.record_turn(turn_id, record)
 
-    def spent(self) -> tuple[dict[str, Fraction], dict[str, Fraction] | None]:
-        """The committed ledgers of the (user, application) scope and of the per-user scope."""
-        app = self.app.load().ledger_map()
-        return app, None if self.user is None else self.user.load().ledger_map()
+    def spent(self) -> dict[str, Fraction]:
+        """The committed ledgers of the scope."""
+        return self.app.load().ledger_map()

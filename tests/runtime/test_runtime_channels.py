@@ -30,8 +30,8 @@ def test_channel_receives_query_view_texts_and_public_prefix_only(tmp_path: Path
     agent, memory = copy_example(tmp_path)
     channel = _Recording()
     runtime = open_runtime(agent, memory, "memory:", llm=channel)
-    first = runtime.turn("alice", "a", "i", "dinner tonight?")
-    second = runtime.turn("alice", "a", "i", "doctor check-up")
+    first = runtime.turn("alice", "recipes", "i", "dinner tonight?")
+    second = runtime.turn("alice", "recipes", "i", "doctor check-up")
     texts = {v.text for vocab in runtime.interface.vocabularies for v in vocab.views}
     (q1, v1, p1), (q2, v2, p2) = channel.calls
     assert q1 == "dinner tonight?" and p1 == () and {t for _, t in v1} <= texts
@@ -75,7 +75,7 @@ def test_openai_compatible_endpoint(tmp_path: Path) -> None:
         agent, memory = copy_example(tmp_path)
         url = f"openai:http://127.0.0.1:{server.server_port}/v1#tiny-model"
         runtime = open_runtime(agent, memory, "memory:", llm=url)
-        turn = runtime.turn("alice", "a", "i", "Budget tips please")
+        turn = runtime.turn("alice", "recipes", "i", "Budget tips please")
         (body,) = _Handler.bodies
         assert body["path"] == "/v1/chat/completions" and body["model"] == "tiny-model"
         assert body["messages"][-1] == {"role": "user", "content": "Budget tips please"}
@@ -87,7 +87,7 @@ def test_openai_compatible_endpoint(tmp_path: Path) -> None:
         server.server_close()
     down = open_runtime(agent, memory, "memory:", llm=url)  # the server is gone: one line
     with pytest.raises(InputError, match="reachable"):
-        down.turn("alice", "a", "i", "Budget tips please")
+        down.turn("alice", "recipes", "i", "Budget tips please")
 
 
 def test_runtime_imports_nothing_heavy() -> None:

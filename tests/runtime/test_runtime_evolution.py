@@ -87,12 +87,12 @@ def _spend(runtime: object, turns: int = 3) -> None:
 def test_safe_change_carries_the_ledgers(kind: str, tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    runtime = open_runtime(agent, memory, url)
+    runtime = open_runtime(agent, memory, url, user_caps=False)  # the interface's rules: caps B_a
     _spend(runtime, 1)
     spent = ledger_table(runtime, "alice")
     runtime.close()
     _edit(tmp_path / "interface.toml", kind)
-    runtime = open_runtime(agent, memory, url)
+    runtime = open_runtime(agent, memory, url, user_caps=False)
     carried = ledger_table(runtime, "alice")
     assert carried == spent and runtime.epoch == 0
     assert runtime.epochs()[-1]["reason"] == "carried over"
@@ -110,13 +110,13 @@ def test_safe_change_carries_the_ledgers(kind: str, tmp_path: Path) -> None:
 def test_unsafe_change_refused_then_new_epoch(kind: str, tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    runtime = open_runtime(agent, memory, url)
+    options = {"user_caps": False}  # the interface's rules: caps B_a (shares have their own test)
+    runtime = open_runtime(agent, memory, url, **options)
     _spend(runtime, 1)
     spent = ledger_table(runtime, "alice")
     runtime.close()
     database = (tmp_path / "l.db").read_bytes()
     _edit(tmp_path / "interface.toml", kind)
-    options = {"user_caps": False} if kind == "attribute-removed" else {}  # the file's user caps name debt
     with pytest.raises(InputError) as caught:
         open_runtime(agent, memory, url, **options)
     assert "\n" not in str(caught.value) and "--new-epoch" in str(caught.value)
@@ -140,8 +140,12 @@ def test_user_cap_raised_is_unsafe(tmp_path: Path) -> None:
     open_runtime(agent, memory, url).close()
     with pytest.raises(InputError, match="user-cap-raised"):
         open_runtime(agent, memory, url, user_caps={"diabetes": 4, "debt": 3})
-    lowered = open_runtime(agent, memory, url, user_caps={"diabetes": "5/2", "debt": 3})
-    assert lowered.epoch == 0 and lowered.epochs()[-1]["changes"][0]["kind"] == "user-cap-lowered"
+    with pytest.raises(InputError, match="summing to at most the per-user cap"):  # the file's shares sum to 3
+        open_runtime(agent, memory, url, user_caps={"diabetes": "5/2", "debt": 3})
+    shares = {"recipes": {"diabetes": "3/2", "debt": 1}, "finance": {"diabetes": 1, "debt": 2}}
+    lowered = open_runtime(agent, memory, url, user_caps={"diabetes": "5/2", "debt": 3}, shares=shares)
+    kinds = [c["kind"] for c in lowered.epochs()[-1]["changes"]]
+    assert lowered.epoch == 0 and kinds == ["user-cap-lowered", "share-lowered"]
     lowered.close()
 
 

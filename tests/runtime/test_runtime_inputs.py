@@ -116,13 +116,14 @@ def test_cli_second_run_continues_the_scope(tmp_path: Path) -> None:
     """`dpmem chat` twice for the same user and app, other interaction ids: one scope."""
     agent, memory = copy_example(tmp_path)
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    common = [str(agent), "--memory", str(memory), "--user", "alice", "--app", "recipes", "--store-url", url]
+    common = [str(agent), "--memory", str(memory), "--user", "alice", "--app", "finance", "--store-url", url]
     first = _chat([*common, "--interaction", "monday", "--seed", "1"], "dinner tonight?\nbudget tips\n", tmp_path)
     second = _chat([*common, "--interaction", "tuesday", "--seed", "2"], "dinner tonight?\n", tmp_path)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     lines = [json.loads(line) for line in first.stdout.splitlines() + second.stdout.splitlines()]
     assert [line["interaction"] for line in lines] == ["monday", "monday", "tuesday"]
     assert all(set(line) >= {"query", "route", "response", "control", "remaining"} for line in lines)
-    spent = [{a: 2 - Fraction(v) for a, v in line["remaining"].items()} for line in lines]
+    share = {"diabetes": Fraction(1), "debt": Fraction(2)}  # finance's share of the per-user caps
+    spent = [{a: share[a] - Fraction(v) for a, v in line["remaining"].items()} for line in lines]
     assert spent[0]["debt"] == Fraction(1) and spent[1]["debt"] == Fraction(3, 2)  # 1/2 per charged slot
     assert spent[2]["debt"] == Fraction(2) and spent[2]["diabetes"] == Fraction(1)  # continued, not reset
