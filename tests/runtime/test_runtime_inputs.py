@@ -74,7 +74,11 @@ def test_bad_input_one_line_nothing_changed(name: str, field: str, case: Case, t
         ("unknown key", json.dumps({"slot": "health", "text": SECRET, "secret": 1}), "memory line 7"),
         ("unknown slot in the file", json.dumps({"slot": "garden", "text": SECRET}), "memory line 7.slot"),
         ("tag outside the vocabulary", json.dumps({"slot": "food", "text": SECRET, "tags": ["zz"]}), "tags"),
-        ("over capacity", "\n".join(json.dumps({"slot": "schedule", "text": SECRET}) for _ in range(2)), "capacity"),
+        ("over capacity", "\n".join(json.dumps({"slot": "schedule", "text": SECRET, "user": "alice"}) for _ in range(2)), "capacity"),
+        ("an item without an owner", json.dumps({"slot": "schedule", "text": SECRET}), "memory line 7.user"),
+        ("an item with an owner and public", json.dumps({"slot": "schedule", "text": SECRET, "user": "bob", "public": True}), "7.user"),
+        ("a public item inside a group", json.dumps({"slot": "health", "text": SECRET, "public": True}), "memory line 7.public"),
+        ("public not a boolean", json.dumps({"slot": "schedule", "text": SECRET, "public": "yes"}), "memory line 7.public"),
     ],
 )
 def test_bad_memory_file_refused_at_open(name: str, line: str, field: str, tmp_path: Path) -> None:
