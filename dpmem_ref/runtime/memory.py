@@ -226,6 +226,36 @@ class MemoryBook:
         return other
 
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def check_memory_file(path: str | Path | None, field: str = "--memory") -> Path | None:
+    """A memory file given on the command line must exist (a missing file is an error, never
+    an empty memory)."""
+    if path is None:
+        return None
+    found = Path(path)
+    if not found.is_file():
+        raise InputError(field, "an existing memory file (JSON lines)", "no such file")
+    return found
+
+
+def private_copy(path: Path, runs: Path, command: str) -> Path:
+    """A memory file under the shipped examples/ is never written: it is copied into
+    runs/<command>-<UTC time>/ first (mode 0600), and the copy is served."""
+    if not path.resolve().is_relative_to(EXAMPLES):
+        return path
+    import shutil
+    import time
+
+    folder = runs / f"{command}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+    folder.mkdir(parents=True, exist_ok=False)
+    copy = folder / path.name
+    shutil.copyfile(path, copy)
+    os.chmod(copy, 0o600)
+    return copy
+
+
 def _overlap(a: str | None, b: str | None) -> bool:
     """Two items compete for a position when some user would see both."""
     return a is None or b is None or a == b
