@@ -50,6 +50,7 @@ def command_chat(args: argparse.Namespace) -> int:
             llm=args.llm,
             seed=args.seed,
             new_epoch=args.new_epoch,
+            check_channel=args.llm.startswith("openai:"),  # a remote endpoint is checked at start-up
         )
     except LedgerStoreError as error:
         raise InputError("--store-url", "a usable ledger database", str(error)) from None

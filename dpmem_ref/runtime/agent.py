@@ -33,6 +33,7 @@ from dpmem_ref.runtime.memory import MemoryBook, MemoryEntry
 from dpmem_ref.runtime.router import FreeTextRouter
 from dpmem_ref.runtime.scopes import (
     ScopedLedgers,
+    ScopedLedgerStore,
     app_scope,
     check_scope_id,
     parse_scope,
@@ -41,57 +42,18 @@ from dpmem_ref.runtime.scopes import (
 from dpmem_ref.runtime.settings import AgentFile, check_shares, check_user_caps, load_agent_file
 from dpmem_ref.runtime.similarity import make_embedder
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
+from dpmem_ref.runtime.turns import (
+    MAX_RECORDED_TURNS,
+    AgentTurn,
+    ChannelUnavailable,
+    RecordedTurn,
+    channel_name,
+    public_json,
+)
 from dpmem_ref.turn.channel import LLMChannel, view_texts
 from dpmem_ref.turn.durable import DurableSession
 
 MAX_QUERY_CHARS = 4096
-
-
-def public_json(value: object) -> Any:
-    """A public control value as JSON data: tuples -> lists, sets -> sorted lists, p/q text."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, Fraction):
-        return fraction_to_text(value) if value >= 0 else "-" + fraction_to_text(-value)
-    if isinstance(value, tuple | list):
-        return [public_json(v) for v in value]
-    if isinstance(value, frozenset | set):
-        return sorted((public_json(v) for v in value), key=repr)
-    return repr(value)
-
-
-@attrs.frozen
-class AgentTurn:
-    """One served turn, as the application sees it (everything here is public).
-
-    query: the free text the application sent; route: the catalogue query it was routed
-    to (None: no match, generic views only); response: the LLM channel's answer; control:
-    the kernel's observable control c_t as JSON data (C6; None on a no-match turn);
-    remaining: attribute -> exact "p/q" this application may still spend for this user
-    (min over its scopes); interaction: the caller's label (it never selects a ledger);
-    views: slot -> released view name."""
-
-    query: str
-    route: str | None
-    response: str
-    control: Any
-    remaining: Mapping[str, str]
-    interaction: str = ""
-    views: Mapping[str, str] = attrs.field(factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """The `dpmem chat` output line (JSON-able)."""
-        return {
-            "query": self.query,
-            "route": self.route,
-            "response": self.response,
-            "control": self.control,
-            "remaining": dict(self.remaining),
-            "interaction": self.interaction,
-            "views": dict(self.views),
-        }
-
-
 def _text_of_query(query: object) -> str:
     if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY_CHARS:
         shown = f"{len(query)} characters" if isinstance(query, str) else type(query).__name__
@@ -129,6 +91,8 @@ class AgentRuntime:
         self._lock = threading.RLock()
         self._sessions: dict[tuple[str, str], tuple[ScopedLedgers, DurableSession]] = {}
         self._transcripts: dict[tuple[str, str], list[tuple[str, Hashable, str]]] = {}
+        self._recorded: dict[tuple[str, str, str], RecordedTurn] = {}
+        self.channel_name = channel_name(channel)
 
     @classmethod
     def open(
@@ -142,6 +106,7 @@ class AgentRuntime:
         new_epoch: str | None = None,
         turn_deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
         shares: Mapping[str, Mapping[str, Fraction | int | str]] | None = None,
+        check_channel: bool = False,
     ) -> AgentRuntime:
         """Bind the agent file's interface, the memory file, the ledger store and the LLM
         channel. Refuses an interface change that cannot carry the ledgers over unless
@@ -170,6 +135,14 @@ class AgentRuntime:
         tagger = Tagger.from_spec(agent.tagger, known, embedder if agent.tagger.get("encoder") else None)
         book = MemoryBook.load(interface, lambda slot, text: tagger.tag(text, slot_tags(interface, slot)), memory)
         channel = make_channel(llm, seed) if isinstance(llm, str) else llm
+        if check_channel:  # at start-up: a channel that cannot answer fails here, not after a charge
+            try:
+                channel.respond("start-up check", (), ())
+            except Exception as error:
+                close = getattr(channel, "close", None)
+                if callable(close):
+                    close()
+                raise ChannelUnavailable(f"llm channel {channel_name(llm)}", "a channel that answers at start-up", type(error).__name__) from None
         source: RandomSource = SystemRandomSource() if seed is None else SeededRandomSource(seed)
         ledger_store = open_ledger_store(store_url or "memory:")
         try:
@@ -177,7 +150,9 @@ class AgentRuntime:
         except BaseException:
             ledger_store.close()
             raise
-        return cls(agent, book, ledger_store, channel, source, router, caps, epoch, turn_deadline_s, app_shares)
+        runtime = cls(agent, book, ledger_store, channel, source, router, caps, epoch, turn_deadline_s, app_shares)
+        runtime.channel_name = channel_name(llm)
+        return runtime
 
     # ------------------------------------------------------------ scopes
     def _scope(self, user: str, app: str) -> tuple[ScopedLedgers, DurableSession]:
@@ -191,7 +166,7 @@ class AgentRuntime:
                 scoped = ScopedLedgers(app_session, interface.caps, share)
                 session = DurableSession.open(
                     interface,
-                    _ScopedLedgerStore(self.ledger_store, scoped),
+                    ScopedLedgerStore(self.ledger_store, scoped),
                     user,
                     app_scope(self.epoch, app),
                     self.memory.store(user),
@@ -257,45 +232,74 @@ class AgentRuntime:
         return epoch_log(self.ledger_store)
 
     # ------------------------------------------------------------ turns
-    def turn(self, user: str, app: str, interaction: str, query: str, respond: bool = True) -> AgentTurn:
+    def turn(
+        self, user: str, app: str, interaction: str, query: str, respond: bool = True, turn_id: str | None = None
+    ) -> AgentTurn:
         """Serve one free-text query of application `app` for `user`. `respond=False`
         releases the views without calling the LLM channel (response ""): for a framework
-        that prompts its own model with the released view texts (runtime.langchain)."""
+        that prompts its own model with the released view texts (runtime.langchain).
+
+        `turn_id` (an idempotency key, 1..128 of [A-Za-z0-9._-]): the turn's released views
+        are recorded under it with the charge; if the LLM channel then fails the caller gets
+        `ChannelUnavailable` (one line naming the channel), and a retry with the same id and
+        query regenerates the response from the recorded views at no new charge. Recorded
+        in this runtime process (the last MAX_RECORDED_TURNS turns)."""
         check_scope_id(interaction, "interaction")
         text = _text_of_query(query)
+        key = None if turn_id is None else (user, app, check_scope_id(turn_id, "turn_id"))
         scoped, base = self._scope(user, app)
         interface = self.interface
-        history = scoped.load().history  # the released history (C4)
-        route = self.router.route(text, history)
-        if route.query is None:  # no match: generic views only, no memory read, no charge
-            released = tuple((v.slot, v.generic) for v in interface.vocabularies)
-            control: Any = None
+        with self._lock:
+            found = None if key is None else self._recorded.get(key)
+        if found is not None:  # a retry: regenerate from the recorded views, no new charge
+            if found.query != text:
+                raise InputError("turn_id", "the query of the turn it names (an idempotency key)", "another query")
+            recorded = found
             ledgers = scoped.load().ledger_map()
         else:
-            with self._lock:
-                memory = self.memory.store(user)
-            done = attrs.evolve(base, memory=memory).run_turn(route.query)
-            released = done.record.views
-            control = public_json(done.record.control)
-            ledgers = done.state.ledger_map(interface)
+            history = scoped.load().history  # the released history (C4)
+            route = self.router.route(text, history)
+            if route.query is None:  # no match: generic views only, no memory read, no charge
+                released = tuple((v.slot, v.generic) for v in interface.vocabularies)
+                control: Any = None
+                ledgers = scoped.load().ledger_map()
+            else:
+                with self._lock:
+                    memory = self.memory.store(user)
+                done = attrs.evolve(base, memory=memory).run_turn(route.query)
+                released = done.record.views
+                control = public_json(done.record.control)
+                ledgers = done.state.ledger_map(interface)
+            recorded = RecordedTurn(query=text, route=route.query, released=tuple(released), control=control)
+            if key is not None:
+                with self._lock:
+                    self._recorded[key] = recorded
+                    while len(self._recorded) > MAX_RECORDED_TURNS:
+                        del self._recorded[next(iter(self._recorded))]
         response = ""
         if respond:
             with self._lock:
                 transcript = self._transcripts.setdefault((user, app), [])
                 prefix = tuple(transcript)
-            response = self.channel.respond(text, view_texts(interface, released), prefix)  # Eq. 2
+            try:
+                response = self.channel.respond(text, view_texts(interface, recorded.released), prefix)  # Eq. 2
+            except Exception as error:
+                retry = "retry with the same turn_id: no new charge" if key else "send a turn_id to retry at no new charge"
+                raise ChannelUnavailable(f"llm channel {self.channel_name}", f"a channel that answers ({retry})", type(error).__name__) from None
             with self._lock:
                 transcript.append((text, None, response))
                 del transcript[:-16]
         left = {a: fraction_to_text(v) for a, v in remaining(ledgers, interface.caps).items()}
         return AgentTurn(
             query=text,
-            route=route.query,
+            route=recorded.route,
             response=response,
-            control=control,
+            control=recorded.control,
             remaining=left,
             interaction=interaction,
-            views=dict(released),
+            views=dict(recorded.released),
+            turn_id=turn_id or "",
+            retried=found is not None,
         )
 
     # ------------------------------------------------------------ memory (trusted side)
@@ -338,36 +342,4 @@ class AgentRuntime:
         self.ledger_store.close()
 
 
-@attrs.frozen
-class _ScopedLedgerStore:
-    """The ledger store as `DurableSession.open` sees it: opening the scope's session returns
-    the `ScopedLedgers` over its scopes (the fingerprint binding is the ledger store's own)."""
-
-    ledger_store: LedgerStore
-    scoped: ScopedLedgers
-
-    @property
-    def fingerprint(self) -> str | None:
-        return self.ledger_store.fingerprint
-
-    def open_session(
-        self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
-    ) -> ScopedLedgers:
-        # The scope's own caps (its share); `caps` are the interface's, which the planner keeps.
-        self.ledger_store.open_session(user, interaction, self.scoped.share, fingerprint=fingerprint)  # the binding
-        return self.scoped
-
-    def read_meta(self, key: str) -> str | None:
-        return self.ledger_store.read_meta(key)
-
-    def rebind(self, *args: Any, **kwargs: Any) -> None:
-        raise InputError("rebind", "the runtime's own binding (runtime.binding.bind)", "a scope's session")
-
-    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
-        return self.ledger_store.user_ledgers(user)
-
-    def close(self) -> None:
-        pass  # the runtime closes the ledger store
-
-
-__all__ = ["MAX_QUERY_CHARS", "AgentRuntime", "AgentTurn", "public_json"]
+__all__ = ["MAX_QUERY_CHARS", "AgentRuntime", "AgentTurn", "ChannelUnavailable", "public_json"]

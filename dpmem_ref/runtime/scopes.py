@@ -32,12 +32,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
-from dpmem_ref.ledger.contract import LedgerSession, ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot
+from dpmem_ref.ledger.contract import (
+    LedgerSession,
+    LedgerStore,
+    ReleaseOutcome,
+    ReleaseRequest,
+    SessionKey,
+    SessionSnapshot,
+)
 
 _SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -110,3 +118,35 @@ class ScopedLedgers:
     def spent(self) -> dict[str, Fraction]:
         """The committed ledgers of the scope."""
         return self.app.load().ledger_map()
+
+
+@attrs.frozen
+class ScopedLedgerStore:
+    """The ledger store as `DurableSession.open` sees it: opening the scope's session returns
+    the `ScopedLedgers` over its scopes (the fingerprint binding is the ledger store's own)."""
+
+    ledger_store: LedgerStore
+    scoped: ScopedLedgers
+
+    @property
+    def fingerprint(self) -> str | None:
+        return self.ledger_store.fingerprint
+
+    def open_session(
+        self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
+    ) -> ScopedLedgers:
+        # The scope's own caps (its share); `caps` are the interface's, which the planner keeps.
+        self.ledger_store.open_session(user, interaction, self.scoped.share, fingerprint=fingerprint)  # the binding
+        return self.scoped
+
+    def read_meta(self, key: str) -> str | None:
+        return self.ledger_store.read_meta(key)
+
+    def rebind(self, *args: Any, **kwargs: Any) -> None:
+        raise InputError("rebind", "the runtime's own binding (runtime.binding.bind)", "a scope's session")
+
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        return self.ledger_store.user_ledgers(user)
+
+    def close(self) -> None:
+        pass  # the runtime closes the ledger store

@@ -36,8 +36,8 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.contract import LedgerSession, ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot
 from dpmem_ref.mechanism import em
-from dpmem_ref.runtime.agent import AgentRuntime, _ScopedLedgerStore
-from dpmem_ref.runtime.scopes import app_scope
+from dpmem_ref.runtime.agent import AgentRuntime
+from dpmem_ref.runtime.scopes import ScopedLedgerStore, app_scope
 from dpmem_ref.runtime.settings import load_agent_file
 from dpmem_ref.turn.durable import DurableSession
 from tests.runtime_fixtures import copy_example
@@ -96,7 +96,7 @@ def _install_shared_cap(runtime: AgentRuntime, user: str, apps: tuple[str, ...])
         scoped = SharedCapLedgers(app_session, user_session, interface.caps, USER_CAPS)
         session = DurableSession.open(
             interface,
-            _ScopedLedgerStore(store, scoped),  # type: ignore[arg-type]
+            ScopedLedgerStore(store, scoped),  # type: ignore[arg-type]
             user,
             app_scope(runtime.epoch, app),
             runtime.memory.store(user),

@@ -86,7 +86,7 @@ def test_openai_compatible_endpoint(tmp_path: Path) -> None:
         server.shutdown()
         server.server_close()
     down = open_runtime(agent, memory, "memory:", llm=url)  # the server is gone: one line
-    with pytest.raises(InputError, match="reachable"):
+    with pytest.raises(InputError, match="llm channel openai"):
         down.turn("alice", "recipes", "i", "Budget tips please")
 
 

@@ -109,7 +109,7 @@ def _chat(args: list[str], stdin: str, cwd: Path) -> subprocess.CompletedProcess
 def test_cli_bad_input_exit_2_one_line(tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     _append(memory, '{"slot": "health", "text": "' + SECRET)
-    done = _chat([str(agent), "--memory", str(memory), "--user", "alice", "--app", "recipes"], "dinner?\n", tmp_path)
+    done = _chat([str(agent), "--memory", str(memory), "--user", "alice", "--app", "recipes", "--ephemeral"], "dinner?\n", tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "memory line 7" in done.stderr and SECRET not in done.stderr
     bad_id = _chat([str(agent), "--user", "al ice", "--app", "recipes"], "dinner?\n", tmp_path)
