@@ -38,8 +38,6 @@ def command_chat(args: argparse.Namespace) -> int:
     if args.store_url is None or args.store_url == "memory:":
         if not args.ephemeral:
             raise InputError("--store-url", "a durable ledger (sqlite:///PATH, postgresql://...) or --ephemeral", "none")
-        sys.stderr.write("dpmem chat: --ephemeral: ledgers live in this process only; a restart grants every budget again\n")
-        sys.stderr.flush()
     elif args.ephemeral:
         raise InputError("--ephemeral", "no --store-url (ledgers in this process only)", "both")
     try:
@@ -54,6 +52,9 @@ def command_chat(args: argparse.Namespace) -> int:
         )
     except LedgerStoreError as error:
         raise InputError("--store-url", "a usable ledger database", str(error)) from None
+    if args.ephemeral:  # said at start (once everything opened: an error stays one line)
+        sys.stderr.write("dpmem chat: --ephemeral: ledgers live in this process only; a restart grants every budget again\n")
+        sys.stderr.flush()
     try:
         for number, line in enumerate(sys.stdin, start=1):
             if number > MAX_LINES:
