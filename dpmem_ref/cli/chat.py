@@ -48,10 +48,16 @@ def command_chat(args: argparse.Namespace) -> int:
             llm=args.llm,
             seed=args.seed,
             new_epoch=args.new_epoch,
+            fresh_budget=args.fresh_budget,
             check_channel=args.llm.startswith("openai:"),  # a remote endpoint is checked at start-up
         )
     except LedgerStoreError as error:
         raise InputError("--store-url", "a usable ledger database", str(error)) from None
+    if runtime.epoch > 0:  # the owner sees what epochs cost: the caps add up over them
+        report = runtime.guarantee()
+        fresh = f", {len(report['fresh_budget_epochs'])} over an unchanged interface" if report["fresh_budget_epochs"] else ""
+        total = ", ".join(f"{a} <= {v}" for a, v in report["per_application"].items())
+        sys.stderr.write(f"dpmem chat: budget epoch {runtime.epoch} ({report['epochs']} epochs{fresh}); per application over all epochs: {total}\n")
     if args.ephemeral:  # said at start (once everything opened: an error stays one line)
         sys.stderr.write("dpmem chat: --ephemeral: ledgers live in this process only; a restart grants every budget again\n")
         sys.stderr.flush()
@@ -87,4 +93,7 @@ def add_chat_command(sub: Any) -> None:
     chat.add_argument("--llm", default="echo", help="echo (default) | smollm2 | hf:ID_OR_PATH | openai:URL#MODEL")
     chat.add_argument("--seed", type=int, default=None, help="seed for reproducible EM draws (default: OS entropy)")
     chat.add_argument("--new-epoch", default=None, metavar="REASON", help="start a new recorded budget epoch")
+    chat.add_argument(
+        "--fresh-budget", action="store_true", help="with --new-epoch over an unchanged interface: reset every budget on purpose"
+    )
     chat.set_defaults(handler=command_chat)

@@ -27,7 +27,7 @@ from dpmem_ref.ledger.contract import LedgerStore, fraction_to_text
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
-from dpmem_ref.runtime.binding import bind, epoch_log
+from dpmem_ref.runtime.binding import bind, epoch_guarantee, epoch_log
 from dpmem_ref.runtime.channels import make_channel
 from dpmem_ref.runtime.memory import MemoryBook, MemoryEntry
 from dpmem_ref.runtime.router import FreeTextRouter
@@ -107,6 +107,7 @@ class AgentRuntime:
         turn_deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
         shares: Mapping[str, Mapping[str, Fraction | int | str]] | None = None,
         check_channel: bool = False,
+        fresh_budget: bool = False,
     ) -> AgentRuntime:
         """Bind the agent file's interface, the memory file, the ledger store and the LLM
         channel. Refuses an interface change that cannot carry the ledgers over unless
@@ -146,7 +147,7 @@ class AgentRuntime:
         source: RandomSource = SystemRandomSource() if seed is None else SeededRandomSource(seed)
         ledger_store = open_ledger_store(store_url or "memory:")
         try:
-            epoch, _ = bind(ledger_store, interface, caps, new_epoch, app_shares)
+            epoch, _ = bind(ledger_store, interface, caps, new_epoch, app_shares, fresh_budget)
         except BaseException:
             ledger_store.close()
             raise
@@ -231,6 +232,11 @@ class AgentRuntime:
         """The recorded binding log: every epoch start and every carried-over change."""
         return epoch_log(self.ledger_store)
 
+    def guarantee(self) -> dict[str, Any]:
+        """The total guarantee over every epoch started (the caps add up), and the epochs
+        started over an unchanged interface (`fresh_budget_epochs`)."""
+        return epoch_guarantee(self.epochs(), self.interface, self.user_caps)
+
     # ------------------------------------------------------------ turns
     def turn(
         self, user: str, app: str, interaction: str, query: str, respond: bool = True, turn_id: str | None = None
@@ -242,8 +248,7 @@ class AgentRuntime:
         `turn_id` (an idempotency key, 1..128 of [A-Za-z0-9._-]): the turn's released views
         are recorded under it with the charge; if the LLM channel then fails the caller gets
         `ChannelUnavailable` (one line naming the channel), and a retry with the same id and
-        query regenerates the response from the recorded views at no new charge. Recorded
-        in this runtime process (the last MAX_RECORDED_TURNS turns)."""
+        query regenerates from the recorded views at no new charge (kept in this process)."""
         check_scope_id(interaction, "interaction")
         text = _text_of_query(query)
         key = None if turn_id is None else (user, app, check_scope_id(turn_id, "turn_id"))
