@@ -49,7 +49,6 @@ def command_chat(args: argparse.Namespace) -> int:
             seed=args.seed,
             new_epoch=args.new_epoch,
             fresh_budget=args.fresh_budget,
-            check_channel=args.llm.startswith("openai:"),  # a remote endpoint is checked at start-up
         )
     except LedgerStoreError as error:
         raise InputError("--store-url", "a usable ledger database", str(error)) from None

@@ -11,7 +11,7 @@ API (stable; additions only)
 
     rt = AgentRuntime.open(config, memory=None, store_url=None, llm="echo", seed=None,
                            user_caps=None, new_epoch=None, turn_deadline_s=0.05,
-                           shares=None, check_channel=False, fresh_budget=False)
+                           shares=None, check_channel=None, fresh_budget=False)
         config:    the agent file (TOML; `interface = "..."` plus [router], [tagger],
                    [scopes]; see examples/agent/assistant.toml)
         memory:    a JSONL memory file (one {"slot", "text", "user" | "public": true
@@ -31,7 +31,8 @@ API (stable; additions only)
                    interface changed in a way that cannot carry the ledgers over
         turn_deadline_s: the kernel's release deadline of the mechanism part of a turn
                    (dpmem_ref.mechanism.timing); None = off (tests, benchmarks)
-        check_channel: call the LLM channel once at start-up (ChannelUnavailable if it fails)
+        check_channel: call the LLM channel once at start-up (ChannelUnavailable if it
+                   fails); None = only for openai: endpoints
         fresh_budget: with new_epoch over an unchanged interface: reset every budget (logged)
     rt.turn(user, app, interaction, query, respond=True, turn_id=None) -> AgentTurn
         turn_id: an idempotency key; after ChannelUnavailable a retry with the same id

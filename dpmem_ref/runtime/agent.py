@@ -48,6 +48,7 @@ from dpmem_ref.runtime.turns import (
     ChannelUnavailable,
     RecordedTurn,
     channel_name,
+    check_channel_answers,
     public_json,
 )
 from dpmem_ref.turn.channel import LLMChannel, view_texts
@@ -106,7 +107,7 @@ class AgentRuntime:
         new_epoch: str | None = None,
         turn_deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
         shares: Mapping[str, Mapping[str, Fraction | int | str]] | None = None,
-        check_channel: bool = False,
+        check_channel: bool | None = None,
         fresh_budget: bool = False,
     ) -> AgentRuntime:
         """Bind the agent file's interface, the memory file, the ledger store and the LLM
@@ -136,14 +137,10 @@ class AgentRuntime:
         tagger = Tagger.from_spec(agent.tagger, known, embedder if agent.tagger.get("encoder") else None)
         book = MemoryBook.load(interface, lambda slot, text: tagger.tag(text, slot_tags(interface, slot)), memory)
         channel = make_channel(llm, seed) if isinstance(llm, str) else llm
+        if check_channel is None:  # by default a remote endpoint is checked (dpmem serve, chat)
+            check_channel = isinstance(llm, str) and llm.startswith("openai:")
         if check_channel:  # at start-up: a channel that cannot answer fails here, not after a charge
-            try:
-                channel.respond("start-up check", (), ())
-            except Exception as error:
-                close = getattr(channel, "close", None)
-                if callable(close):
-                    close()
-                raise ChannelUnavailable(f"llm channel {channel_name(llm)}", "a channel that answers at start-up", type(error).__name__) from None
+            check_channel_answers(channel, channel_name(llm))
         source: RandomSource = SystemRandomSource() if seed is None else SeededRandomSource(seed)
         ledger_store = open_ledger_store(store_url or "memory:")
         try:

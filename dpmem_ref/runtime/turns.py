@@ -33,6 +33,17 @@ def channel_name(llm: object) -> str:
     return type(llm).__name__
 
 
+def check_channel_answers(channel: Any, name: str) -> None:
+    """Call the channel once (start-up): ChannelUnavailable, the channel closed, if it fails."""
+    try:
+        channel.respond("start-up check", (), ())
+    except Exception as error:
+        close = getattr(channel, "close", None)
+        if callable(close):
+            close()
+        raise ChannelUnavailable(f"llm channel {name}", "a channel that answers at start-up", type(error).__name__) from None
+
+
 @attrs.frozen
 class RecordedTurn:
     """A turn's released part, recorded with its charge: what a retry regenerates from."""
@@ -91,4 +102,4 @@ class AgentTurn:
         }
 
 
-__all__ = ["MAX_RECORDED_TURNS", "AgentTurn", "ChannelUnavailable", "RecordedTurn", "channel_name", "public_json"]
+__all__ = ["MAX_RECORDED_TURNS", "AgentTurn", "ChannelUnavailable", "RecordedTurn", "channel_name", "check_channel_answers", "public_json"]

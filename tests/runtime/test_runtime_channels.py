@@ -76,7 +76,8 @@ def test_openai_compatible_endpoint(tmp_path: Path) -> None:
         url = f"openai:http://127.0.0.1:{server.server_port}/v1#tiny-model"
         runtime = open_runtime(agent, memory, "memory:", llm=url)
         turn = runtime.turn("alice", "recipes", "i", "Budget tips please")
-        (body,) = _Handler.bodies
+        check, body = _Handler.bodies  # the start-up check, then the turn
+        assert check["messages"][-1]["content"] == "start-up check"
         assert body["path"] == "/v1/chat/completions" and body["model"] == "tiny-model"
         assert body["messages"][-1] == {"role": "user", "content": "Budget tips please"}
         texts = [t for _, t in runtime.view_texts(turn)]
@@ -85,7 +86,10 @@ def test_openai_compatible_endpoint(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
-    down = open_runtime(agent, memory, "memory:", llm=url)  # the server is gone: one line
+    with pytest.raises(InputError, match="llm channel openai") as caught:  # the server is gone: at start-up
+        open_runtime(agent, memory, "memory:", llm=url)
+    assert "\n" not in str(caught.value) and "127.0.0.1" not in str(caught.value)  # never the URL
+    down = open_runtime(agent, memory, "memory:", llm=url, check_channel=False)  # unchecked: fails at the turn
     with pytest.raises(InputError, match="llm channel openai"):
         down.turn("alice", "recipes", "i", "Budget tips please")
 
