@@ -218,7 +218,7 @@ class AgentRuntime:
         if self.user_caps is not None and opened:  # the per-user total: the sum of this epoch's application scopes
             out.append(
                 {
-                    "scope": {"user": user, "app": None, "epoch": self.epoch},
+                    "scope": {"user": user, "app": None, "epoch": self.epoch, "over_epochs": self.guarantee()},
                     "ledgers": {a: fraction_to_text(v) for a, v in sorted(total.items())},
                     "caps": {a: fraction_to_text(v) for a, v in sorted(self.user_caps.items())},
                 }

@@ -95,6 +95,9 @@ def test_a_new_epoch_over_an_unchanged_interface_needs_fresh_budget(tmp_path: Pa
         "per_user": {"debt": "6/1", "diabetes": "6/1"},
     }
     assert ledger_table(runtime, "alice")[(0, "recipes")]  # epoch 0's scopes stay as evidence
+    runtime.turn("alice", "recipes", "i", DINNER)
+    (total,) = [row for row in runtime.ledgers("alice") if row["scope"]["app"] is None]
+    assert total["scope"]["over_epochs"] == report  # the owner's listing shows it beside the totals
     runtime.close()
     assert _read_meta(database, "runtime.epoch") == "1"
 
