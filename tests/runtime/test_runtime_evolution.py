@@ -18,7 +18,7 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import EMPTY_ITEM, MemoryItem
 from dpmem_ref.runtime.binding import interface_record
 from dpmem_ref.runtime.evolution import RULES, classify
-from tests.runtime_fixtures import copy_example, ledger_table, open_runtime
+from tests.runtime_fixtures import INTERFACE, copy_example, ledger_table, open_runtime
 
 NEW_ROUTE = """
 [[queries]]
@@ -207,3 +207,29 @@ def test_charge_removed_is_a_safe_route_change(tmp_path: Path) -> None:
     runtime.turn("alice", "recipes", "i", "doctor check-up")  # now charges diabetes only
     assert ledger_table(runtime, "alice")[(0, "recipes")]["debt"] == spent[(0, "recipes")]["debt"]
     runtime.close()
+
+
+SHARES = {"recipes": {"diabetes": "2/1", "debt": "1/1"}, "finance": {"diabetes": "1/1", "debt": "2/1"}}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "kinds"),
+    [
+        (None, SHARES, {"shares-introduced": False}),
+        (SHARES, None, {"shares-removed": False}),
+        (SHARES, {**SHARES, "mail": {"diabetes": "0/1", "debt": "0/1"}}, {"share-added": True}),
+        (SHARES, {"recipes": SHARES["recipes"]}, {"share-removed": False}),
+        (SHARES, {**SHARES, "recipes": {"diabetes": "3/2", "debt": "1/1"}}, {"share-lowered": True}),
+        (SHARES, {**SHARES, "recipes": {"diabetes": "2/1", "debt": "3/2"}}, {"share-raised": False}),
+    ],
+)
+def test_share_changes_are_classified(before: object, after: object, kinds: dict[str, bool]) -> None:
+    interface = load_interface_file(INTERFACE).interface
+    old = interface_record(interface, {"diabetes": Fraction(3), "debt": Fraction(3)})
+    new = dict(old)
+    if before is not None:
+        old["shares"] = before
+    if after is not None:
+        new["shares"] = after
+    found = {c.kind: c.safe for c in classify(old, new)}
+    assert found == kinds
