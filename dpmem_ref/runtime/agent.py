@@ -36,6 +36,7 @@ from dpmem_ref.runtime.scopes import (
     ScopedLedgerStore,
     app_scope,
     check_scope_id,
+    durable_turn_id,
     parse_scope,
     remaining,
 )
@@ -238,21 +239,21 @@ class AgentRuntime:
     def turn(
         self, user: str, app: str, interaction: str, query: str, respond: bool = True, turn_id: str | None = None
     ) -> AgentTurn:
-        """Serve one free-text query of application `app` for `user`. `respond=False`
-        releases the views without calling the LLM channel (response ""): for a framework
-        that prompts its own model with the released view texts (runtime.langchain).
-
-        `turn_id` (an idempotency key, 1..128 of [A-Za-z0-9._-]): the turn's released views
-        are recorded under it with the charge; if the LLM channel then fails the caller gets
-        `ChannelUnavailable` (one line naming the channel), and a retry with the same id and
-        query regenerates from the recorded views at no new charge (kept in this process)."""
+        """Serve one free-text query of `app` for `user`. `respond=False`: no LLM call
+        (response ""), for a framework that prompts its own model (runtime.langchain).
+        `turn_id` (an idempotency key, [A-Za-z0-9._-]): the released views are stored under it
+        with the charge; after `ChannelUnavailable` a retry with the same id regenerates
+        from them at no new charge (in this process, or from the ledger store's rows)."""
         check_scope_id(interaction, "interaction")
         text = _text_of_query(query)
         key = None if turn_id is None else (user, app, check_scope_id(turn_id, "turn_id"))
         scoped, base = self._scope(user, app)
         interface = self.interface
+        durable = None if turn_id is None else durable_turn_id(user, app_scope(self.epoch, app), turn_id)
         with self._lock:
             found = None if key is None else self._recorded.get(key)
+        if found is None and durable is not None:  # recorded by another process (a restart, a replica)
+            found = scoped.recorded_turn(durable, text)
         if found is not None:  # a retry: regenerate from the recorded views, no new charge
             if found.query != text:
                 raise InputError("turn_id", "the query of the turn it names (an idempotency key)", "another query")
@@ -268,7 +269,8 @@ class AgentRuntime:
             else:
                 with self._lock:
                     memory = self.memory.store(user)
-                done = attrs.evolve(base, memory=memory).run_turn(route.query)
+                with scoped.turn_id(durable):  # the turn's rows are stored under the durable id
+                    done = attrs.evolve(base, memory=memory).run_turn(route.query)
                 released = done.record.views
                 control = public_json(done.record.control)
                 ledgers = done.state.ledger_map(interface)

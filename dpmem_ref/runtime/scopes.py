@@ -30,7 +30,8 @@ store re-checks on the committed ledger in the charge's transaction (C5).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
 
@@ -46,6 +47,7 @@ from dpmem_ref.ledger.contract import (
     SessionKey,
     SessionSnapshot,
 )
+from dpmem_ref.runtime.turns import RecordedTurn, public_json
 
 _SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -76,6 +78,14 @@ def parse_scope(interaction: str) -> tuple[int, str | None] | None:
     return int(match.group(1)), match.group(2)
 
 
+def durable_turn_id(user: str, interaction: str, turn_id: str) -> str:
+    """The ledger-store turn id of a client's turn id in one scope (64 hex digits): a retry
+    finds the turn's committed rows after a restart, or on another replica."""
+    import hashlib
+
+    return hashlib.sha256(f"{user}\0{interaction}\0{turn_id}".encode()).hexdigest()
+
+
 def effective_ledgers(spent: Mapping[str, Fraction], caps: Mapping[str, Fraction], share: Mapping[str, Fraction]) -> dict[str, Fraction]:
     """L'_a = B_a - (S_a - L_a): the scope's room under its share S_a <= B_a, as a ledger over B_a."""
     return {a: caps[a] - (share[a] - spent[a]) for a in spent}
@@ -92,6 +102,21 @@ class ScopedLedgers:
     app: LedgerSession
     caps: Mapping[str, Fraction]
     share: Mapping[str, Fraction]
+    # The durable turn id of the turn in progress (`durable_turn_id`), or empty: the kernel's own.
+    _turn: list[str] = attrs.field(factory=list, eq=False, repr=False)
+
+    @contextmanager
+    def turn_id(self, turn_id: str | None) -> Iterator[None]:
+        """Store the turn's releases and record under `turn_id` (None: the kernel's random
+        id). Turns of one scope are serialised by the caller (dpmem serve's scope lock)."""
+        self._turn[:] = [] if turn_id is None else [turn_id]
+        try:
+            yield
+        finally:
+            self._turn.clear()
+
+    def _id(self, kernel_id: str) -> str:
+        return self._turn[0] if self._turn else kernel_id
 
     @property
     def key(self) -> SessionKey:
@@ -108,12 +133,29 @@ class ScopedLedgers:
     def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
         if also:
             raise InputError("also", "no extra scopes (a scope's admissions read its own ledger only)", len(also))
-        outcome = self.app.charge_and_record(request)
+        outcome = self.app.charge_and_record(attrs.evolve(request, turn_id=self._id(request.turn_id)))
         ledgers = self._effective(dict(outcome.ledgers))
         return attrs.evolve(outcome, ledgers=tuple(sorted(ledgers.items())))
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
-        self.app.record_turn(turn_id, record)
+        self.app.record_turn(self._id(turn_id), record)
+
+    def recorded_turn(self, turn_id: str, text: str) -> RecordedTurn | None:
+        """The committed record of the turn stored under `turn_id`, or None. Every kernel turn
+        writes one release row per active slot, then its record, in that order; so the
+        record is the k-th of the history, k = the turns whose rows precede its rows."""
+        snapshot = self.app.load()
+        order: list[str] = []
+        for release in snapshot.releases:
+            if release.turn_id not in order:
+                order.append(release.turn_id)
+        if turn_id not in order or order.index(turn_id) >= len(snapshot.history):
+            return None
+        record = snapshot.history[order.index(turn_id)]
+        rows = tuple((r.slot, r.view) for r in snapshot.releases if r.turn_id == turn_id)
+        if tuple(record.views) != rows:
+            return None
+        return RecordedTurn(query=text, route=record.query, released=rows, control=public_json(record.control))
 
     def spent(self) -> dict[str, Fraction]:
         """The committed ledgers of the scope."""

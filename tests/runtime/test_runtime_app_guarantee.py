@@ -85,6 +85,10 @@ class SharedCapLedgers:
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
         self.app.record_turn(turn_id, record)
 
+    @contextmanager
+    def turn_id(self, turn_id: str | None) -> Iterator[None]:
+        yield  # the kernel's own turn ids (the strategies here send none)
+
 
 def _install_shared_cap(runtime: AgentRuntime, user: str, apps: tuple[str, ...]) -> None:
     """Serve `apps` through the dynamic shared per-user cap (the counter-model)."""

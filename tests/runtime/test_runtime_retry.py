@@ -115,3 +115,29 @@ def test_serve_answers_503_naming_the_channel_and_a_retry_costs_nothing(tmp_path
     bad = client.post("/v1/turns", json=body, headers=auth(tokens["finance"]) | {"Idempotency-Key": "bad key!"})
     assert bad.status_code == 422
     runtime.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("query", QUERIES[:3])
+def test_a_retry_after_a_restart_or_on_another_replica_costs_nothing(backend: str, query: str, tmp_path: Path) -> None:
+    from tests.runtime_fixtures import store_url
+
+    agent, memory = copy_example(tmp_path)
+    url = store_url(backend, tmp_path)
+    first = open_runtime(agent, memory, url)
+    answered = first.turn("alice", "finance", "i", query, turn_id="kept")  # answered, then the process restarts
+    first.close()
+    failing = open_runtime(agent, memory, url, llm=FlakyChannel(1))
+    with pytest.raises(ChannelUnavailable):
+        failing.turn("alice", "finance", "i", query, turn_id="lost")
+    charged = _spent(failing)
+    replica = open_runtime(agent, memory, url, seed=5)  # another process on the same ledger
+    for turn_id, original in (("kept", answered), ("lost", None)):
+        again = replica.turn("alice", "finance", "i", query, turn_id=turn_id)
+        assert again.retried and _spent(replica) == charged  # no new charge
+        if original is not None:
+            assert (again.views, again.control, again.route) == (original.views, original.control, original.route)
+    fresh = replica.turn("alice", "finance", "i", query, turn_id="new")  # a new id is a new turn
+    assert not fresh.retried
+    failing.close()
+    replica.close()
