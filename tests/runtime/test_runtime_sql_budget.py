@@ -97,3 +97,9 @@ def test_sql_totals_per_subject_and_application_within_the_promise(backend: str,
         assert all(over_epochs[a] <= Fraction(report["per_user"][a]) for a in over_epochs)  # the reported total
     # The cap was reached (the check is live): alice's scopes spent their whole shares.
     assert dict(totals[("alice", 0, "recipes")]) == SHARES["recipes"]
+    # And the tamper-evident chain replays (durable turn ids, epochs, restarts).
+    from dpmem_ref.ledger.backup import verify_sqlite
+    from dpmem_ref.ledger.postgres_verify import verify_postgres
+
+    report_chain = verify_sqlite(tmp_path / "ledgers.db") if backend == "sqlite" else verify_postgres(url)
+    assert report_chain.problem is None, report_chain.problem
