@@ -1,7 +1,7 @@
 """An independent check of the promise, straight from the database: the committed release
 rows (selected in SQL, summed exactly with Fractions; no runtime code) give, per subject and
 application, total charges within the promised bound, across many ids, epochs (reported),
-restarts and channel failures with retries; on SQLite and PostgreSQL."""
+restarts, replicas and channel failures with retries; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -25,16 +25,19 @@ USER_CAPS = {"diabetes": Fraction(3), "debt": Fraction(3)}
 SCOPE = re.compile(r"^e(\d+):app:(.+)$")
 
 
-def _serve(runtime: AgentRuntime, rounds: int, tag: str) -> int:
-    """Turns of every id and application, each retried with its turn id until answered."""
-    failures = 0
+def _serve(runtime: AgentRuntime | list[AgentRuntime], rounds: int, tag: str) -> int:
+    """Turns of every id and application, each retried with its turn id until answered;
+    with several runtimes (replicas on one ledger), each attempt goes to the next one."""
+    replicas = runtime if isinstance(runtime, list) else [runtime]
+    failures = attempts = 0
     for n in range(rounds):
         for user in IDS:
             for app in SHARES:
                 for k, query in enumerate(QUERIES):
                     while True:
+                        attempts += 1
                         try:
-                            runtime.turn(user, app, "i", query, turn_id=f"{tag}-{n}-{k}")
+                            replicas[attempts % len(replicas)].turn(user, app, "i", query, turn_id=f"{tag}-{n}-{k}")
                             break
                         except ChannelUnavailable:
                             failures += 1
@@ -72,6 +75,9 @@ def test_sql_totals_per_subject_and_application_within_the_promise(backend: str,
     runtime.close()
     runtime = open_runtime(agent, memory, url, llm=FlakyChannel(2), seed=7, **options)  # a restart
     failures += _serve(runtime, 2, "b")
+    other = open_runtime(agent, memory, url, seed=9, **options)  # two replicas on one ledger
+    failures += _serve([runtime, other], 2, "r")
+    other.close()
     runtime.close()
     runtime = open_runtime(agent, memory, url, llm=FlakyChannel(1), seed=8, new_epoch="reset", fresh_budget=True, **options)
     failures += _serve(runtime, 2, "c")
