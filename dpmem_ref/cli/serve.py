@@ -58,8 +58,9 @@ def command_serve(args: argparse.Namespace) -> int:
     if not 1 <= args.replicas <= MAX_REPLICAS:
         raise InputError("--replicas", f"1..{MAX_REPLICAS}", args.replicas)
     if args.replicas == 1:
-        from dpmem_ref.serve.server import serve_one
+        from dpmem_ref.serve.server import _import_serving, serve_one
 
+        _import_serving()  # the serve extra first: its message says what to install
         _safe_defaults(args)
         return serve_one(
             args.config,
