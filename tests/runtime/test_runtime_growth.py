@@ -131,3 +131,28 @@ def test_the_runtime_refuses_growth_outside_the_group_then_serves_the_whole_one(
     after = ledger_table(runtime, "alice")[(0, "recipes")]["diabetes"]
     assert after > before or dict(turn.control)["health"] == "fallback"  # the read of 12 is charged to diabetes
     runtime.close()
+
+
+@pytest.mark.parametrize(("joined", "missing"), [("diabetes", "debt"), ("debt", "diabetes")])
+def test_a_position_joining_only_some_of_its_slots_groups_is_unsafe(joined: str, missing: str, tmp_path: Path) -> None:
+    """The food slot lies in both groups: joining one of them is not enough."""
+    original = INTERFACE.read_text()
+    old = load_interface_file(INTERFACE).interface
+    text = grown(original, "food", join=False)
+    group = {"diabetes": "group = [1, 2, 3, 4, 5, 6]", "debt": "group = [4, 5, 6, 7, 8, 9]"}[joined]
+    text = text.replace(group, group.replace("]", f", {NEW}]"))
+    new = _load(tmp_path, text)
+    unsafe = [c for c in classify(interface_record(old, None), interface_record(new, None)) if not c.safe]
+    assert [(c.kind, c.detail) for c in unsafe] == [
+        ("position-outside-slot-groups", f"position {NEW} of slot food is outside group {missing}")
+    ]
+
+
+def test_growing_two_positions_at_once_checks_each(tmp_path: Path) -> None:
+    original = INTERFACE.read_text()
+    old = load_interface_file(INTERFACE).interface
+    text = original.replace('"schedule", "schedule"]', '"schedule", "schedule", "health", "finance"]')
+    text = text.replace("group = [1, 2, 3, 4, 5, 6]", "group = [1, 2, 3, 4, 5, 6, 12]")  # health joins; finance does not
+    new = _load(tmp_path, text)
+    unsafe = [c.detail for c in classify(interface_record(old, None), interface_record(new, None)) if not c.safe]
+    assert unsafe == ["position 13 of slot finance is outside group debt"]
