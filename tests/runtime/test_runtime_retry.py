@@ -141,3 +141,28 @@ def test_a_retry_after_a_restart_or_on_another_replica_costs_nothing(backend: st
     assert not fresh.retried
     failing.close()
     replica.close()
+
+
+class BrokenChannel:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def respond(self, query: str, views: Sequence[tuple[str, str]], prefix: Sequence[Any]) -> str:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [TimeoutError("slow"), RuntimeError("model crashed"), InputError("--llm", "a reachable endpoint", "ConnectError"),
+     MemoryError(), ValueError("bad answer 12345")],
+)
+def test_every_channel_failure_is_named_and_charged_once(error: Exception, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:", llm=BrokenChannel(error))
+    for _ in range(3):
+        with pytest.raises(ChannelUnavailable) as caught:
+            runtime.turn("alice", "finance", "i", QUERIES[1], turn_id="t")
+        assert "\n" not in str(caught.value) and "llm channel BrokenChannel" in str(caught.value)
+        assert "12345" not in str(caught.value)  # never the channel's message
+    assert _spent(runtime)["debt"] == Fraction(1, 2)  # three attempts, one charge
+    runtime.close()
