@@ -5,6 +5,7 @@ which the owner's report shows beside the total guarantee over epochs."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -41,8 +42,13 @@ def _started(tmp_path: Path, epochs: int = 0) -> tuple[Path, Path, str, Path]:
     runtime = open_runtime(agent, memory, url)
     runtime.turn("alice", "recipes", "i", DINNER)
     runtime.close()
-    for n in range(epochs):
-        runtime = open_runtime(agent, memory, url, new_epoch=f"reset {n}", fresh_budget=True)
+    interface = tmp_path / "interface.toml"
+    for n in range(epochs):  # each epoch starts with an unsafe change (a raised cap), as intended
+        text = interface.read_text()
+        cap = re.search(r"group = \[1, 2, 3, 4, 5, 6\]\ncap = (\d+)", text)
+        assert cap is not None
+        interface.write_text(text.replace(cap.group(0), f"group = [1, 2, 3, 4, 5, 6]\ncap = {int(cap.group(1)) + 1}"))
+        runtime = open_runtime(agent, memory, url, new_epoch=f"raise the diabetes cap {n}")
         runtime.turn("alice", "recipes", "i", DINNER)
         runtime.close()
     return agent, memory, url, database
