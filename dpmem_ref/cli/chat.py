@@ -1,7 +1,12 @@
 """`dpmem chat`: free-text queries on stdin, one JSON object per turn on stdout.
 
-    dpmem chat CONFIG --memory FILE --user U --app A [--interaction I] [--store-url URL]
+    dpmem chat CONFIG --memory FILE --user U --app A [--interaction I] (--store-url URL | --ephemeral)
                [--llm echo|smollm2|hf:ID|openai:URL#MODEL] [--seed N] [--new-epoch REASON]
+
+Safe defaults: without a durable ledger (--store-url sqlite:///... or postgresql://...)
+chat refuses to run unless --ephemeral says so (printed at start: a restart grants every
+budget again); a --memory file that does not exist is an error. Chat never writes the
+memory file (it changes no memory).
 
 Each output line has `query`, `route` (the catalogue query or null), `response`, `control`
 (JSON), `remaining` (attribute -> exact "p/q" left to this application for this user),
@@ -24,10 +29,17 @@ MAX_LINES = 100_000
 def command_chat(args: argparse.Namespace) -> int:
     from dpmem_ref.ledger import LedgerStoreError
     from dpmem_ref.runtime.agent import AgentRuntime
+    from dpmem_ref.runtime.memory import check_memory_file
     from dpmem_ref.runtime.scopes import check_scope_id
 
     for field in ("user", "app", "interaction"):
         check_scope_id(getattr(args, field), f"--{field}")
+    check_memory_file(args.memory)
+    if args.store_url is None or args.store_url == "memory:":
+        if not args.ephemeral:
+            raise InputError("--store-url", "a durable ledger (sqlite:///PATH, postgresql://...) or --ephemeral", "none")
+    elif args.ephemeral:
+        raise InputError("--ephemeral", "no --store-url (ledgers in this process only)", "both")
     try:
         runtime = AgentRuntime.open(
             args.file,
@@ -36,9 +48,18 @@ def command_chat(args: argparse.Namespace) -> int:
             llm=args.llm,
             seed=args.seed,
             new_epoch=args.new_epoch,
+            fresh_budget=args.fresh_budget,
         )
     except LedgerStoreError as error:
         raise InputError("--store-url", "a usable ledger database", str(error)) from None
+    if runtime.epoch > 0:  # the owner sees what epochs cost: the caps add up over them
+        report = runtime.guarantee()
+        fresh = f", {len(report['fresh_budget_epochs'])} over an unchanged interface" if report["fresh_budget_epochs"] else ""
+        total = ", ".join(f"{a} <= {v}" for a, v in report["per_application"].items())
+        sys.stderr.write(f"dpmem chat: budget epoch {runtime.epoch} ({report['epochs']} epochs{fresh}); per application over all epochs: {total}\n")
+    if args.ephemeral:  # said at start (once everything opened: an error stays one line)
+        sys.stderr.write("dpmem chat: --ephemeral: ledgers live in this process only; a restart grants every budget again\n")
+        sys.stderr.flush()
     try:
         for number, line in enumerate(sys.stdin, start=1):
             if number > MAX_LINES:
@@ -62,12 +83,16 @@ def command_chat(args: argparse.Namespace) -> int:
 def add_chat_command(sub: Any) -> None:
     chat = sub.add_parser("chat", help="serve free-text queries from stdin through the agent runtime (docs/agent.md)")
     chat.add_argument("file", help="agent file (TOML; e.g. examples/agent/assistant.toml)")
-    chat.add_argument("--memory", default=None, help="memory file (JSON lines; rewritten on memory changes)")
+    chat.add_argument("--memory", default=None, help="memory file (JSON lines; must exist; chat never writes it)")
     chat.add_argument("--user", required=True, help="user id ([A-Za-z0-9._-])")
     chat.add_argument("--app", required=True, help="application id: the budget scope with --user")
     chat.add_argument("--interaction", default="chat", help="label of this conversation (never selects a ledger)")
-    chat.add_argument("--store-url", default=None, help="ledger store: memory: (default), sqlite:///PATH, postgresql://...")
+    chat.add_argument("--store-url", default=None, help="durable ledger store: sqlite:///PATH or postgresql://...")
+    chat.add_argument("--ephemeral", action="store_true", help="no durable ledger: budgets live in this process only")
     chat.add_argument("--llm", default="echo", help="echo (default) | smollm2 | hf:ID_OR_PATH | openai:URL#MODEL")
     chat.add_argument("--seed", type=int, default=None, help="seed for reproducible EM draws (default: OS entropy)")
     chat.add_argument("--new-epoch", default=None, metavar="REASON", help="start a new recorded budget epoch")
+    chat.add_argument(
+        "--fresh-budget", action="store_true", help="with --new-epoch over an unchanged interface: reset every budget on purpose"
+    )
     chat.set_defaults(handler=command_chat)

@@ -39,8 +39,9 @@ def add_serve_parser(sub: Any) -> None:
     serve.add_argument("--memory", default=None, help="the memory file (JSONL); default: in-memory only")
     serve.add_argument("--keys", required=True, help="the keys file (TOML: sha256 hashes of the tokens)")
     serve.add_argument(
-        "--store-url", default=None, help="ledger store: sqlite:///PATH, postgresql://... (replicas) or memory:"
+        "--store-url", default=None, help="durable ledger store: sqlite:///PATH, postgresql://... (replicas)"
     )
+    serve.add_argument("--ephemeral", action="store_true", help="no durable ledger: budgets live in this process only")
     serve.add_argument("--llm", default="echo", help="echo | smollm2 | hf:ID | openai:URL#MODEL (default echo)")
     serve.add_argument("--seed", type=int, default=None, help="reproducible draws (tests only; default OS entropy)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -57,8 +58,10 @@ def command_serve(args: argparse.Namespace) -> int:
     if not 1 <= args.replicas <= MAX_REPLICAS:
         raise InputError("--replicas", f"1..{MAX_REPLICAS}", args.replicas)
     if args.replicas == 1:
-        from dpmem_ref.serve.server import serve_one
+        from dpmem_ref.serve.server import _import_serving, serve_one
 
+        _import_serving()  # the serve extra first: its message says what to install
+        _safe_defaults(args)
         return serve_one(
             args.config,
             keys_path=args.keys,
@@ -75,7 +78,35 @@ def command_serve(args: argparse.Namespace) -> int:
         raise InputError("--replicas", "a shared --store-url (postgresql://... or sqlite:///PATH)", "in-process ledgers")
     if args.port and args.port + args.replicas - 1 > 65535:
         raise InputError("--port", f"room for {args.replicas} consecutive ports", args.port)
+    _safe_defaults(args)  # one copy of an example memory file, shared by every replica
     return supervise([replica_argv(args, index) for index in range(args.replicas)])
+
+
+def _safe_defaults(args: argparse.Namespace) -> None:
+    """Issue 32 (safe defaults): a durable ledger unless --ephemeral (printed at start); a
+    --memory file must exist, and one under the shipped examples/ is copied into runs/ first
+    (the example is never written). The keys and TLS options are checked first, as before."""
+    from pathlib import Path
+
+    from dpmem_ref.runtime.memory import check_memory_file, private_copy
+    from dpmem_ref.serve.keys import load_keys
+
+    load_keys(args.keys)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        return  # serve_one reports it
+    memory = check_memory_file(args.memory)
+    if args.store_url is None or args.store_url == "memory:":
+        if not args.ephemeral:
+            raise InputError("--store-url", "a durable ledger (sqlite:///PATH, postgresql://...) or --ephemeral", "none")
+        say("dpmem serve: --ephemeral: ledgers live in this process only; a restart grants every budget again")
+        args.store_url = "memory:"
+    elif args.ephemeral:
+        raise InputError("--ephemeral", "no --store-url (ledgers in this process only)", "both")
+    if memory is not None:
+        copy = private_copy(memory, Path("runs"), "serve")
+        if copy != memory:
+            say(f"dpmem serve: --memory {memory} is a shipped example: serving a copy, {copy}")
+            args.memory = str(copy)
 
 
 def replica_argv(args: argparse.Namespace, index: int) -> list[str]:

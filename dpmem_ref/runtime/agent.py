@@ -2,9 +2,9 @@
 
 A turn: the router maps the free-text query to a catalogue query (public: query text and
 released history only, C4); the kernel's `DurableSession.run_turn` runs Algorithm 1 over
-the user's memory against the scope's durable ledgers (`scopes.ScopedLedgers`: admission
-needs room in the (user, app) scope and in the optional per-user scope, one transaction
-debits both, C5 per scope); then the LLM channel answers from the query text, the
+the subject's memory against the scope's durable ledgers (`scopes.ScopedLedgers`: the
+(subject, app) scope with its precommitted caps, its share of any per-user cap; admission
+reads that scope only, C5 and C6 per application); then the LLM channel answers from the query text, the
 released view texts and this runtime's earlier turns of the scope only (Eq. 2), after the
 release deadline, so its time depends on public inputs only. A no-match query releases
 the generic view of every slot, reads no memory and charges nothing.
@@ -29,71 +29,34 @@ from dpmem_ref.ledger.contract import LedgerStore, fraction_to_text
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
-from dpmem_ref.runtime.binding import bind, epoch_log
+from dpmem_ref.runtime.binding import bind, epoch_guarantee, epoch_log
 from dpmem_ref.runtime.memory import MemoryBook, MemoryEntry
 from dpmem_ref.runtime.router import FreeTextRouter
 from dpmem_ref.runtime.scopes import (
     ScopedLedgers,
+    ScopedLedgerStore,
     app_scope,
     check_scope_id,
+    durable_turn_id,
     parse_scope,
     remaining,
-    user_scope,
 )
-from dpmem_ref.runtime.settings import AgentFile, check_user_caps, load_agent_file
+from dpmem_ref.runtime.settings import AgentFile, check_shares, check_user_caps, load_agent_file
 from dpmem_ref.runtime.similarity import make_embedder
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
+from dpmem_ref.runtime.turns import (
+    MAX_RECORDED_TURNS,
+    AgentTurn,
+    ChannelUnavailable,
+    RecordedTurn,
+    channel_name,
+    check_channel_answers,
+    public_json,
+)
 from dpmem_ref.turn.channel import view_texts
 from dpmem_ref.turn.durable import DurableSession
 
 MAX_QUERY_CHARS = 4096
-
-
-def public_json(value: object) -> Any:
-    """A public control value as JSON data: tuples -> lists, sets -> sorted lists, p/q text."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, Fraction):
-        return fraction_to_text(value) if value >= 0 else "-" + fraction_to_text(-value)
-    if isinstance(value, tuple | list):
-        return [public_json(v) for v in value]
-    if isinstance(value, frozenset | set):
-        return sorted((public_json(v) for v in value), key=repr)
-    return repr(value)
-
-
-@attrs.frozen
-class AgentTurn:
-    """One served turn, as the application sees it (everything here is public).
-
-    query: the free text the application sent; route: the catalogue query it was routed
-    to (None: no match, generic views only); response: the LLM channel's answer; control:
-    the kernel's observable control c_t as JSON data (C6; None on a no-match turn);
-    remaining: attribute -> exact "p/q" this application may still spend for this user
-    (min over its scopes); interaction: the caller's label (it never selects a ledger);
-    views: slot -> released view name."""
-
-    query: str
-    route: str | None
-    response: str
-    control: Any
-    remaining: Mapping[str, str]
-    interaction: str = ""
-    views: Mapping[str, str] = attrs.field(factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        """The `dpmem chat` output line (JSON-able)."""
-        return {
-            "query": self.query,
-            "route": self.route,
-            "response": self.response,
-            "control": self.control,
-            "remaining": dict(self.remaining),
-            "interaction": self.interaction,
-            "views": dict(self.views),
-        }
-
-
 def _text_of_query(query: object) -> str:
     if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY_CHARS:
         shown = f"{len(query)} characters" if isinstance(query, str) else type(query).__name__
@@ -115,6 +78,7 @@ class AgentRuntime:
         user_caps: Mapping[str, Fraction] | None,
         epoch: int,
         turn_deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
+        shares: Mapping[str, Mapping[str, Fraction]] | None = None,
     ) -> None:
         self.agent = agent
         self.interface: Interface = agent.loaded.interface
@@ -124,11 +88,14 @@ class AgentRuntime:
         self.source = source
         self.router = router
         self.user_caps = user_caps
+        self.shares = shares
         self.epoch = epoch
         self.turn_deadline_s = turn_deadline_s
         self._lock = threading.RLock()
         self._sessions: dict[tuple[str, str], tuple[ScopedLedgers, DurableSession]] = {}
         self._transcripts: dict[tuple[str, str], list[tuple[str, Hashable, str]]] = {}
+        self._recorded: dict[tuple[str, str, str], RecordedTurn] = {}
+        self.channel_name = channel_name(channel)
 
     @classmethod
     def open(
@@ -141,6 +108,9 @@ class AgentRuntime:
         user_caps: Mapping[str, Fraction | int | str] | bool | None = None,
         new_epoch: str | None = None,
         turn_deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
+        shares: Mapping[str, Mapping[str, Fraction | int | str]] | None = None,
+        check_channel: bool | None = None,
+        fresh_budget: bool = False,
     ) -> AgentRuntime:
         """Bind the agent file's interface, the memory file, the ledger store and the LLM
         channel. Refuses an interface change that cannot carry the ledgers over unless
@@ -155,6 +125,11 @@ class AgentRuntime:
             caps = None
         else:
             caps = check_user_caps(user_caps, attributes)
+        app_shares = None
+        if caps is not None:  # a per-user cap is served as precommitted per-application shares
+            app_shares = check_shares(agent.shares if shares is None else shares, caps, interface.caps)
+        elif shares is not None or (user_caps is None and agent.shares is not None):
+            raise InputError("scopes.shares", "shares of a per-user cap (scopes.user_caps)", "no per-user cap")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise InputError("--seed", "a non-negative integer", seed)
         encoders = {agent.router.get("encoder"), agent.tagger.get("encoder")} - {None}
@@ -164,14 +139,20 @@ class AgentRuntime:
         tagger = Tagger.from_spec(agent.tagger, known, embedder if agent.tagger.get("encoder") else None)
         book = MemoryBook.load(interface, lambda slot, text: tagger.tag(text, slot_tags(interface, slot)), memory)
         channel = make_channel(llm, seed) if isinstance(llm, str) else llm
+        if check_channel is None:  # by default a remote endpoint is checked (dpmem serve, chat)
+            check_channel = isinstance(llm, str) and llm.startswith("openai:")
+        if check_channel:  # at start-up: a channel that cannot answer fails here, not after a charge
+            check_channel_answers(channel, channel_name(llm))
         source: RandomSource = SystemRandomSource() if seed is None else SeededRandomSource(seed)
         ledger_store = open_ledger_store(store_url or "memory:")
         try:
-            epoch, _ = bind(ledger_store, interface, caps, new_epoch)
+            epoch, _ = bind(ledger_store, interface, caps, new_epoch, app_shares, fresh_budget)
         except BaseException:
             ledger_store.close()
             raise
-        return cls(agent, book, ledger_store, channel, source, router, caps, epoch, turn_deadline_s)
+        runtime = cls(agent, book, ledger_store, channel, source, router, caps, epoch, turn_deadline_s, app_shares)
+        runtime.channel_name = channel_name(llm)
+        return runtime
 
     # ------------------------------------------------------------ scopes
     def _scope(self, user: str, app: str) -> tuple[ScopedLedgers, DurableSession]:
@@ -180,14 +161,12 @@ class AgentRuntime:
             found = self._sessions.get(key)
             if found is None:
                 interface = self.interface
-                app_session = self.ledger_store.open_session(user, app_scope(self.epoch, app), interface.caps)
-                user_session = None
-                if self.user_caps is not None:
-                    user_session = self.ledger_store.open_session(user, user_scope(self.epoch), self.user_caps)
-                scoped = ScopedLedgers(app_session, interface.caps, user_session, self.user_caps)
+                share = self.share(app)
+                app_session = self.ledger_store.open_session(user, app_scope(self.epoch, app), share)
+                scoped = ScopedLedgers(app_session, interface.caps, share)
                 session = DurableSession.open(
                     interface,
-                    _ScopedLedgerStore(self.ledger_store, scoped),
+                    ScopedLedgerStore(self.ledger_store, scoped),
                     user,
                     app_scope(self.epoch, app),
                     self.memory.store(user),
@@ -197,8 +176,21 @@ class AgentRuntime:
                 found = self._sessions[key] = (scoped, session)
             return found
 
+    def share(self, app: str) -> Mapping[str, Fraction]:
+        """The caps of `app`'s scopes: its declared share of the per-user caps, or the
+        interface's caps B_a when there is no per-user cap. An application without a
+        declared share is refused (one line): the allocation is public and precommitted."""
+        check_scope_id(app, "app")
+        if self.shares is None:
+            return self.interface.caps
+        share = self.shares.get(app)
+        if share is None:
+            raise InputError("app", "an application with a declared share of the per-user caps ([scopes.shares])", "an undeclared application")
+        return share
+
     def remaining(self, user: str, app: str) -> dict[str, str]:
-        """Attribute -> exact "p/q" that `app` may still spend for `user` (min over its scopes)."""
+        """Attribute -> exact "p/q" that `app` may still spend for `user`: its scope's caps
+        minus its own ledger (a function of its own released history only, C6)."""
         scoped, _ = self._scope(user, app)
         ledgers = scoped.load().ledger_map()
         return {a: fraction_to_text(v) for a, v in remaining(ledgers, self.interface.caps).items()}
@@ -208,15 +200,29 @@ class AgentRuntime:
         (None for the per-user scope), "epoch"}, "ledgers": {a: "p/q"}, "caps": {a: "p/q"}}."""
         check_scope_id(user, "user")
         out = []
+        total: dict[str, Fraction] = {a: Fraction(0) for a in self.interface.caps}
+        opened = False
         for interaction, spent, caps in self.ledger_store.user_ledgers(user):
             parsed = parse_scope(interaction)
-            if parsed is None:
-                continue
+            if parsed is None or (parsed[1] is None and parsed[0] == self.epoch and self.user_caps is not None):
+                continue  # the current epoch's per-user row is the sum below
+            if parsed[0] == self.epoch and parsed[1] is not None:
+                opened = True
+                for a, v in spent.items():
+                    total[a] = total.get(a, Fraction(0)) + v
             out.append(
                 {
                     "scope": {"user": user, "app": parsed[1], "epoch": parsed[0]},
                     "ledgers": {a: fraction_to_text(v) for a, v in sorted(spent.items())},
                     "caps": {a: fraction_to_text(v) for a, v in sorted(caps.items())},
+                }
+            )
+        if self.user_caps is not None and opened:  # the per-user total: the sum of this epoch's application scopes
+            out.append(
+                {
+                    "scope": {"user": user, "app": None, "epoch": self.epoch, "over_epochs": self.guarantee()},
+                    "ledgers": {a: fraction_to_text(v) for a, v in sorted(total.items())},
+                    "caps": {a: fraction_to_text(v) for a, v in sorted(self.user_caps.items())},
                 }
             )
         return out
@@ -225,46 +231,80 @@ class AgentRuntime:
         """The recorded binding log: every epoch start and every carried-over change."""
         return epoch_log(self.ledger_store)
 
+    def guarantee(self) -> dict[str, Any]:
+        """The total guarantee over every epoch started (the caps add up), and the epochs
+        started over an unchanged interface (`fresh_budget_epochs`)."""
+        return epoch_guarantee(self.epochs(), self.interface, self.user_caps)
+
     # ------------------------------------------------------------ turns
-    def turn(self, user: str, app: str, interaction: str, query: str, respond: bool = True) -> AgentTurn:
-        """Serve one free-text query of application `app` for `user`. `respond=False`
-        releases the views without calling the LLM channel (response ""): for a framework
-        that prompts its own model with the released view texts (runtime.langchain)."""
+    def turn(
+        self, user: str, app: str, interaction: str, query: str, respond: bool = True, turn_id: str | None = None
+    ) -> AgentTurn:
+        """Serve one free-text query of `app` for `user`. `respond=False`: no LLM call
+        (response ""), for a framework that prompts its own model (runtime.langchain).
+        `turn_id` (an idempotency key, [A-Za-z0-9._-]): the released views are stored under it
+        with the charge; after `ChannelUnavailable` a retry with the same id regenerates
+        from them at no new charge (in this process, or from the ledger store's rows)."""
         check_scope_id(interaction, "interaction")
         text = _text_of_query(query)
+        key = None if turn_id is None else (user, app, check_scope_id(turn_id, "turn_id"))
         scoped, base = self._scope(user, app)
         interface = self.interface
-        history = scoped.load().history  # the released history (C4)
-        route = self.router.route(text, history)
-        if route.query is None:  # no match: generic views only, no memory read, no charge
-            released = tuple((v.slot, v.generic) for v in interface.vocabularies)
-            control: Any = None
+        durable = None if turn_id is None else durable_turn_id(user, app_scope(self.epoch, app), turn_id)
+        with self._lock:
+            found = None if key is None else self._recorded.get(key)
+        if found is None and durable is not None:  # recorded by another process (a restart, a replica)
+            found = scoped.recorded_turn(durable, text)
+        if found is not None:  # a retry: regenerate from the recorded views, no new charge
+            if found.query != text:
+                raise InputError("turn_id", "the query of the turn it names (an idempotency key)", "another query")
+            recorded = found
             ledgers = scoped.load().ledger_map()
         else:
-            with self._lock:
-                memory = self.memory.store(user)
-            done = attrs.evolve(base, memory=memory).run_turn(route.query)
-            released = done.record.views
-            control = public_json(done.record.control)
-            ledgers = done.state.ledger_map(interface)
+            history = scoped.load().history  # the released history (C4)
+            route = self.router.route(text, history)
+            if route.query is None:  # no match: generic views only, no memory read, no charge
+                released = tuple((v.slot, v.generic) for v in interface.vocabularies)
+                control: Any = None
+                ledgers = scoped.load().ledger_map()
+            else:
+                with self._lock:
+                    memory = self.memory.store(user)
+                with scoped.turn_id(durable):  # the turn's rows are stored under the durable id
+                    done = attrs.evolve(base, memory=memory).run_turn(route.query)
+                released = done.record.views
+                control = public_json(done.record.control)
+                ledgers = done.state.ledger_map(interface)
+            recorded = RecordedTurn(query=text, route=route.query, released=tuple(released), control=control)
+            if key is not None:
+                with self._lock:
+                    self._recorded[key] = recorded
+                    while len(self._recorded) > MAX_RECORDED_TURNS:
+                        del self._recorded[next(iter(self._recorded))]
         response = ""
         if respond:
             with self._lock:
                 transcript = self._transcripts.setdefault((user, app), [])
                 prefix = tuple(transcript)
-            response = self.channel.respond(text, view_texts(interface, released), prefix)  # Eq. 2
+            try:
+                response = self.channel.respond(text, view_texts(interface, recorded.released), prefix)  # Eq. 2
+            except Exception as error:
+                retry = "retry with the same turn_id: no new charge" if key else "send a turn_id to retry at no new charge"
+                raise ChannelUnavailable(f"llm channel {self.channel_name}", f"a channel that answers ({retry})", type(error).__name__) from None
             with self._lock:
                 transcript.append((text, None, response))
                 del transcript[:-16]
         left = {a: fraction_to_text(v) for a, v in remaining(ledgers, interface.caps).items()}
         return AgentTurn(
             query=text,
-            route=route.query,
+            route=recorded.route,
             response=response,
-            control=control,
+            control=recorded.control,
             remaining=left,
             interaction=interaction,
-            views=dict(released),
+            views=dict(recorded.released),
+            turn_id=turn_id or "",
+            retried=found is not None,
         )
 
     # ------------------------------------------------------------ memory (trusted side)
@@ -307,35 +347,4 @@ class AgentRuntime:
         self.ledger_store.close()
 
 
-@attrs.frozen
-class _ScopedLedgerStore:
-    """The ledger store as `DurableSession.open` sees it: opening the scope's session returns
-    the `ScopedLedgers` over its scopes (the fingerprint binding is the ledger store's own)."""
-
-    ledger_store: LedgerStore
-    scoped: ScopedLedgers
-
-    @property
-    def fingerprint(self) -> str | None:
-        return self.ledger_store.fingerprint
-
-    def open_session(
-        self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
-    ) -> ScopedLedgers:
-        self.ledger_store.open_session(user, interaction, caps, fingerprint=fingerprint)  # checks the binding
-        return self.scoped
-
-    def read_meta(self, key: str) -> str | None:
-        return self.ledger_store.read_meta(key)
-
-    def rebind(self, *args: Any, **kwargs: Any) -> None:
-        raise InputError("rebind", "the runtime's own binding (runtime.binding.bind)", "a scope's session")
-
-    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
-        return self.ledger_store.user_ledgers(user)
-
-    def close(self) -> None:
-        pass  # the runtime closes the ledger store
-
-
-__all__ = ["MAX_QUERY_CHARS", "AgentRuntime", "AgentTurn", "public_json"]
+__all__ = ["MAX_QUERY_CHARS", "AgentRuntime", "AgentTurn", "ChannelUnavailable", "public_json"]

@@ -29,23 +29,85 @@ EPOCHS_KEY = "runtime.epochs"
 MAX_REASON = 200
 
 
-def interface_record(interface: Interface, user_caps: Mapping[str, Fraction] | None) -> dict[str, Any]:
+def interface_record(
+    interface: Interface,
+    user_caps: Mapping[str, Fraction] | None,
+    shares: Mapping[str, Mapping[str, Fraction]] | None = None,
+) -> dict[str, Any]:
     caps = None if user_caps is None else {a: fraction_to_text(c) for a, c in sorted(user_caps.items())}
-    return {"interface": interface_description(interface), "user_caps": caps}
+    record: dict[str, Any] = {"interface": interface_description(interface), "user_caps": caps}
+    if shares is not None:
+        record["shares"] = {
+            app: {a: fraction_to_text(c) for a, c in sorted(share.items())} for app, share in sorted(shares.items())
+        }
+    return record
 
 
 def _text(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def current_epoch(ledger_store: LedgerStore) -> int:
-    text = ledger_store.read_meta(EPOCH_KEY)
-    return 0 if text is None else int(text)
-
-
 def epoch_log(ledger_store: LedgerStore) -> list[dict[str, Any]]:
     text = ledger_store.read_meta(EPOCHS_KEY)
-    return [] if text is None else list(json.loads(text))
+    if text is None:
+        return []
+    try:
+        log = json.loads(text)
+    except ValueError:
+        raise InputError(EPOCHS_KEY, "the binding log the runtime wrote (JSON)", "an edited row") from None
+    if not isinstance(log, list) or not all(isinstance(entry, dict) for entry in log):
+        raise InputError(EPOCHS_KEY, "the binding log the runtime wrote (a list of entries)", "an edited row")
+    return log
+
+
+def current_epoch(ledger_store: LedgerStore) -> int:
+    """The current budget epoch: the last one the binding log started. Epochs start at 0 and
+    only move forward, one at a time; the `runtime.epoch` row must agree with the log, so a
+    single edited meta row (a negative or an earlier epoch, or a fresh one without a logged
+    reason) is refused in one line instead of granting fresh scopes."""
+    log = epoch_log(ledger_store)
+    text = ledger_store.read_meta(EPOCH_KEY)
+    if not log:
+        if text not in (None, "0"):
+            raise InputError(EPOCH_KEY, "epoch 0 (the binding log records no epoch start)", "another value (an edited row)")
+        return 0
+    found = [entry.get("epoch") for entry in log]
+    epochs = [e for e in found if type(e) is int and e >= 0]
+    if len(epochs) != len(found) or epochs[0] != 0:
+        raise InputError(EPOCHS_KEY, "a binding log of epochs from 0 up", "an edited log")
+    if any(b not in (a, a + 1) for a, b in zip(epochs, epochs[1:], strict=False)):
+        raise InputError(EPOCHS_KEY, "epochs that only move forward, one at a time", "an edited log")
+    last = epochs[-1]
+    if text != str(last):
+        raise InputError(EPOCH_KEY, f"the epoch the binding log last started ({last})", "another value (an edited row)")
+    return last
+
+
+def epoch_guarantee(log: list[dict[str, Any]], interface: Interface, user_caps: Mapping[str, Fraction] | None) -> dict[str, Any]:
+    """The total guarantee over every epoch started (basic composition: the caps add up), and
+    the epochs started with no interface change (`fresh_budget`). An epoch logged before the
+    caps were recorded counts with the current caps."""
+    starts: dict[int, dict[str, Any]] = {}
+    for entry in log:
+        starts.setdefault(int(entry["epoch"]), entry)
+    current = {a: fraction_to_text(c) for a, c in interface.caps.items()}
+    users = None if user_caps is None else {a: fraction_to_text(c) for a, c in user_caps.items()}
+    per_app = {a: Fraction(0) for a in interface.caps}
+    per_user: dict[str, Fraction] | None = None if users is None else {a: Fraction(0) for a in users}
+    for entry in starts.values():
+        caps = entry.get("caps") or current
+        for a in per_app:
+            per_app[a] += Fraction(caps.get(a, current[a]))
+        if per_user is not None and users is not None:
+            epoch_users = entry.get("user_caps") or users
+            for a in per_user:
+                per_user[a] += Fraction(epoch_users.get(a, users[a]))
+    return {
+        "epochs": len(starts),
+        "fresh_budget_epochs": sorted(e for e, entry in starts.items() if entry.get("fresh_budget")),
+        "per_application": {a: fraction_to_text(v) for a, v in sorted(per_app.items())},
+        "per_user": None if per_user is None else {a: fraction_to_text(v) for a, v in sorted(per_user.items())},
+    }
 
 
 def check_reason(reason: object) -> str:
@@ -55,15 +117,26 @@ def check_reason(reason: object) -> str:
 
 
 def bind(
-    ledger_store: LedgerStore, interface: Interface, user_caps: Mapping[str, Fraction] | None, new_epoch: str | None
+    ledger_store: LedgerStore,
+    interface: Interface,
+    user_caps: Mapping[str, Fraction] | None,
+    new_epoch: str | None,
+    shares: Mapping[str, Mapping[str, Fraction]] | None = None,
+    fresh_budget: bool = False,
 ) -> tuple[int, list[Change]]:
-    """Bind `ledger_store` to `interface`; returns the budget epoch to serve and the changes found."""
+    """Bind `ledger_store` to `interface`; returns the budget epoch to serve and the changes found.
+    A new epoch over an unchanged interface resets every budget: it needs `fresh_budget`,
+    and is logged as such (`epoch_guarantee` reports it with the total over epochs)."""
     if new_epoch is not None:
         check_reason(new_epoch)
+    elif fresh_budget:
+        raise InputError("--fresh-budget", "--new-epoch REASON with it (a new epoch over an unchanged interface)", "no --new-epoch")
     fingerprint = interface_fingerprint(interface)
-    record = interface_record(interface, user_caps)
+    record = interface_record(interface, user_caps, shares)
     stored = ledger_store.fingerprint
-    entry: dict[str, Any] = {"fingerprint": fingerprint}
+    entry: dict[str, Any] = {"fingerprint": fingerprint, "caps": {a: fraction_to_text(c) for a, c in interface.caps.items()}}
+    if user_caps is not None:
+        entry["user_caps"] = {a: fraction_to_text(c) for a, c in user_caps.items()}
     if stored is None:
         entry.update(epoch=0, reason=new_epoch or "created", changes=[])
         meta = {RECORD_KEY: _text(record), EPOCH_KEY: "0", EPOCHS_KEY: _text([entry])}
@@ -81,7 +154,15 @@ def bind(
         return epoch, []
     log = epoch_log(ledger_store)
     if new_epoch is not None:
+        if not changes and not fresh_budget:
+            raise InputError(
+                "--new-epoch",
+                "an interface change to start a new epoch for (or --fresh-budget: reset every budget on purpose)",
+                "an unchanged interface",
+            )
         entry.update(epoch=epoch + 1, reason=new_epoch, changes=[c.to_json() for c in changes])
+        if not changes:
+            entry["fresh_budget"] = True
         meta = {RECORD_KEY: _text(record), EPOCH_KEY: str(epoch + 1), EPOCHS_KEY: _text([*log, entry])}
         ledger_store.rebind(stored, fingerprint, meta)
         return epoch + 1, changes
@@ -101,7 +182,11 @@ def bind(
             return interface.caps  # a `dpmem run` session of the same database
         if scope[0] != epoch:
             return None  # an earlier epoch: kept as recorded
-        return interface.caps if scope[1] is not None else user_caps
+        if scope[1] is None:
+            return user_caps  # a per-user session of a database written before shares
+        if shares is None:
+            return interface.caps
+        return shares.get(scope[1])  # an application without a share now: kept as recorded
 
     ledger_store.rebind(stored, fingerprint, meta, caps_for=caps_for)
     return epoch, changes

@@ -28,7 +28,11 @@ import attrs
 
 RULES: dict[str, tuple[bool, str]] = {
     # kind: (safe, one-line reason)
-    "position-appended": (True, "a new position was never read: no past release depends on it"),
+    "position-appended": (True, "a new position was never read, and it joins every group its slot's positions are in"),
+    "position-outside-slot-groups": (
+        False,
+        "a position appended to a slot inside a group must join that group, else the next sensitive item lands unprotected",
+    ),
     "position-changed": (False, "an existing position moved, changed slot or vanished: past charges name it"),
     "position-joined-group": (True, "a new position joins I_a: no past release read it, future reads charge a"),
     "existing-position-joined-group": (False, "past releases read that position without charging a"),
@@ -56,6 +60,12 @@ RULES: dict[str, tuple[bool, str]] = {
     "user-cap-raised": (False, "as cap-raised, for the per-user scope"),
     "user-scope-added": (False, "the new per-user ledger would miss the charges already made"),
     "user-scope-removed": (False, "withdraws the bound on colluding applications"),
+    "shares-introduced": (False, "scopes spent under the interface's caps may exceed their new shares"),
+    "shares-removed": (False, "each application would get B_a again: the per-user bound no longer holds"),
+    "share-added": (True, "a new application's scope starts at 0; the shares still sum to at most U_a"),
+    "share-removed": (False, "its spending still counts towards U_a, which later shares would not leave room for"),
+    "share-lowered": (True, "as cap-lowered, for one application's share"),
+    "share-raised": (False, "as cap-raised, for one application's share"),
     "unknown-record": (False, "the database holds no interface record to compare with"),
 }
 
@@ -95,6 +105,7 @@ def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Chan
     else:
         out.append(Change("position-changed", "the existing positions differ"))
     out += _attributes(_by(a["attributes"], "name"), _by(b["attributes"], "name"), appended)
+    out += _groups_kept_whole(old_positions, new_positions, appended, b["attributes"])
     out += _routes(_by(a["routes"], "query"), _by(b["routes"], "query"))
     if a["budget"] != b["budget"]:
         kind = a["budget"].get("type") == b["budget"].get("type")
@@ -106,6 +117,46 @@ def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Chan
             out.append(Change("part-changed", part))
     out += _slots(_by(a["slots"], "slot"), _by(b["slots"], "slot"))
     out += _user_caps(old.get("user_caps"), new.get("user_caps"))
+    out += _shares(old.get("shares"), new.get("shares"))
+    return out
+
+
+def _shares(old: Mapping[str, Mapping[str, str]] | None, new: Mapping[str, Mapping[str, str]] | None) -> list[Change]:
+    if old is None and new is None:
+        return []
+    if old is None:
+        return [Change("shares-introduced", "scopes.shares")]
+    if new is None:
+        return [Change("shares-removed", "scopes.shares")]
+    out = [Change("share-added", f"share of {app}") for app in sorted(set(new) - set(old))]
+    out += [Change("share-removed", f"share of {app}") for app in sorted(set(old) - set(new))]
+    for app in sorted(set(old) & set(new)):
+        for name in sorted(set(old[app]) | set(new[app])):
+            before, after = old[app].get(name), new[app].get(name)
+            if before is None or after is None:
+                continue  # an attribute added or removed: classified with the attributes
+            if _q(after) != _q(before):
+                kind = "share-lowered" if _q(after) < _q(before) else "share-raised"
+                out.append(Change(kind, f"share of {app}, {name}: {before} -> {after}"))
+    return out
+
+
+def _groups_kept_whole(
+    old_positions: Sequence[str], new_positions: Sequence[str], appended: set[int], attributes: Sequence[Mapping[str, Any]]
+) -> list[Change]:
+    """Growth keeps groups whole: a position appended to a slot joins every group that holds
+    one of the slot's existing positions (a slot's items are placed at any free position, so a
+    group that covers part of a slot protects the text the slot holds only if it grows with it)."""
+    out = []
+    for p in sorted(appended):
+        slot = new_positions[p - 1]
+        existing = {i for i, name in enumerate(old_positions, start=1) if name == slot}
+        for attribute in attributes:
+            group = set(attribute["group"])
+            if group & existing and p not in group:
+                out.append(
+                    Change("position-outside-slot-groups", f"position {p} of slot {slot} is outside group {attribute['name']}")
+                )
     return out
 
 

@@ -9,9 +9,15 @@ change, see `evolution`). A memory file is JSON lines, one item per line:
 
 `slot` and `text` are required; `id` (1..64 of [A-Za-z0-9_-]) is generated when absent;
 `tags` (optional) must be tags the slot's vocabulary reads, else the tagger derives them;
-`position` (optional) picks a free position of the slot; `user` (optional) gives the item
-to one user, an item without it belongs to every user (a single-user file). Errors name
-the line and the field, never the text.
+`position` (optional) picks a free position of the slot. Every item has exactly one owner,
+the subject whose attributes it may imply: `user` (required), or `"public": true` for an
+item that sits outside every protected group (refused at a position in a group: a public
+item is unprotected by declaration, and is seen by every user). An item with neither is
+refused in one line: an item that belongs to every user id would be read under as many
+budgets as there are ids. Owner ids are compared exactly (case-sensitive, no folding, no
+trimming; 1..128 of [A-Za-z0-9._-]): an item is read only under its owner's exact id, so
+another spelling ("Alice", "alice.") reads public items only and protects nothing of
+alice's. Errors name the line and the field, never the text.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from dpmem_ref.runtime.scopes import check_scope_id
 MAX_MEMORY_BYTES = 16 << 20
 MAX_TEXT_CHARS = 8192
 _ITEM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_KEYS = {"slot", "text", "id", "tags", "user", "position"}
+_KEYS = {"slot", "text", "id", "tags", "user", "position", "public"}
 
 Tag = Callable[[str, str], frozenset[str]]  # (slot, text) -> tags, the trusted tagger
 
@@ -43,7 +49,8 @@ Tag = Callable[[str, str], frozenset[str]]  # (slot, text) -> tags, the trusted 
 @attrs.frozen
 class MemoryEntry:
     """One memory item on the trusted side: id, slot, position, tags, text and owner
-    (None: every user). Private: the repr shows the id, slot and position only."""
+    (None: a public item, outside every group). Private: the repr shows the id, slot and
+    position only."""
 
     item_id: str
     slot: str
@@ -57,6 +64,8 @@ class MemoryEntry:
         line.update(text=self.text, tags=sorted(self.tags))
         if self.user is not None:
             line["user"] = self.user
+        else:
+            line["public"] = True
         return line
 
 
@@ -134,14 +143,16 @@ class MemoryBook:
 
     # ------------------------------------------------------------ changes (all checked first)
     def add(self, user: str | None, slot: object, text: object, tags: Iterable[str] | None = None) -> str:
-        entry = self._entry({"slot": slot, "text": text, "tags": tags, "user": user}, "memory")
+        """Add an item owned by `user` (None: a public item, outside every group)."""
+        entry = self._entry({"slot": slot, "text": text, "tags": tags, "user": user, "public": user is None}, "memory")
         self._insert(entry, "memory")
         return entry.item_id
 
     def update(self, user: str, item_id: object, text: object, tags: Iterable[str] | None = None) -> MemoryEntry:
         found = self._owned(user, item_id)
         entry = self._entry(
-            {"slot": found.slot, "text": text, "tags": tags, "user": found.user, "id": found.item_id}, "memory"
+            {"slot": found.slot, "text": text, "tags": tags, "user": found.user, "id": found.item_id, "public": found.user is None},
+            "memory",
         )
         updated = attrs.evolve(entry, position=found.position)
         self._entries[found.item_id] = updated
@@ -163,6 +174,9 @@ class MemoryBook:
             raise InputError(f"{where}.slot", f"a slot among {list(self.layout.slots)}", "an unknown slot")
         text = check_text(data.get("text"), f"{where}.text")
         raw_user = data.get("user")
+        public = data.get("public", False)
+        if not isinstance(public, bool):
+            raise InputError(f"{where}.public", "true or false", type(public).__name__)
         user = None if raw_user is None else check_scope_id(raw_user, f"{where}.user")
         item_id = data.get("id")
         item_id = secrets.token_hex(8) if item_id is None else check_item_id(item_id, f"{where}.id")
@@ -179,6 +193,9 @@ class MemoryBook:
         position = data.get("position", 0)
         if isinstance(position, bool) or not isinstance(position, int):
             raise InputError(f"{where}.position", "a position of the slot", type(position).__name__)
+        if (user is None) == (not public):  # exactly one owner: a subject, or public
+            found = "both an owner and public" if public else "no owner"
+            raise InputError(f"{where}.user", 'the owner (subject) of the item, or "public": true outside every group', found)
         return MemoryEntry(item_id=item_id, slot=slot, position=position, tags=tags, text=text, user=user)
 
     def _insert(self, entry: MemoryEntry, where: str) -> None:
@@ -199,12 +216,44 @@ class MemoryBook:
                     f"{len(positions) + 1} items",
                 )
             position = free[0]
+        if entry.user is None and any(position in a.group for a in self.interface.policy.attributes):
+            raise InputError(f"{where}.public", "a public item at a position outside every protected group", position)
         self._entries[entry.item_id] = attrs.evolve(entry, position=position)
 
     def copy(self) -> MemoryBook:
         other = MemoryBook(self.interface, self._tag, self.path)
         other._entries = dict(self._entries)
         return other
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def check_memory_file(path: str | Path | None, field: str = "--memory") -> Path | None:
+    """A memory file given on the command line must exist (a missing file is an error, never
+    an empty memory)."""
+    if path is None:
+        return None
+    found = Path(path)
+    if not found.is_file():
+        raise InputError(field, "an existing memory file (JSON lines)", "no such file")
+    return found
+
+
+def private_copy(path: Path, runs: Path, command: str) -> Path:
+    """A memory file under the shipped examples/ is never written: it is copied into
+    runs/<command>-<UTC time>/ first (mode 0600), and the copy is served."""
+    if not path.resolve().is_relative_to(EXAMPLES):
+        return path
+    import shutil
+    import time
+
+    folder = runs / f"{command}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+    folder.mkdir(parents=True, exist_ok=False)
+    copy = folder / path.name
+    shutil.copyfile(path, copy)
+    os.chmod(copy, 0o600)
+    return copy
 
 
 def _overlap(a: str | None, b: str | None) -> bool:

@@ -1,39 +1,53 @@
-"""Budget scopes: ledgers keyed by (user, application), plus an optional per-user scope.
+"""Budget scopes: ledgers keyed by (subject, application), each with its own precommitted caps.
 
 The paper's adversary is the application over everything it observes (Theorem 1), across
-every conversation it opens. So a scope's ledgers are keyed by the user and the
-application, and its lifetime caps B_a are shared by every interaction of that
-application; the interaction id only labels a stretch of history and never selects a
-ledger. An optional per-user scope, with caps U_a, bounds applications that collude.
+every conversation it opens. So a scope's ledgers are keyed by the subject (the user whose
+memory items are read; every item has exactly one owner, `memory`) and the application,
+and its lifetime caps are shared by every interaction of that application; the
+interaction id only labels a stretch of history and never selects a ledger.
 
-In the ledger store a scope is one session: (user, "e<epoch>:app:<app>") for the
-(user, application) scope and (user, "e<epoch>:user") for the per-user one, where the
-epoch counts the recorded budget epochs of the database (`evolution`). Scope ids are
-restricted to [A-Za-z0-9._-] so these names never collide.
+The caps of a scope are a public, precommitted allocation: the interface's caps B_a, or,
+with a per-user cap U_a (`[scopes] user_caps`), the application's declared share
+B^app_a <= B_a with sum over applications <= U_a (`settings.check_shares`). An
+application's admissions and its `remaining` therefore read its OWN scope only: what it
+observes is a function of its own released history (C6), so Theorem 1 holds per
+application with B^app_a, and sequential composition over applications gives U_a per
+subject (docs/agent.md, "Budget scopes"). A per-user ledger shared dynamically by all
+applications would leak one application's spending into another's admissions.
 
-`ScopedLedgers` is a `LedgerSession` over both scopes, so the kernel's
-`DurableSession.run_turn` (Algorithm 1 against a durable ledger) serves a scope unchanged:
+In the ledger store a scope is one session: (subject, "e<epoch>:app:<app>"), where the
+epoch counts the recorded budget epochs of the database (`binding`). Scope ids are
+restricted to [A-Za-z0-9._-] so these names never collide. (Databases written before
+shares may also hold per-user sessions "e<epoch>:user"; they are listed, never read.)
 
-- `load` gives the planner the *effective* ledgers L'_a = B_a - min(B_a - L_a, U_a - L^u_a):
-  the cap rule (line 9, L'_a + eps <= B_a) then admits exactly when there is room in every
-  scope, and L_a <= L'_a <= B_a;
-- `charge_and_record` debits both scopes in ONE store transaction (`also=`), re-checking
-  L_a + eps <= B_a and L^u_a + eps <= U_a on the committed ledgers (C5 per scope); if either
-  refuses, neither is charged and the generic view is recorded, which the effective
-  ledgers it returns also refuse (so the kernel's re-plan agrees).
+`ScopedLedgers` is a `LedgerSession` over one scope whose stored caps are its share S_a,
+so the kernel's `DurableSession.run_turn` (Algorithm 1 against a durable ledger) serves
+it unchanged: `load` gives the planner the effective ledgers L'_a = B_a - (S_a - L_a), so
+the cap rule (line 9, L'_a + eps <= B_a) admits exactly when L_a + eps <= S_a, which the
+store re-checks on the committed ledger in the charge's transaction (C5).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from fractions import Fraction
+from typing import Any
 
 import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
-from dpmem_ref.ledger.contract import LedgerSession, ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot
+from dpmem_ref.ledger.contract import (
+    LedgerSession,
+    LedgerStore,
+    ReleaseOutcome,
+    ReleaseRequest,
+    SessionKey,
+    SessionSnapshot,
+)
+from dpmem_ref.runtime.turns import RecordedTurn, public_json
 
 _SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -64,16 +78,17 @@ def parse_scope(interaction: str) -> tuple[int, str | None] | None:
     return int(match.group(1)), match.group(2)
 
 
-def effective_ledgers(
-    app: Mapping[str, Fraction],
-    caps: Mapping[str, Fraction],
-    user: Mapping[str, Fraction] | None,
-    user_caps: Mapping[str, Fraction] | None,
-) -> dict[str, Fraction]:
-    """L'_a = B_a - min(B_a - L_a, U_a - L^u_a): room left in every scope, as a ledger over B_a."""
-    if user is None or user_caps is None:
-        return dict(app)
-    return {a: caps[a] - min(caps[a] - app[a], user_caps[a] - user[a]) for a in app}
+def durable_turn_id(user: str, interaction: str, turn_id: str) -> str:
+    """The ledger-store turn id of a client's turn id in one scope (64 hex digits): a retry
+    finds the turn's committed rows after a restart, or on another replica."""
+    import hashlib
+
+    return hashlib.sha256(f"{user}\0{interaction}\0{turn_id}".encode()).hexdigest()
+
+
+def effective_ledgers(spent: Mapping[str, Fraction], caps: Mapping[str, Fraction], share: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    """L'_a = B_a - (S_a - L_a): the scope's room under its share S_a <= B_a, as a ledger over B_a."""
+    return {a: caps[a] - (share[a] - spent[a]) for a in spent}
 
 
 def remaining(ledgers: Mapping[str, Fraction], caps: Mapping[str, Fraction]) -> dict[str, Fraction]:
@@ -82,41 +97,98 @@ def remaining(ledgers: Mapping[str, Fraction], caps: Mapping[str, Fraction]) -> 
 
 @attrs.frozen
 class ScopedLedgers:
-    """A `LedgerSession` over a (user, application) scope and the optional per-user scope."""
+    """A `LedgerSession` over one (subject, application) scope with caps `share` <= `caps`."""
 
     app: LedgerSession
     caps: Mapping[str, Fraction]
-    user: LedgerSession | None = None
-    user_caps: Mapping[str, Fraction] | None = None
+    share: Mapping[str, Fraction]
+    # The durable turn id of the turn in progress (`durable_turn_id`), or empty: the kernel's own.
+    _turn: list[str] = attrs.field(factory=list, eq=False, repr=False)
+
+    @contextmanager
+    def turn_id(self, turn_id: str | None) -> Iterator[None]:
+        """Store the turn's releases and record under `turn_id` (None: the kernel's random
+        id). Turns of one scope are serialised by the caller (dpmem serve's scope lock)."""
+        self._turn[:] = [] if turn_id is None else [turn_id]
+        try:
+            yield
+        finally:
+            self._turn.clear()
+
+    def _id(self, kernel_id: str) -> str:
+        return self._turn[0] if self._turn else kernel_id
 
     @property
     def key(self) -> SessionKey:
         return self.app.key
 
-    def _effective(self, app: Mapping[str, Fraction], user: Mapping[str, Fraction] | None) -> dict[str, Fraction]:
-        return effective_ledgers(app, self.caps, user, self.user_caps)
+    def _effective(self, spent: Mapping[str, Fraction]) -> dict[str, Fraction]:
+        return effective_ledgers(spent, self.caps, self.share)
 
     def load(self) -> SessionSnapshot:
         snapshot = self.app.load()
-        if self.user is None:
-            return snapshot
-        user = self.user.load().ledger_map()
-        ledgers = self._effective(snapshot.ledger_map(), user)
+        ledgers = self._effective(snapshot.ledger_map())
         return attrs.evolve(snapshot, ledgers=tuple(sorted(ledgers.items())))
 
     def charge_and_record(self, request: ReleaseRequest, also: Sequence[SessionKey] = ()) -> ReleaseOutcome:
         if also:
-            raise InputError("also", "no extra scopes (ScopedLedgers adds its own)", len(also))
-        if self.user is None:
-            return self.app.charge_and_record(request)
-        outcome = self.app.charge_and_record(request, also=(self.user.key,))
-        ledgers = self._effective(dict(outcome.ledgers), dict(outcome.scopes[0]))
+            raise InputError("also", "no extra scopes (a scope's admissions read its own ledger only)", len(also))
+        outcome = self.app.charge_and_record(attrs.evolve(request, turn_id=self._id(request.turn_id)))
+        ledgers = self._effective(dict(outcome.ledgers))
         return attrs.evolve(outcome, ledgers=tuple(sorted(ledgers.items())))
 
     def record_turn(self, turn_id: str, record: TurnRecord) -> None:
-        self.app.record_turn(turn_id, record)
+        self.app.record_turn(self._id(turn_id), record)
 
-    def spent(self) -> tuple[dict[str, Fraction], dict[str, Fraction] | None]:
-        """The committed ledgers of the (user, application) scope and of the per-user scope."""
-        app = self.app.load().ledger_map()
-        return app, None if self.user is None else self.user.load().ledger_map()
+    def recorded_turn(self, turn_id: str, text: str) -> RecordedTurn | None:
+        """The committed record of the turn stored under `turn_id`, or None. Every kernel turn
+        writes one release row per active slot, then its record, in that order; so the
+        record is the k-th of the history, k = the turns whose rows precede its rows."""
+        snapshot = self.app.load()
+        order: list[str] = []
+        for release in snapshot.releases:
+            if release.turn_id not in order:
+                order.append(release.turn_id)
+        if turn_id not in order or order.index(turn_id) >= len(snapshot.history):
+            return None
+        record = snapshot.history[order.index(turn_id)]
+        rows = tuple((r.slot, r.view) for r in snapshot.releases if r.turn_id == turn_id)
+        if tuple(record.views) != rows:
+            return None
+        return RecordedTurn(query=text, route=record.query, released=rows, control=public_json(record.control))
+
+    def spent(self) -> dict[str, Fraction]:
+        """The committed ledgers of the scope."""
+        return self.app.load().ledger_map()
+
+
+@attrs.frozen
+class ScopedLedgerStore:
+    """The ledger store as `DurableSession.open` sees it: opening the scope's session returns
+    the `ScopedLedgers` over its scopes (the fingerprint binding is the ledger store's own)."""
+
+    ledger_store: LedgerStore
+    scoped: ScopedLedgers
+
+    @property
+    def fingerprint(self) -> str | None:
+        return self.ledger_store.fingerprint
+
+    def open_session(
+        self, user: str, interaction: str, caps: Mapping[str, Fraction], fingerprint: str | None = None
+    ) -> ScopedLedgers:
+        # The scope's own caps (its share); `caps` are the interface's, which the planner keeps.
+        self.ledger_store.open_session(user, interaction, self.scoped.share, fingerprint=fingerprint)  # the binding
+        return self.scoped
+
+    def read_meta(self, key: str) -> str | None:
+        return self.ledger_store.read_meta(key)
+
+    def rebind(self, *args: Any, **kwargs: Any) -> None:
+        raise InputError("rebind", "the runtime's own binding (runtime.binding.bind)", "a scope's session")
+
+    def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+        return self.ledger_store.user_ledgers(user)
+
+    def close(self) -> None:
+        pass  # the runtime closes the ledger store

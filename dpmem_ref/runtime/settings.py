@@ -2,7 +2,9 @@
 
     interface = "interface.toml"        # a kernel interface file, relative to this one
     [scopes]
-    user_caps = { diabetes = 3 }        # optional per-user caps across applications (every attribute)
+    user_caps = { diabetes = 3 }        # optional per-user caps U_a across applications (every attribute)
+    [scopes.shares.recipes]             # with user_caps: each application's precommitted share
+    diabetes = 2                        # B^app_a <= B_a, summing to at most U_a over applications
     [router]                            # free text -> catalogue query (public, C4)
     threshold = "1/2"
     encoder = "minilm"                  # optional nearest neighbour with the shipped MiniLM
@@ -41,6 +43,7 @@ class AgentFile:
     tagger: Mapping[str, Any]
     user_caps: Mapping[str, Any] | None  # as written; checked when the runtime uses them
     path: str = ""
+    shares: Mapping[str, Any] | None = None  # app -> {attribute: share}, as written
 
 
 def load_agent_file(path: str | Path) -> AgentFile:
@@ -60,14 +63,16 @@ def load_agent_file(path: str | Path) -> AgentFile:
         raise InputError("interface", "the path of a kernel interface file", type(target).__name__)
     loaded = load_interface_file(shown.parent / target)
     scopes = table(data.get("scopes", {}), "scopes")
-    unknown_keys(scopes, {"user_caps"}, "scopes")
+    unknown_keys(scopes, {"user_caps", "shares"}, "scopes")
     router = table(data.get("router", {}), "router")
     unknown_keys(router, {"threshold", "encoder", "keywords", "examples"}, "router")
     tagger = table(data.get("tagger", {}), "tagger")
     unknown_keys(tagger, {"threshold", "encoder", "rules", "descriptions"}, "tagger")
     caps = scopes.get("user_caps")
     user_caps = None if caps is None else table(caps, "scopes.user_caps")
-    return AgentFile(loaded=loaded, router=router, tagger=tagger, user_caps=user_caps, path=str(shown))
+    raw_shares = scopes.get("shares")
+    shares = None if raw_shares is None else table(raw_shares, "scopes.shares")
+    return AgentFile(loaded=loaded, router=router, tagger=tagger, user_caps=user_caps, path=str(shown), shares=shares)
 
 
 def check_user_caps(value: object, attributes: tuple[str, ...]) -> dict[str, Fraction]:
@@ -78,3 +83,42 @@ def check_user_caps(value: object, attributes: tuple[str, ...]) -> dict[str, Fra
     if unknown or missing:
         raise InputError("scopes.user_caps", f"a cap for each of {list(attributes)}", f"unknown {unknown}, missing {missing}")
     return {a: positive_fraction(caps[a], f"scopes.user_caps.{a}") for a in attributes}
+
+
+def check_shares(
+    value: object,
+    user_caps: Mapping[str, Fraction],
+    caps: Mapping[str, Fraction],
+) -> dict[str, dict[str, Fraction]]:
+    """Each application's precommitted share B^app_a of the per-user cap U_a (docs/agent.md,
+    "Budget scopes"): a public allocation, so an application's admissions read its own
+    scope only (C6). Every share is positive, at most the interface's cap B_a, and for each
+    attribute the shares of all applications sum to at most U_a (sequential composition
+    over applications then gives the per-user bound)."""
+    from dpmem_ref.runtime.scopes import check_scope_id
+
+    if value is None:
+        raise InputError("scopes.shares", "a share of the per-user caps for each application (with user_caps)", "none")
+    apps = table(value, "scopes.shares")
+    if not apps:
+        raise InputError("scopes.shares", "at least one application's share", "an empty table")
+    attributes = tuple(caps)
+    out: dict[str, dict[str, Fraction]] = {}
+    for app, raw in apps.items():
+        check_scope_id(app, "scopes.shares")
+        share = table(raw, f"scopes.shares.{app}")
+        unknown = sorted(set(share) - set(attributes))
+        missing = [a for a in attributes if a not in share]
+        if unknown or missing:
+            raise InputError(f"scopes.shares.{app}", f"a share for each of {list(attributes)}", f"unknown {unknown}, missing {missing}")
+        out[app] = {a: positive_fraction(share[a], f"scopes.shares.{app}.{a}") for a in attributes}
+        over = [a for a in attributes if out[app][a] > caps[a]]
+        if over:
+            raise InputError(f"scopes.shares.{app}", "shares at most the interface's caps B_a", f"above B_a for {over}")
+    for a in attributes:
+        total = sum((share[a] for share in out.values()), Fraction(0))
+        if total > user_caps[a]:
+            raise InputError(
+                "scopes.shares", f"shares summing to at most the per-user cap U_a ({a}: {user_caps[a]})", f"{a}: {total}"
+            )
+    return out

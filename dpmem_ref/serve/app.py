@@ -10,7 +10,9 @@ Routes:
 Status codes: 401 missing or unknown token (dpmem_ref.serve.gate, before the body is read),
 403 a token of the wrong kind or an application asking for a user it may not query, 413 a
 body over the bound, 422 a malformed body or a runtime input error (one line naming the
-field, never the value), 503 the ledger store unavailable or a contract check refusing. Every
+field, never the value), 503 the ledger store unavailable, a contract check refusing, or the
+LLM channel failing after the charge (`"field": "llm"`, naming the channel: a retry with the
+same `Idempotency-Key` header regenerates from the recorded views at no new charge). Every
 error is `{"error": ..., "field": ...}` on one line.
 
 Concurrency: routes run in a thread pool. Turns of one (user, application) scope are
@@ -26,7 +28,7 @@ from __future__ import annotations
 import threading
 from typing import Annotated, Any, Protocol
 
-from fastapi import Depends, FastAPI, Path, Request, Security
+from fastapi import Depends, FastAPI, Header, Path, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -57,7 +59,7 @@ ITEM_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 class Runtime(Protocol):
     """What the service needs of dpmem_ref.runtime.AgentRuntime."""
 
-    def turn(self, user: str, app: str, interaction: str, query: str) -> Any: ...
+    def turn(self, user: str, app: str, interaction: str, query: str, turn_id: str | None = None) -> Any: ...
     def add_memory(self, user: str, slot: str, text: str) -> str: ...
     def update_memory(self, user: str, item_id: str, text: str) -> None: ...
     def delete_memory(self, user: str, item_id: str) -> None: ...
@@ -128,6 +130,14 @@ def _install_error_handlers(app: FastAPI) -> None:
         # field and expectation only: `found` may quote what was sent.
         return JSONResponse({"error": f"{error.field}: expected {error.expected}", "field": error.field}, status_code=422)
 
+    from dpmem_ref.runtime.agent import ChannelUnavailable
+
+    @app.exception_handler(ChannelUnavailable)
+    async def channel_down(_: Request, error: ChannelUnavailable) -> JSONResponse:
+        # The turn was charged and its views recorded: the client's input is not at fault.
+        retry = "retry with the same Idempotency-Key: no new charge"
+        return JSONResponse({"error": f"{error.field}: unavailable ({retry})", "field": "llm"}, status_code=503)
+
     @app.exception_handler(LedgerStoreError)
     async def store_down(_: Request, error: LedgerStoreError) -> JSONResponse:
         log.error("ledger store: %s", one_line(str(error)))  # store messages redact passwords
@@ -169,12 +179,16 @@ def create_app(runtime: Runtime, keys: Keys, *, title: str = "dpmem serve") -> A
     _install_error_handlers(api)
 
     @api.post("/v1/turns", response_model=TurnResponse, responses=_errors(401, 403, 413, 422, 503))
-    def post_turn(body: TurnRequest, principal: ApplicationPrincipal) -> TurnResponse:
+    def post_turn(
+        body: TurnRequest,
+        principal: ApplicationPrincipal,
+        idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", pattern=NAME_PATTERN)] = None,
+    ) -> TurnResponse:
         """One turn in the calling application's budget scope (user, application)."""
         if not principal.may_query(body.user):
             raise HTTPException(403, "this application may not query this user")
         with scope_lock(body.user, principal.name):
-            result = runtime.turn(body.user, principal.name, body.interaction, body.query)
+            result = runtime.turn(body.user, principal.name, body.interaction, body.query, turn_id=idempotency_key)
         return TurnResponse(response=result.response, control=result.control, remaining=dict(result.remaining))
 
     @api.post(

@@ -30,8 +30,8 @@ def test_channel_receives_query_view_texts_and_public_prefix_only(tmp_path: Path
     agent, memory = copy_example(tmp_path)
     channel = _Recording()
     runtime = open_runtime(agent, memory, "memory:", llm=channel)
-    first = runtime.turn("alice", "a", "i", "dinner tonight?")
-    second = runtime.turn("alice", "a", "i", "doctor check-up")
+    first = runtime.turn("alice", "recipes", "i", "dinner tonight?")
+    second = runtime.turn("alice", "recipes", "i", "doctor check-up")
     texts = {v.text for vocab in runtime.interface.vocabularies for v in vocab.views}
     (q1, v1, p1), (q2, v2, p2) = channel.calls
     assert q1 == "dinner tonight?" and p1 == () and {t for _, t in v1} <= texts
@@ -74,8 +74,9 @@ def test_openai_compatible_endpoint(tmp_path: Path) -> None:
         agent, memory = copy_example(tmp_path)
         url = f"openai:http://127.0.0.1:{server.server_port}/v1#tiny-model"
         runtime = open_runtime(agent, memory, "memory:", llm=url)
-        turn = runtime.turn("alice", "a", "i", "Budget tips please")
-        (body,) = _Handler.bodies
+        turn = runtime.turn("alice", "recipes", "i", "Budget tips please")
+        check, body = _Handler.bodies  # the start-up check, then the turn
+        assert check["messages"][-1]["content"] == "start-up check"
         assert body["path"] == "/v1/chat/completions" and body["model"] == "tiny-model"
         assert body["messages"][-1] == {"role": "user", "content": "Budget tips please"}
         texts = [t for _, t in runtime.view_texts(turn)]
@@ -84,9 +85,12 @@ def test_openai_compatible_endpoint(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
-    down = open_runtime(agent, memory, "memory:", llm=url)  # the server is gone: one line
-    with pytest.raises(InputError, match="reachable"):
-        down.turn("alice", "a", "i", "Budget tips please")
+    with pytest.raises(InputError, match="llm channel openai") as caught:  # the server is gone: at start-up
+        open_runtime(agent, memory, "memory:", llm=url)
+    assert "\n" not in str(caught.value) and "127.0.0.1" not in str(caught.value)  # never the URL
+    down = open_runtime(agent, memory, "memory:", llm=url, check_channel=False)  # unchecked: fails at the turn
+    with pytest.raises(InputError, match="llm channel openai"):
+        down.turn("alice", "recipes", "i", "Budget tips please")
 
 
 def test_runtime_imports_nothing_heavy() -> None:

@@ -18,7 +18,7 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import EMPTY_ITEM, MemoryItem
 from dpmem_ref.runtime.binding import interface_record
 from dpmem_ref.runtime.evolution import RULES, classify
-from tests.runtime_fixtures import copy_example, ledger_table, open_runtime
+from tests.runtime_fixtures import INTERFACE, copy_example, ledger_table, open_runtime
 
 NEW_ROUTE = """
 [[queries]]
@@ -87,12 +87,12 @@ def _spend(runtime: object, turns: int = 3) -> None:
 def test_safe_change_carries_the_ledgers(kind: str, tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    runtime = open_runtime(agent, memory, url)
+    runtime = open_runtime(agent, memory, url, user_caps=False)  # the interface's rules: caps B_a
     _spend(runtime, 1)
     spent = ledger_table(runtime, "alice")
     runtime.close()
     _edit(tmp_path / "interface.toml", kind)
-    runtime = open_runtime(agent, memory, url)
+    runtime = open_runtime(agent, memory, url, user_caps=False)
     carried = ledger_table(runtime, "alice")
     assert carried == spent and runtime.epoch == 0
     assert runtime.epochs()[-1]["reason"] == "carried over"
@@ -110,13 +110,13 @@ def test_safe_change_carries_the_ledgers(kind: str, tmp_path: Path) -> None:
 def test_unsafe_change_refused_then_new_epoch(kind: str, tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    runtime = open_runtime(agent, memory, url)
+    options = {"user_caps": False}  # the interface's rules: caps B_a (shares have their own test)
+    runtime = open_runtime(agent, memory, url, **options)
     _spend(runtime, 1)
     spent = ledger_table(runtime, "alice")
     runtime.close()
     database = (tmp_path / "l.db").read_bytes()
     _edit(tmp_path / "interface.toml", kind)
-    options = {"user_caps": False} if kind == "attribute-removed" else {}  # the file's user caps name debt
     with pytest.raises(InputError) as caught:
         open_runtime(agent, memory, url, **options)
     assert "\n" not in str(caught.value) and "--new-epoch" in str(caught.value)
@@ -140,8 +140,12 @@ def test_user_cap_raised_is_unsafe(tmp_path: Path) -> None:
     open_runtime(agent, memory, url).close()
     with pytest.raises(InputError, match="user-cap-raised"):
         open_runtime(agent, memory, url, user_caps={"diabetes": 4, "debt": 3})
-    lowered = open_runtime(agent, memory, url, user_caps={"diabetes": "5/2", "debt": 3})
-    assert lowered.epoch == 0 and lowered.epochs()[-1]["changes"][0]["kind"] == "user-cap-lowered"
+    with pytest.raises(InputError, match="summing to at most the per-user cap"):  # the file's shares sum to 3
+        open_runtime(agent, memory, url, user_caps={"diabetes": "5/2", "debt": 3})
+    shares = {"recipes": {"diabetes": "3/2", "debt": 1}, "finance": {"diabetes": 1, "debt": 2}}
+    lowered = open_runtime(agent, memory, url, user_caps={"diabetes": "5/2", "debt": 3}, shares=shares)
+    kinds = [c["kind"] for c in lowered.epochs()[-1]["changes"]]
+    assert lowered.epoch == 0 and kinds == ["user-cap-lowered", "share-lowered"]
     lowered.close()
 
 
@@ -203,3 +207,29 @@ def test_charge_removed_is_a_safe_route_change(tmp_path: Path) -> None:
     runtime.turn("alice", "recipes", "i", "doctor check-up")  # now charges diabetes only
     assert ledger_table(runtime, "alice")[(0, "recipes")]["debt"] == spent[(0, "recipes")]["debt"]
     runtime.close()
+
+
+SHARES = {"recipes": {"diabetes": "2/1", "debt": "1/1"}, "finance": {"diabetes": "1/1", "debt": "2/1"}}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "kinds"),
+    [
+        (None, SHARES, {"shares-introduced": False}),
+        (SHARES, None, {"shares-removed": False}),
+        (SHARES, {**SHARES, "mail": {"diabetes": "0/1", "debt": "0/1"}}, {"share-added": True}),
+        (SHARES, {"recipes": SHARES["recipes"]}, {"share-removed": False}),
+        (SHARES, {**SHARES, "recipes": {"diabetes": "3/2", "debt": "1/1"}}, {"share-lowered": True}),
+        (SHARES, {**SHARES, "recipes": {"diabetes": "2/1", "debt": "3/2"}}, {"share-raised": False}),
+    ],
+)
+def test_share_changes_are_classified(before: object, after: object, kinds: dict[str, bool]) -> None:
+    interface = load_interface_file(INTERFACE).interface
+    old = interface_record(interface, {"diabetes": Fraction(3), "debt": Fraction(3)})
+    new = dict(old)
+    if before is not None:
+        old["shares"] = before
+    if after is not None:
+        new["shares"] = after
+    found = {c.kind: c.safe for c in classify(old, new)}
+    assert found == kinds

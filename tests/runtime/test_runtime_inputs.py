@@ -74,7 +74,11 @@ def test_bad_input_one_line_nothing_changed(name: str, field: str, case: Case, t
         ("unknown key", json.dumps({"slot": "health", "text": SECRET, "secret": 1}), "memory line 7"),
         ("unknown slot in the file", json.dumps({"slot": "garden", "text": SECRET}), "memory line 7.slot"),
         ("tag outside the vocabulary", json.dumps({"slot": "food", "text": SECRET, "tags": ["zz"]}), "tags"),
-        ("over capacity", "\n".join(json.dumps({"slot": "schedule", "text": SECRET}) for _ in range(2)), "capacity"),
+        ("over capacity", "\n".join(json.dumps({"slot": "schedule", "text": SECRET, "user": "alice"}) for _ in range(2)), "capacity"),
+        ("an item without an owner", json.dumps({"slot": "schedule", "text": SECRET}), "memory line 7.user"),
+        ("an item with an owner and public", json.dumps({"slot": "schedule", "text": SECRET, "user": "bob", "public": True}), "7.user"),
+        ("a public item inside a group", json.dumps({"slot": "health", "text": SECRET, "public": True}), "memory line 7.public"),
+        ("public not a boolean", json.dumps({"slot": "schedule", "text": SECRET, "public": "yes"}), "memory line 7.public"),
     ],
 )
 def test_bad_memory_file_refused_at_open(name: str, line: str, field: str, tmp_path: Path) -> None:
@@ -105,7 +109,7 @@ def _chat(args: list[str], stdin: str, cwd: Path) -> subprocess.CompletedProcess
 def test_cli_bad_input_exit_2_one_line(tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     _append(memory, '{"slot": "health", "text": "' + SECRET)
-    done = _chat([str(agent), "--memory", str(memory), "--user", "alice", "--app", "recipes"], "dinner?\n", tmp_path)
+    done = _chat([str(agent), "--memory", str(memory), "--user", "alice", "--app", "recipes", "--ephemeral"], "dinner?\n", tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "memory line 7" in done.stderr and SECRET not in done.stderr
     bad_id = _chat([str(agent), "--user", "al ice", "--app", "recipes"], "dinner?\n", tmp_path)
@@ -116,13 +120,14 @@ def test_cli_second_run_continues_the_scope(tmp_path: Path) -> None:
     """`dpmem chat` twice for the same user and app, other interaction ids: one scope."""
     agent, memory = copy_example(tmp_path)
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    common = [str(agent), "--memory", str(memory), "--user", "alice", "--app", "recipes", "--store-url", url]
+    common = [str(agent), "--memory", str(memory), "--user", "alice", "--app", "finance", "--store-url", url]
     first = _chat([*common, "--interaction", "monday", "--seed", "1"], "dinner tonight?\nbudget tips\n", tmp_path)
     second = _chat([*common, "--interaction", "tuesday", "--seed", "2"], "dinner tonight?\n", tmp_path)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     lines = [json.loads(line) for line in first.stdout.splitlines() + second.stdout.splitlines()]
     assert [line["interaction"] for line in lines] == ["monday", "monday", "tuesday"]
     assert all(set(line) >= {"query", "route", "response", "control", "remaining"} for line in lines)
-    spent = [{a: 2 - Fraction(v) for a, v in line["remaining"].items()} for line in lines]
+    share = {"diabetes": Fraction(1), "debt": Fraction(2)}  # finance's share of the per-user caps
+    spent = [{a: share[a] - Fraction(v) for a, v in line["remaining"].items()} for line in lines]
     assert spent[0]["debt"] == Fraction(1) and spent[1]["debt"] == Fraction(3, 2)  # 1/2 per charged slot
     assert spent[2]["debt"] == Fraction(2) and spent[2]["diabetes"] == Fraction(1)  # continued, not reset

@@ -43,11 +43,11 @@ def test_marker_never_leaves_the_trusted_side(tmp_path: Path, caplog: pytest.Log
         runtime.update_memory("alice", item, f"I swim and cycle {marker}")
         for n in range(4):
             for query in QUERIES:
-                turn = runtime.turn("alice", f"app{n % 2}", f"i{n}", query)
+                turn = runtime.turn("alice", ("recipes", "finance")[n % 2], f"i{n}", query)
                 outputs.append(json.dumps(turn.to_json()))
                 assert turn.route is None or turn.response  # echo: the released view texts
         outputs.append(json.dumps(runtime.ledgers("alice")))
-        outputs.append(json.dumps(runtime.remaining("alice", "app0")))
+        outputs.append(json.dumps(runtime.remaining("alice", "recipes")))
         outputs.append(json.dumps(runtime.epochs()))
         runtime.close()
     assert all(marker not in text for text in outputs)
@@ -57,7 +57,7 @@ def test_marker_never_leaves_the_trusted_side(tmp_path: Path, caplog: pytest.Log
 
     done = subprocess.run(
         [sys.executable, "-m", "dpmem_ref.cli", "chat", str(agent), "--memory", str(memory)]
-        + ["--user", "alice", "--app", "app0", "--store-url", f"sqlite:///{database}"],
+        + ["--user", "alice", "--app", "recipes", "--store-url", f"sqlite:///{database}"],
         input="\n".join(QUERIES) + "\n",
         capture_output=True,
         text=True,

@@ -39,12 +39,12 @@ def test_keywords_threshold_and_no_match(tmp_path: Path) -> None:
     assert router.route("my doctor appointment").query == "checkup-reminder"
     assert router.route("What is the capital of France?").query is None
     assert router.route("dinnerware shopping").query is None  # whole words only
-    before = as_fractions(runtime.remaining("alice", "app"))
-    turn = runtime.turn("alice", "app", "i", "What is the capital of France?")
+    before = as_fractions(runtime.remaining("alice", "recipes"))
+    turn = runtime.turn("alice", "recipes", "i", "What is the capital of France?")
     generic = {v.slot: v.generic for v in runtime.interface.vocabularies}
     assert turn.route is None and dict(turn.views) == generic and turn.control is None
     assert as_fractions(turn.remaining) == before  # no charge
-    scoped, _ = runtime._scope("alice", "app")  # noqa: SLF001
+    scoped, _ = runtime._scope("alice", "recipes")  # noqa: SLF001
     assert scoped.load().releases == ()  # nothing drawn, nothing recorded
     runtime.close()
 
@@ -56,7 +56,7 @@ def test_router_reads_public_inputs_only(tmp_path: Path) -> None:
     assert FreeTextRouter.reads == ("query_text", "history") and not FreeTextRouter.reads_private
     for text in FREE_TEXT:
         assert full.router.route(text) == empty.router.route(text)  # memory cannot move it
-        assert full.turn("alice", "a", "i", text).route == empty.turn("alice", "a", "i", text).route
+        assert full.turn("alice", "recipes", "i", text).route == empty.turn("alice", "recipes", "i", text).route
 
 
 def test_auditor_audits_the_served_interface(tmp_path: Path) -> None:
@@ -66,8 +66,8 @@ def test_auditor_audits_the_served_interface(tmp_path: Path) -> None:
     assert served is runtime.agent.loaded.interface  # one object: loaded once, served, audited
     assert check_interface(served).ok  # the static check (C1-C6, Delta proved) of that object
     for text in FREE_TEXT * 2:
-        runtime.turn("alice", "app", "i", text)
-    scoped, _ = runtime._scope("alice", "app")  # noqa: SLF001
+        runtime.turn("alice", "recipes", "i", text)
+    scoped, _ = runtime._scope("alice", "recipes")  # noqa: SLF001
     history = scoped.load().history  # the transcript the router's choices produced
     assert {r.query for r in history} <= {q.name for q in served.queries}
     store = runtime.memory.store("alice")

@@ -4,8 +4,8 @@
   (user, app) scope equals the exact sum of the eps charged by its committed releases,
   whatever the interaction ids, and it reaches B_a exactly (tight), then every charged
   slot falls back.
-- Two applications together never exceed the per-user cap U_a: the per-user ledger equals
-  the sum of both applications' charges and reaches U_a exactly.
+- Two applications together never exceed the per-user cap U_a: each spends its own
+  precommitted share (exactly, tight), and the shares sum to U_a.
 - One charge debits every scope in one transaction, or none (C5 per scope).
 """
 
@@ -63,21 +63,25 @@ def test_interactions_of_one_app_share_the_lifetime_cap(backend: str, tmp_path: 
 
 def test_two_apps_together_never_exceed_the_user_cap(backend: str, tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
-    runtime = open_runtime(agent, memory, store_url(backend, tmp_path))  # user caps 3 (the file)
+    runtime = open_runtime(agent, memory, store_url(backend, tmp_path))  # user caps 3, shares (the file)
+    shares = {"recipes": {"diabetes": B, "debt": Fraction(1)}, "finance": {"diabetes": Fraction(1), "debt": B}}
     for n in range(6):
-        for app in ("recipes", "bank"):
+        for app in ("recipes", "finance"):
             for query in QUERIES:
                 runtime.turn("alice", app, f"i{n}", query)
     table = ledger_table(runtime, "alice")
-    user, recipes, bank = table[(0, None)], table[(0, "recipes")], table[(0, "bank")]
-    assert user == {a: recipes[a] + bank[a] for a in user}  # one debit per scope per charge
-    assert recipes == charged(runtime, "alice", "recipes") and bank == charged(runtime, "alice", "bank")
-    assert all(user[a] <= 3 and recipes[a] <= B and bank[a] <= B for a in user)
+    user, recipes, finance = table[(0, None)], table[(0, "recipes")], table[(0, "finance")]
+    assert user == {a: recipes[a] + finance[a] for a in user}  # the per-user total is the sum
+    assert recipes == charged(runtime, "alice", "recipes") and finance == charged(runtime, "alice", "finance")
+    assert recipes == shares["recipes"] and finance == shares["finance"]  # each tight at its own share
     assert user == {"diabetes": Fraction(3), "debt": Fraction(3)}  # tight at U_a = 3 < 2 B_a
-    for app in ("recipes", "bank"):
+    for app in ("recipes", "finance"):
         assert as_fractions(runtime.remaining("alice", app)) == {"diabetes": 0, "debt": 0}
     # Another user's scopes are untouched.
-    assert as_fractions(runtime.remaining("bob", "recipes")) == {"diabetes": B, "debt": B}
+    assert as_fractions(runtime.remaining("bob", "recipes")) == shares["recipes"]
+    with pytest.raises(InputError, match="declared share"):  # no share: refused, nothing opened
+        runtime.turn("alice", "bank", "i", QUERIES[0])
+    assert (0, "bank") not in ledger_table(runtime, "alice")
     runtime.close()
 
 
@@ -125,16 +129,21 @@ def test_interface_change_carries_or_refuses_on_every_backend(backend: str, tmp_
     interface = tmp_path / "interface.toml"
     original = interface.read_text()
     interface.write_text(original.replace("group = [1, 2, 3, 4, 5, 6]\ncap = 2", 'group = [1, 2, 3, 4, 5, 6]\ncap = "3/2"'))
-    runtime = open_runtime(agent, memory, url)  # cap lowered: safe, carried over
+    with pytest.raises(InputError, match="at most the interface's caps"):  # recipes' share is 2 > 3/2
+        open_runtime(agent, memory, url)
+    agent.write_text(agent.read_text().replace("recipes = { diabetes = 2,", 'recipes = { diabetes = "3/2",'))
+    runtime = open_runtime(agent, memory, url)  # cap and share lowered: safe, carried over
     assert ledger_table(runtime, "alice") == spent and runtime.epochs()[-1]["reason"] == "carried over"
     caps = {row["scope"]["app"]: row["caps"] for row in runtime.ledgers("alice")}
     assert caps["recipes"]["diabetes"] == "3/2" and caps[None]["diabetes"] == "3/1"
+    assert {c["kind"] for c in runtime.epochs()[-1]["changes"]} == {"cap-lowered", "share-lowered"}
     runtime.close()
     interface.write_text(original.replace("group = [1, 2, 3, 4, 5, 6]\ncap = 2", "group = [1, 2, 3, 4, 5, 6]\ncap = 3"))
     with pytest.raises(InputError, match="cap-raised"):
         open_runtime(agent, memory, url)
     runtime = open_runtime(agent, memory, url, new_epoch="raise the diabetes cap")
-    assert runtime.epoch == 1 and ledger_table(runtime, "alice") == spent  # epoch 0 kept as recorded
+    apps = {k: v for k, v in spent.items() if k[1] is not None}
+    assert runtime.epoch == 1 and ledger_table(runtime, "alice") == apps  # epoch 0's scopes kept as recorded
     runtime.close()
 
 
@@ -156,7 +165,9 @@ def test_property_every_scope_within_its_cap(
     folder = tmp_path_factory.mktemp("prop")
     agent, memory = copy_example(folder)
     caps = {"diabetes": user_cap, "debt": user_cap}
-    runtime = open_runtime(agent, memory, "memory:", user_caps=caps, seed=seed)
+    share = {a: min(B, cap / 3) for a, cap in caps.items()}  # three applications, equal shares
+    shares = {app: share for app in ("a1", "a2", "a3")}
+    runtime = open_runtime(agent, memory, "memory:", user_caps=caps, shares=shares, seed=seed)
     for app, interaction, query in turns:
         turn = runtime.turn("alice", app, interaction, query)
         assert all(Fraction(v) >= 0 for v in turn.remaining.values())
@@ -164,7 +175,7 @@ def test_property_every_scope_within_its_cap(
     apps = {app for app, _, _ in turns}
     for app in apps:
         assert table[(0, app)] == charged(runtime, "alice", app)
-        assert all(value <= B for value in table[(0, app)].values())
+        assert all(table[(0, app)][a] <= share[a] for a in share)
     if apps:
         user = table[(0, None)]
         assert user == {a: sum((table[(0, app)][a] for app in apps), Fraction(0)) for a in user}
@@ -173,8 +184,8 @@ def test_property_every_scope_within_its_cap(
 
 
 def test_runtime_databases_verify(backend: str, tmp_path: Path) -> None:
-    """The tamper-evident chain records multi-scope charges and rebinds: a database the
-    runtime wrote (two apps, the per-user scope, a carried-over interface change and a new
+    """The tamper-evident chain records charges and rebinds: a database the
+    runtime wrote (two apps with shares, a carried-over interface change and a new
     epoch) passes `dpmem ledger verify`'s replay."""
     if backend == "memory":
         pytest.skip("no chain in an in-process store")
@@ -184,7 +195,7 @@ def test_runtime_databases_verify(backend: str, tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     url = store_url(backend, tmp_path)
     runtime = open_runtime(agent, memory, url)
-    for app in ("recipes", "bank"):
+    for app in ("recipes", "finance"):
         for query in QUERIES * 2:
             runtime.turn("alice", app, "i", query)
     runtime.close()

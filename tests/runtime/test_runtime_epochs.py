@@ -1,0 +1,121 @@
+"""Epochs are records, not labels: they start at 0 and only move forward, one meta edit does
+not give fresh scopes, and a new epoch over an unchanged interface needs --fresh-budget,
+which the owner's report shows beside the total guarantee over epochs."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpmem_ref.core.errors import InputError
+from tests.runtime_fixtures import ROOT, copy_example, ledger_table, open_runtime
+
+DINNER = "What should I cook for dinner tonight?"
+
+
+def _meta(database: Path, key: str, value: str | None) -> None:
+    with sqlite3.connect(database) as connection:
+        if value is None:
+            connection.execute("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+    connection.close()
+
+
+def _read_meta(database: Path, key: str) -> str:
+    with sqlite3.connect(database) as connection:
+        (value,) = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    connection.close()
+    return str(value)
+
+
+def _started(tmp_path: Path, epochs: int = 0) -> tuple[Path, Path, str, Path]:
+    agent, memory = copy_example(tmp_path)
+    database = tmp_path / "l.db"
+    url = f"sqlite:///{database}"
+    runtime = open_runtime(agent, memory, url)
+    runtime.turn("alice", "recipes", "i", DINNER)
+    runtime.close()
+    interface = tmp_path / "interface.toml"
+    for n in range(epochs):  # each epoch starts with an unsafe change (a raised cap), as intended
+        text = interface.read_text()
+        cap = re.search(r"group = \[1, 2, 3, 4, 5, 6\]\ncap = (\d+)", text)
+        assert cap is not None
+        interface.write_text(text.replace(cap.group(0), f"group = [1, 2, 3, 4, 5, 6]\ncap = {int(cap.group(1)) + 1}"))
+        runtime = open_runtime(agent, memory, url, new_epoch=f"raise the diabetes cap {n}")
+        runtime.turn("alice", "recipes", "i", DINNER)
+        runtime.close()
+    return agent, memory, url, database
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("runtime.epoch", "-1"),  # a negative epoch, hidden from the owner's listing before
+        ("runtime.epoch", "7"),  # a fresh epoch with no logged start
+        ("runtime.epoch", "0"),  # back to an earlier epoch (its scopes are spent... or not)
+        ("runtime.epoch", "x"),
+        ("runtime.epoch", None),
+        ("runtime.epochs", "not json"),
+        ("runtime.epochs", "{}"),
+        ("runtime.epochs", json.dumps([{"epoch": 0}, {"epoch": 2}])),  # a jump
+        ("runtime.epochs", json.dumps([{"epoch": 0}, {"epoch": 1}, {"epoch": 0}])),  # backwards
+        ("runtime.epochs", json.dumps([{"epoch": -1}])),
+        ("runtime.epochs", json.dumps([{"epoch": 0}, {"epoch": True}])),
+    ],
+)
+def test_an_edited_epoch_row_is_refused_not_served(key: str, value: str | None, tmp_path: Path) -> None:
+    agent, memory, url, database = _started(tmp_path, epochs=1)
+    _meta(database, key, value)
+    before = database.read_bytes()
+    with pytest.raises(InputError) as caught:
+        open_runtime(agent, memory, url)
+    message = str(caught.value)
+    assert "\n" not in message and "runtime.epoch" in message
+    assert database.read_bytes() == before  # nothing served, nothing written
+
+
+def test_a_new_epoch_over_an_unchanged_interface_needs_fresh_budget(tmp_path: Path) -> None:
+    agent, memory, url, database = _started(tmp_path)
+    before = database.read_bytes()
+    for _ in range(3):  # every run asking for a new epoch: refused each time, nothing reset
+        with pytest.raises(InputError, match="--fresh-budget") as caught:
+            open_runtime(agent, memory, url, new_epoch="again")
+        assert "\n" not in str(caught.value)
+    assert database.read_bytes() == before
+    with pytest.raises(InputError, match="--fresh-budget"):
+        open_runtime(agent, memory, url, fresh_budget=True)  # without --new-epoch
+    runtime = open_runtime(agent, memory, url, new_epoch="a reset on purpose", fresh_budget=True)
+    assert runtime.epoch == 1 and runtime.epochs()[-1]["fresh_budget"] is True
+    report = runtime.guarantee()
+    assert report == {
+        "epochs": 2,
+        "fresh_budget_epochs": [1],
+        "per_application": {"debt": "4/1", "diabetes": "4/1"},
+        "per_user": {"debt": "6/1", "diabetes": "6/1"},
+    }
+    assert ledger_table(runtime, "alice")[(0, "recipes")]  # epoch 0's scopes stay as evidence
+    runtime.turn("alice", "recipes", "i", DINNER)
+    (total,) = [row for row in runtime.ledgers("alice") if row["scope"]["app"] is None]
+    assert total["scope"]["over_epochs"] == report  # the owner's listing shows it beside the totals
+    runtime.close()
+    assert _read_meta(database, "runtime.epoch") == "1"
+
+
+def test_chat_reports_the_total_over_epochs(tmp_path: Path) -> None:
+    agent, memory, url, _ = _started(tmp_path)
+    env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'eval'}", "PATH": "/usr/bin:/bin"}
+    common = [sys.executable, "-m", "dpmem_ref.cli", "chat", str(agent), "--memory", str(memory)]
+    common += ["--user", "alice", "--app", "recipes", "--store-url", url, "--new-epoch", "again"]
+    refused = subprocess.run(common, input="dinner?\n", capture_output=True, text=True, env=env, timeout=120)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--fresh-budget" in refused.stderr
+    done = subprocess.run([*common, "--fresh-budget"], input="dinner?\n", capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "budget epoch 1 (2 epochs, 1 over an unchanged interface)" in done.stderr
+    assert "debt <= 4/1" in done.stderr

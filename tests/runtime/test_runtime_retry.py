@@ -1,0 +1,168 @@
+"""Charge once, answer or retry: when the LLM channel fails after a turn was charged, the
+application gets an error naming the channel (HTTP 503, not 422 blaming its input), and a
+retry with the same turn id regenerates from the recorded views at no new charge."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.runtime.agent import AgentRuntime, ChannelUnavailable
+from tests.runtime_fixtures import copy_example, ledger_table, open_runtime
+
+QUERIES = ["What should I cook for dinner tonight?", "Budget tips please", "Plan my weeknight evenings", "tell me a joke"]
+
+
+class FlakyChannel:
+    """Fails its first `failures` calls (like an unreachable endpoint), then echoes the views."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def respond(self, query: str, views: Sequence[tuple[str, str]], prefix: Sequence[Any]) -> str:
+        self.calls.append((query, tuple(text for _, text in views)))
+        if self.failures > 0:
+            self.failures -= 1
+            raise ConnectionError("endpoint down")
+        return " | ".join(text for _, text in views)
+
+
+def _spent(runtime: AgentRuntime) -> dict[str, Fraction]:
+    return ledger_table(runtime, "alice").get((0, "finance"), {"diabetes": Fraction(0), "debt": Fraction(0)})
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("failures", [1, 3])
+def test_a_failed_channel_is_retried_from_the_recorded_views_at_no_new_charge(query: str, failures: int, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    channel = FlakyChannel(failures)
+    runtime = open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}", llm=channel)
+    charged: dict[str, Fraction] | None = None
+    for _ in range(failures):
+        with pytest.raises(ChannelUnavailable) as caught:
+            runtime.turn("alice", "finance", "i", query, turn_id="t-1")
+        message = str(caught.value)
+        assert "\n" not in message and message.startswith("llm channel FlakyChannel") and "same turn_id" in message
+        assert charged is None or _spent(runtime) == charged  # a retry charges nothing
+        charged = _spent(runtime)
+    turn = runtime.turn("alice", "finance", "i", query, turn_id="t-1")
+    assert turn.retried and turn.response and _spent(runtime) == charged
+    assert len({views for _, views in channel.calls}) == 1  # every attempt saw the same released views
+    again = runtime.turn("alice", "finance", "i", query, turn_id="t-1")  # a duplicate after success: no charge either
+    assert again.views == turn.views and _spent(runtime) == charged
+    with pytest.raises(InputError, match="turn_id") as other:
+        runtime.turn("alice", "finance", "i", "something else entirely", turn_id="t-1")
+    assert "\n" not in str(other.value)
+    runtime.close()
+
+
+def test_without_a_turn_id_the_error_says_how_to_retry(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:", llm=FlakyChannel(1))
+    with pytest.raises(ChannelUnavailable, match="send a turn_id"):
+        runtime.turn("alice", "recipes", "i", QUERIES[0])
+    runtime.close()
+
+
+def test_turn_ids_are_per_scope(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:")
+    first = runtime.turn("alice", "recipes", "i", QUERIES[1], turn_id="same")
+    other = runtime.turn("alice", "finance", "i", QUERIES[1], turn_id="same")  # another scope: its own turn
+    assert not first.retried and not other.retried
+    assert runtime.turn("alice", "recipes", "i", QUERIES[1], turn_id="same").retried
+    with pytest.raises(InputError, match="turn_id"):
+        runtime.turn("alice", "recipes", "i", QUERIES[1], turn_id="bad id")
+    runtime.close()
+
+
+def test_a_channel_that_cannot_answer_is_refused_at_start_up(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    with pytest.raises(ChannelUnavailable, match="at start-up"):
+        open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}", llm=FlakyChannel(1), check_channel=True)
+    assert not (tmp_path / "l.db").exists()  # refused before the ledger database was touched
+
+
+def test_serve_answers_503_naming_the_channel_and_a_retry_costs_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from dpmem_ref.serve.app import create_app
+    from dpmem_ref.serve.keys import load_keys
+    from tests.serve.live import auth, write_keys
+
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}", llm=FlakyChannel(2))
+    keys_path, tokens = write_keys(tmp_path, {"finance": ["alice"]})
+    client = TestClient(create_app(runtime, load_keys(keys_path)))
+    body = {"user": "alice", "interaction": "i", "query": QUERIES[1]}
+    headers = auth(tokens["finance"]) | {"Idempotency-Key": "turn-42"}
+    for _ in range(2):
+        down = client.post("/v1/turns", json=body, headers=headers)
+        assert down.status_code == 503 and down.json()["field"] == "llm"
+        assert "llm channel FlakyChannel" in down.json()["error"] and "Idempotency-Key" in down.json()["error"]
+    charged = _spent(runtime)
+    assert charged["debt"] == Fraction(1, 2)  # charged once, for the first attempt
+    done = client.post("/v1/turns", json=body, headers=headers)
+    assert done.status_code == 200 and done.json()["response"] and _spent(runtime) == charged
+    bad = client.post("/v1/turns", json=body, headers=auth(tokens["finance"]) | {"Idempotency-Key": "bad key!"})
+    assert bad.status_code == 422
+    runtime.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("query", QUERIES[:3])
+def test_a_retry_after_a_restart_or_on_another_replica_costs_nothing(backend: str, query: str, tmp_path: Path) -> None:
+    from tests.runtime_fixtures import store_url
+
+    agent, memory = copy_example(tmp_path)
+    url = store_url(backend, tmp_path)
+    first = open_runtime(agent, memory, url)
+    answered = first.turn("alice", "finance", "i", query, turn_id="kept")  # answered, then the process restarts
+    first.close()
+    failing = open_runtime(agent, memory, url, llm=FlakyChannel(1))
+    with pytest.raises(ChannelUnavailable):
+        failing.turn("alice", "finance", "i", query, turn_id="lost")
+    charged = _spent(failing)
+    replica = open_runtime(agent, memory, url, seed=5)  # another process on the same ledger
+    for turn_id, original in (("kept", answered), ("lost", None)):
+        again = replica.turn("alice", "finance", "i", query, turn_id=turn_id)
+        assert again.retried and _spent(replica) == charged  # no new charge
+        if original is not None:
+            assert (again.views, again.control, again.route) == (original.views, original.control, original.route)
+    fresh = replica.turn("alice", "finance", "i", query, turn_id="new")  # a new id is a new turn
+    assert not fresh.retried
+    failing.close()
+    replica.close()
+
+
+class BrokenChannel:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def respond(self, query: str, views: Sequence[tuple[str, str]], prefix: Sequence[Any]) -> str:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [TimeoutError("slow"), RuntimeError("model crashed"), InputError("--llm", "a reachable endpoint", "ConnectError"),
+     MemoryError(), ValueError("bad answer 12345")],
+)
+def test_every_channel_failure_is_named_and_charged_once(error: Exception, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:", llm=BrokenChannel(error))
+    for _ in range(3):
+        with pytest.raises(ChannelUnavailable) as caught:
+            runtime.turn("alice", "finance", "i", QUERIES[1], turn_id="t")
+        assert "\n" not in str(caught.value) and "llm channel BrokenChannel" in str(caught.value)
+        assert "12345" not in str(caught.value)  # never the channel's message
+    assert _spent(runtime)["debt"] == Fraction(1, 2)  # three attempts, one charge
+    runtime.close()
