@@ -449,7 +449,7 @@ STORE_METHODS = frozenset({"open_session", "fingerprint", "rebind", "user_ledger
 """Methods that make a class a `LedgerStore` (dpmem_ref.ledger.contract): a class defining at least
 two of them implements (or fakes) the protocol."""
 KNOWN_STORES_OUTSIDE_LEDGER: dict[str, str] = {
-    "dpmem_ref.runtime.agent._ScopedLedgerStore": "the runtime still wraps a session as a store "
+    "dpmem_ref.runtime.scopes.ScopedLedgerStore": "the runtime still wraps a session as a store "
     "(a DurableSession opened on a scope replaces it)",
 }
 """Store-protocol classes outside `ledger/` today, each an expected failure of its own test below
