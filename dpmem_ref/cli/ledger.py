@@ -77,6 +77,18 @@ def command_restore(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_VIOLATION
 
 
+def command_reanchor(args: argparse.Namespace) -> int:
+    from dpmem_ref.ledger.contract import LedgerStoreError
+    from dpmem_ref.ledger.restore import reanchor_sqlite
+
+    try:
+        report = reanchor_sqlite(args.database)
+    except (InputError, LedgerStoreError) as error:
+        return _fail(error)
+    print(f"re-anchored: {report.line()}")
+    return EXIT_OK if report.ok else EXIT_VIOLATION
+
+
 def command_migrate(args: argparse.Namespace) -> int:
     from dpmem_ref.config.load import load_interface_file
     from dpmem_ref.ledger.contract import LedgerStoreError
@@ -126,13 +138,20 @@ def add_ledger_commands(sub: Any) -> None:
         help="restore an older backup: re-grants the charges made since; recorded as a rollback that verify reports",
     )
     restore.set_defaults(handler=command_restore)
+    reanchor = commands.add_parser(
+        "reanchor",
+        help="after a missing, foreign or unreadable anchor: verify the chain alone, record a reanchor event "
+        "in it and anchor the head (accepts that this file is the live database)",
+    )
+    reanchor.add_argument("database", help="the SQLite ledger file")
+    reanchor.set_defaults(handler=command_reanchor)
     migrate = commands.add_parser(
         "migrate", help="bind a ledger written before the chain or the fingerprint to the interface that wrote it"
     )
     migrate.add_argument("database", help="the SQLite ledger file, or a postgresql:// URL")
     migrate.add_argument("--interface", required=True, help="the interface file (TOML) whose charges it holds")
     migrate.set_defaults(handler=command_migrate)
-    for parser in (ledger, backup, verify, restore, migrate):  # usage errors: dpmem's one line, exit 2
+    for parser in (ledger, backup, verify, restore, reanchor, migrate):  # usage errors: dpmem's one line, exit 2
         parser.error = usage_error
 
 

@@ -29,16 +29,19 @@ import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.chain import (
+    BACKUP,
     HIGH_WATER_SUFFIX,
+    LIVE,
     ChainKey,
     HighWater,
+    anchor_path,
     high_water_path,
     key_from_environment,
-    read_high_water,
-    write_high_water,
+    read_anchor,
+    write_anchor,
 )
 from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError
-from dpmem_ref.ledger.replay import LedgerRows, Replay, replay
+from dpmem_ref.ledger.replay import LedgerRows, Replay, replay, rows_identity
 from dpmem_ref.ledger.sqlite_schema import COLUMNS, describe_sqlite_error
 from dpmem_ref.ledger.url_forms import redact_url
 
@@ -133,29 +136,52 @@ def _schema_problem(connection: sqlite3.Connection) -> str | None:
     return None
 
 
+def anchor_of(target: Path, key: ChainKey, identity: str) -> tuple[Path, HighWater | None]:
+    """The anchor that vouches for `target`: a backup's own `DEST.hwm` (role backup) when there
+    is one, else the live anchor (`chain.anchor_path`, role live). Raises LedgerStoreError for
+    an unreadable, edited, foreign or wrong-role anchor."""
+    beside = high_water_path(target)
+    try:
+        return beside, read_anchor(beside, key, identity, (BACKUP,))
+    except LedgerStoreError:
+        pass  # not a backup's anchor: the live one decides (and names the problem)
+    live = anchor_path(target, identity)
+    assert live is not None
+    return live, read_anchor(live, key, identity, (LIVE,))
+
+
 def verify_sqlite(path: str | Path, key: ChainKey | None = None, high_water: bool = True) -> LedgerReport:
     """Check a ledger file (see the module docstring); raises InputError for a missing file
     and LedgerStoreError for one SQLite cannot read at all. `high_water=False` checks the
-    chain alone (a copy without its `.hwm`: a truncated tail then goes unnoticed)."""
+    chain alone (a copy without its anchor: a truncated tail then goes unnoticed)."""
     target = _existing_file(Path(path), "ledger file")
     chain_key = key_from_environment() if key is None else key
-    mark = read_high_water(high_water_path(target), chain_key) if high_water else None
     try:
         connection = _open(target)
         try:
             problem = _schema_problem(connection)
             if problem is not None:
                 return LedgerReport(str(target), None, 0, 0, 0, problem=problem)
-            result = replay(sqlite_rows(connection), chain_key, mark)  # names the first bad row
+            rows = sqlite_rows(connection)
         finally:
             connection.close()
     except sqlite3.Error as error:
         raise LedgerStoreError(f"ledger database {target}: {describe_sqlite_error(error)}") from None
-    problem = result.problem
+    mark: HighWater | None = None
+    anchor_problem: str | None = None
+    where = high_water_path(target)
+    identity = rows_identity(rows)
+    if high_water and identity is not None:
+        try:
+            where, mark = anchor_of(target, chain_key, identity)
+        except LedgerStoreError as error:
+            anchor_problem = str(error)
+    result = replay(rows, chain_key, mark)  # names the first bad row
+    problem = result.problem or anchor_problem
     if problem is None and high_water and mark is None:
         problem = (
-            f"high-water mark {high_water_path(target)} missing (a truncated tail would go unnoticed; "
-            "--no-high-water checks the chain alone)"
+            f"anchor {where} missing (a truncated tail would go unnoticed; --no-high-water checks the chain alone; "
+            f"dpmem ledger reanchor re-anchors a live database, recorded in its chain)"
         )
     return LedgerReport(
         str(target), result.fingerprint, result.sessions, result.releases, result.turns, problem, result, mark
@@ -237,7 +263,9 @@ def backup_sqlite(source: str | Path, destination: str | Path, key: ChainKey | N
         raise LedgerStoreError(f"ledger database {origin}: {describe_sqlite_error(error)}") from None
     finally:
         _remove_ours(partial)
-    write_high_water(high_water_path(target), chain_key, head)
+    identity = report.chain.identity if report.chain is not None else None
+    assert identity is not None  # a verified chain has a genesis
+    write_anchor(high_water_path(target), chain_key, identity, head, role=BACKUP)
     return attrs.evolve(report, path=str(target), high_water=head)
 
 

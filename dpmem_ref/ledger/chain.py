@@ -28,6 +28,8 @@ import hashlib
 import hmac
 import json
 import os
+import secrets
+import stat
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -36,6 +38,7 @@ from typing import Any
 import attrs
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.files import read_file
 from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, SlotRelease, fraction_to_text
 
 ENV_KEY = "DPMEM_LEDGER_KEY"
@@ -89,12 +92,7 @@ def key_from_environment(environ: Mapping[str, str] | None = None) -> ChainKey:
     if text is not None:
         return ChainKey(secret=_checked_secret(text.encode("utf-8", "surrogateescape"), ENV_KEY), keyed=True)
     if file is not None:
-        path = Path(file)
-        try:
-            with path.open("rb") as handle:
-                raw = handle.read(MAX_KEY_BYTES + 2)
-        except OSError:
-            raise InputError(ENV_KEY_FILE, "a readable key file", "a path that cannot be read") from None
+        raw = read_file(file, MAX_KEY_BYTES + 2, ENV_KEY_FILE, "key file") or b""
         return ChainKey(secret=_checked_secret(raw.rstrip(b"\r\n"), ENV_KEY_FILE), keyed=True)
     return unkeyed()
 
@@ -110,8 +108,10 @@ def _fractions(values: Mapping[str, Fraction]) -> dict[str, str]:
     return {a: fraction_to_text(v) for a, v in sorted(values.items())}
 
 
-def genesis_body(key: ChainKey, schema: str) -> str:
-    return canonical({"key_id": key.key_id, "schema": schema})
+def genesis_body(key: ChainKey, schema: str, database_id: str | None = None) -> str:
+    """The first event: the key's public id, the schema and the database identity (random,
+    so two ledgers under one key share no event: every later MAC commits to it)."""
+    return canonical({"key_id": key.key_id, "schema": schema, "database_id": database_id or new_database_id()})
 
 
 def bind_body(fingerprint: str) -> str:
@@ -194,6 +194,11 @@ def turn_body(key: SessionKey, seq: int, turn_id: str, record_text: str) -> str:
     )
 
 
+def reanchor_body(previous: str, head: HighWater) -> str:
+    """An explicit re-anchoring (`dpmem ledger reanchor`): what the anchor was, and the head it moves to."""
+    return canonical({"previous": previous, "to_seq": head.seq, "to_mac": head.mac})
+
+
 def rollback_body(from_seq: int, from_mac: str, to_seq: int, to_mac: str) -> str:
     return canonical({"from_seq": from_seq, "from_mac": from_mac, "to_seq": to_seq, "to_mac": to_mac})
 
@@ -211,81 +216,132 @@ def check_genesis(database: str, key: ChainKey, body: str) -> None:
         )
 
 
-# ---------------------------------------------------------------- the high-water mark
+# ---------------------------------------------------------------- the anchor (high-water mark)
 
 HIGH_WATER_SUFFIX = ".hwm"
+ANCHOR_SUFFIX = ".anchor"
+ENV_ANCHOR_DIR = "DPMEM_LEDGER_ANCHOR_DIR"
+LIVE, BACKUP = "live", "backup"
 _HWM_BYTES = 512
+_ID_CHARS = frozenset("0123456789abcdef")
 
 
 @attrs.frozen
 class HighWater:
-    """The newest chain event a database is known to have committed: (seq, mac)."""
+    """A chain head: (seq, mac). The anchor is the newest one a database is known to have committed."""
 
     seq: int
     mac: str
 
 
+def new_database_id() -> str:
+    """A random 128-bit database identity, fixed in the genesis event."""
+    return secrets.token_hex(16)
+
+
+def database_identity(genesis_body_text: str, genesis_mac: str) -> str:
+    """The identity a chain's genesis fixes: its `database_id` (a genesis written before
+    identities existed has none: its MAC stands in, shared by every such ledger of one key)."""
+    try:
+        found = json.loads(genesis_body_text).get("database_id")
+    except (ValueError, AttributeError, RecursionError):
+        found = None
+    if isinstance(found, str) and len(found) == 32 and set(found) <= _ID_CHARS:
+        return found
+    return "genesis-" + genesis_mac[:32]
+
+
 def high_water_path(database: Path) -> Path:
+    """`DB.hwm`: the anchor beside a SQLite file (and the anchor a backup carries)."""
     return database.with_name(database.name + HIGH_WATER_SUFFIX)
 
 
-def _hwm_text(key: ChainKey, mark: HighWater) -> bytes:
-    data = {"seq": mark.seq, "mac": mark.mac, "key_id": key.key_id}
-    seal = key.mac(mark.seq, "high-water", mark.mac, canonical(data))
-    return json.dumps({**data, "seal": seal}, sort_keys=True).encode().ljust(_HWM_BYTES)
+def anchor_path(database: Path | None, identity: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where a live database's anchor lives: `DPMEM_LEDGER_ANCHOR_DIR/<identity>.anchor` when
+    that folder is set (the defended placement, docs/durability.md), else `DB.hwm` beside a
+    SQLite file (`database`), else None (PostgreSQL keeps it in its `dpmem_anchor` row)."""
+    env = os.environ if environ is None else environ
+    folder = env.get(ENV_ANCHOR_DIR)
+    if folder:
+        return Path(folder) / (identity + ANCHOR_SUFFIX)
+    return None if database is None else high_water_path(database)
 
 
-def _parse_hwm(key: ChainKey, raw: bytes, where: str) -> HighWater | None:
-    if not raw.strip():
+def _anchor_data(key: ChainKey, identity: str, role: str, mark: HighWater) -> dict[str, Any]:
+    return {"seq": mark.seq, "mac": mark.mac, "key_id": key.key_id, "database_id": identity, "role": role}
+
+
+def _seal(key: ChainKey, data: Mapping[str, Any]) -> str:
+    return key.mac(int(data["seq"]), "anchor", str(data["mac"]), canonical(data))
+
+
+def anchor_text(key: ChainKey, identity: str, role: str, mark: HighWater) -> str:
+    """The sealed anchor: HMAC(key) over seq, head MAC, key id, database identity and role."""
+    data = _anchor_data(key, identity, role, mark)
+    return json.dumps({**data, "seal": _seal(key, data)}, sort_keys=True)
+
+
+def parse_anchor(key: ChainKey, raw: bytes | str, where: str, identity: str, roles: Sequence[str]) -> HighWater | None:
+    """The anchor in `raw` (None when empty). Refused (one line): unreadable, a seal that does
+    not match (edited, or another key), another database's anchor, or the wrong role."""
+    text = raw.decode("ascii", "replace") if isinstance(raw, bytes) else raw
+    if not text.strip():
         return None
     try:
-        data = json.loads(raw.decode("ascii"))
+        stored = json.loads(text)
+        data = {name: stored[name] for name in ("seq", "mac", "key_id", "database_id", "role")}
         mark = HighWater(seq=int(data["seq"]), mac=str(data["mac"]))
-        seal = str(data["seal"])
-        expected = key.mac(
-            mark.seq, "high-water", mark.mac, canonical({"seq": mark.seq, "mac": mark.mac, "key_id": key.key_id})
-        )
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-        raise LedgerStoreError(f"high-water mark {where}: unreadable") from None
+        seal = str(stored["seal"])
+        expected = _seal(key, data)
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        raise LedgerStoreError(f"anchor {where}: unreadable") from None
     if not hmac.compare_digest(seal, expected):
-        raise LedgerStoreError(f"high-water mark {where}: its seal does not match the key (edited or another key)")
+        raise LedgerStoreError(f"anchor {where}: its seal does not match the key (edited, or sealed with another key)")
+    if data["database_id"] != identity:
+        raise LedgerStoreError(
+            f"anchor {where}: belongs to another database (id {str(data['database_id'])[:16]}, this one is {identity[:16]})"
+        )
+    if data["role"] not in roles:
+        raise LedgerStoreError(f"anchor {where}: a {data['role']} anchor, expected a {' or '.join(roles)} anchor")
     return mark
 
 
-def read_high_water(path: Path, key: ChainKey) -> HighWater | None:
-    """The mark in `path` (None when the file is missing or empty)."""
+def read_anchor(path: Path, key: ChainKey, identity: str, roles: Sequence[str] = (LIVE,)) -> HighWater | None:
+    """The anchor in file `path` (None when missing or empty); bounded, non-blocking read."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(_HWM_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        raise LedgerStoreError(f"high-water mark {path}: cannot be read") from None
-    return _parse_hwm(key, raw, str(path))
+        raw = read_file(path, _HWM_BYTES, "anchor", "anchor file", missing_ok=True)
+    except InputError as error:
+        raise LedgerStoreError(f"anchor {path}: cannot be read ({error.found})") from None
+    return None if raw is None else parse_anchor(key, raw, str(path), identity, roles)
 
 
-def write_high_water(path: Path, key: ChainKey, mark: HighWater, force: bool = False) -> None:
-    """Raise the mark to `mark` (never lower it unless `force`: a recorded rollback).
+def write_anchor(
+    path: Path, key: ChainKey, identity: str, mark: HighWater, role: str = LIVE, force: bool = False
+) -> None:
+    """Raise the anchor in file `path` to `mark` (never lower it unless `force`: a recorded
+    restore or re-anchor, which also replaces a missing, foreign or unreadable anchor).
 
-    Under an exclusive flock, so concurrent committers keep the maximum; written in place
-    (one sector) after the database COMMIT it follows. Not fsync'ed on every commit (that
-    doubled the cost of a charge, benchmarks/bench_ledger.py): the mark survives a crash
-    of the process at once and a power loss once the OS has written it back; `force`
-    (restore) syncs."""
+    Under an exclusive flock, so concurrent committers keep the maximum (monotone); written
+    in place (one sector) after the COMMIT it follows. Not fsync'ed on every commit (that
+    doubled the cost of a charge): it survives a crash of the process at once and a power
+    loss once the OS has written it back; `force` syncs."""
     import fcntl
 
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except OSError:
-        raise LedgerStoreError(f"high-water mark {path}: cannot be written") from None
+        raise LedgerStoreError(f"anchor {path}: cannot be written") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise LedgerStoreError(f"anchor {path}: not a regular file")
         fcntl.flock(fd, fcntl.LOCK_EX)
-        current = _parse_hwm(key, os.pread(fd, _HWM_BYTES + 1, 0), str(path))
+        raw = os.pread(fd, _HWM_BYTES + 1, 0)
+        current = None if force else parse_anchor(key, raw, str(path), identity, (role,))
         if force or current is None or mark.seq > current.seq:
-            os.pwrite(fd, _hwm_text(key, mark), 0)
+            os.pwrite(fd, anchor_text(key, identity, role, mark).encode().ljust(_HWM_BYTES), 0)
             if force:
                 os.fdatasync(fd)
     except OSError:
-        raise LedgerStoreError(f"high-water mark {path}: cannot be written") from None
+        raise LedgerStoreError(f"anchor {path}: cannot be written") from None
     finally:
         os.close(fd)

@@ -16,11 +16,20 @@ from typing import Any
 import psycopg
 
 from dpmem_ref.ledger.backup import LedgerReport
-from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
+from dpmem_ref.ledger.chain import ChainKey, HighWater, anchor_path, key_from_environment, read_anchor, write_anchor
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.migrate import Sql, migrate_rows
-from dpmem_ref.ledger.postgres_schema import COLUMNS, SCHEMA, append_event, describe_postgres_error, lock_chain
-from dpmem_ref.ledger.replay import LedgerRows, replay
+from dpmem_ref.ledger.postgres_schema import (
+    COLUMNS,
+    SCHEMA,
+    append_event,
+    describe_postgres_error,
+    identity,
+    lock_chain,
+    read_anchor_row,
+    write_anchor_row,
+)
+from dpmem_ref.ledger.replay import LedgerRows, replay, rows_identity
 from dpmem_ref.ledger.url_forms import check_postgres_url, redact_url
 
 
@@ -52,23 +61,44 @@ def _rows(connection: psycopg.Connection[Any]) -> LedgerRows | str:
     )
 
 
+def _anchor(connection: psycopg.Connection[Any], name: str, key: ChainKey, rows: LedgerRows) -> HighWater | None:
+    """The database's anchor: the file under DPMEM_LEDGER_ANCHOR_DIR when set, else its row."""
+    ident = rows_identity(rows)
+    if ident is None:
+        return None
+    where = anchor_path(None, ident)
+    if where is not None:
+        return read_anchor(where, key, ident)
+    if connection.execute("SELECT to_regclass('dpmem_anchor')").fetchone() == (None,):
+        return None
+    return read_anchor_row(connection, name, key, ident)
+
+
 def verify_postgres(url: str, key: ChainKey | None = None, mark: HighWater | None = None) -> LedgerReport:
-    """Verify the ledger tables at `url` against their chain (read only)."""
+    """Verify the ledger tables at `url` against their chain and its anchor (read only);
+    `mark`: a head recorded off-host, checked instead of the anchor."""
     name = redact_url(check_postgres_url(url))
     chain_key = key_from_environment() if key is None else key
+    anchor_problem: str | None = None
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
             with connection.transaction():
                 connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 rows = _rows(connection)
+                if mark is None and not isinstance(rows, str):
+                    try:
+                        mark = _anchor(connection, name, chain_key, rows)
+                    except LedgerStoreError as error:
+                        anchor_problem = str(error)
     except psycopg.Error as error:
         raise LedgerStoreError(f"ledger database {name}: {describe_postgres_error(error)}") from None
     if isinstance(rows, str):
         return LedgerReport(name, None, 0, 0, 0, problem=rows)
     result = replay(rows, chain_key, mark)
-    return LedgerReport(
-        name, result.fingerprint, result.sessions, result.releases, result.turns, result.problem, result, mark
-    )
+    problem = result.problem or anchor_problem
+    if problem is None and mark is None and result.events > 1:
+        problem = "anchor missing (a truncated tail would go unnoticed)"
+    return LedgerReport(name, result.fingerprint, result.sessions, result.releases, result.turns, problem, result, mark)
 
 
 _TABLE = re.compile(r"\b(FROM|INTO) (meta|ledgers|releases|turns|chain)\b")
@@ -94,7 +124,13 @@ def migrate_postgres(url: str, fingerprint: str, key: ChainKey | None = None) ->
             with connection.transaction():
                 lock_chain(connection)
                 connection.execute(SCHEMA)  # the chain table of schema 2, if missing
-                migrate_rows(_postgres_sql(connection, chain_key), name, fingerprint, chain_key)
+                head = migrate_rows(_postgres_sql(connection, chain_key), name, fingerprint, chain_key)
+                ident = identity(connection)
+                anchor_file = anchor_path(None, ident)
+                if head is not None and anchor_file is None:
+                    write_anchor_row(connection, chain_key, ident, head)
     except psycopg.Error as error:
         raise LedgerStoreError(f"ledger database {name}: {describe_postgres_error(error)}") from None
+    if head is not None and anchor_file is not None:
+        write_anchor(anchor_file, chain_key, ident, head, force=True)
     return verify_postgres(url, chain_key)

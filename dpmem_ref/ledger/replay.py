@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.ledger.chain import GENESIS_MAC, MAX_BODY_BYTES, ChainKey, HighWater, record_digest
+from dpmem_ref.ledger.chain import GENESIS_MAC, MAX_BODY_BYTES, ChainKey, HighWater, database_identity, record_digest
 from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError, fraction_from_text
 
 Row = Sequence[Any]
@@ -54,6 +54,7 @@ class Replay:
     rollbacks: tuple[str, ...]
     migrated: bool
     problem: str | None
+    identity: str | None = None  # the database identity its genesis fixes
 
 
 class _Bad(Exception):
@@ -236,6 +237,10 @@ def _derive(chain: tuple[Row, ...]) -> _State:
             state.turns[turn_seq] = (*session, turn_seq, data.get("turn_id"), data.get("record_sha256"))
         elif kind == "rebind":
             _rebind(state, data, where)
+        elif kind == "reanchor":
+            state.rollbacks.append(
+                f"seq {seq}: re-anchored at chain seq {data.get('to_seq')} (the anchor was {data.get('previous')})"
+            )
         elif kind == "rollback":
             state.rollbacks.append(
                 f"seq {seq}: restored back to chain seq {data.get('to_seq')} from seq {data.get('from_seq')}"
@@ -346,4 +351,13 @@ def replay(rows: LedgerRows, key: ChainKey, mark: HighWater | None) -> Replay:
         rollbacks=tuple(state.rollbacks),
         migrated=state.migrated,
         problem=problem,
+        identity=rows_identity(rows),
     )
+
+
+def rows_identity(rows: LedgerRows) -> str | None:
+    """The database identity the chain's genesis row fixes (None without a readable genesis)."""
+    if not rows.chain or len(rows.chain[0]) != 4:
+        return None
+    body, mac = rows.chain[0][2], rows.chain[0][3]
+    return database_identity(body, mac) if isinstance(body, str) and isinstance(mac, str) else None

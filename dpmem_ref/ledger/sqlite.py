@@ -25,10 +25,10 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.chain import (
     ChainKey,
     HighWater,
-    high_water_path,
+    anchor_path,
     key_from_environment,
-    read_high_water,
-    write_high_water,
+    read_anchor,
+    write_anchor,
 )
 from dpmem_ref.ledger.contract import (
     FaultHook,
@@ -43,9 +43,11 @@ from dpmem_ref.ledger.sqlite_schema import (
     COLUMNS,
     SCHEMA,
     append_event,
+    chain_head,
     check_high_water,
     describe_sqlite_error,
     has_history,
+    identity,
     ledger_rows,
     open_chain,
 )
@@ -85,17 +87,47 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         if self.path.is_dir():
             raise LedgerStoreError(f"ledger database {self.path}: a directory, not an SQLite file")
         self.key = key_from_environment() if key is None else key
-        self.high_water_path = high_water_path(self.path)
         with self.transaction() as connection:
-            mark = open_chain(connection, str(self.path), self.key)
-        if mark is not None:
-            self.committed(mark)
-        with self.reading() as connection:
-            check_high_water(connection, str(self.path), read_high_water(self.high_water_path, self.key))
+            open_chain(connection, str(self.path), self.key)
+            self.identity = identity(connection)
+            head = chain_head(connection)
+        found = anchor_path(self.path, self.identity)
+        assert found is not None  # a SQLite file always has an anchor path
+        self.high_water_path = found
+        try:
+            mark = read_anchor(self.high_water_path, self.key, self.identity)
+        except LedgerStoreError as error:  # edited, foreign, a backup's, unreadable: fail closed
+            raise LedgerStoreError(
+                f"ledger database {self.path}: refused, {error}; a backup goes in place with "
+                f"dpmem ledger restore BACKUP DB; a live database whose anchor was replaced: dpmem ledger reanchor {self.path}"
+            ) from None
+        if mark is None and head.seq > 1:  # fail closed: a rewound copy would go unnoticed
+            raise LedgerStoreError(
+                f"ledger database {self.path}: its anchor {self.high_water_path} is missing, so a truncated or "
+                f"older copy would go unnoticed; if this is the live database, re-anchor it (recorded in its "
+                f"chain): dpmem ledger reanchor {self.path}"
+            )
+        if mark is None:
+            self.committed(head)  # a new database: anchored at its genesis
+        else:
+            with self.reading() as connection:
+                check_high_water(connection, str(self.path), mark, f"anchor {self.high_water_path}")
 
     def committed(self, mark: HighWater) -> None:
-        """After a COMMIT: raise the high-water mark to the committed chain head."""
-        write_high_water(self.high_water_path, self.key, mark)
+        """After a COMMIT: raise the anchor to the committed chain head (never lowered)."""
+        write_anchor(self.high_water_path, self.key, self.identity, mark)
+
+    def check_anchor(self, connection: sqlite3.Connection) -> None:
+        """Inside a write transaction, before its chain event: the chain must still hold the
+        anchor's event (seq and MAC), so a database truncated or rewound while this store
+        runs refuses the commit, before its release, instead of re-growing past the mark."""
+        mark = read_anchor(self.high_water_path, self.key, self.identity)
+        if mark is None:  # open wrote one: it was deleted while this store ran
+            raise LedgerStoreError(
+                f"ledger database {self.path}: its anchor {self.high_water_path} disappeared while it was open; "
+                f"nothing was committed; if this is the live database: dpmem ledger reanchor {self.path}"
+            )
+        check_high_water(connection, str(self.path), mark, f"anchor {self.high_water_path}")
 
     def __repr__(self) -> str:
         return f"SQLiteLedgerStore(path={str(self.path)!r})"
@@ -256,6 +288,7 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         tx.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", sorted(rows.items()))
 
     def _append_chain(self, tx: sqlite3.Connection, kind: str, body: str) -> HighWater:
+        self.check_anchor(tx)
         return append_event(tx, self.key, kind, body)
 
     def _committed(self, mark: HighWater | None) -> None:

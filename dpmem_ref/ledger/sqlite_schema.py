@@ -6,7 +6,7 @@ import sqlite3
 from fractions import Fraction
 
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, genesis_body
+from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, database_identity, genesis_body
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,
     SCHEMA_VERSION,
@@ -119,17 +119,30 @@ def open_chain(connection: sqlite3.Connection, database: str, key: ChainKey) -> 
     return append_event(connection, key, "genesis", genesis_body(key, SCHEMA_VERSION))
 
 
-def check_high_water(connection: sqlite3.Connection, database: str, mark: HighWater | None) -> None:
-    """Refuse a database rewound below its high-water mark (a copied-back older file):
-    `dpmem ledger restore --allow-rollback` is the one way, and it is recorded."""
+def identity(connection: sqlite3.Connection) -> str:
+    """The database identity its genesis event fixes (`chain.database_identity`)."""
+    row = connection.execute("SELECT body, mac FROM chain WHERE seq = 1").fetchone()
+    if row is None:
+        raise LedgerStoreError("chain: no genesis event")
+    return database_identity(str(row[0]), str(row[1]))
+
+
+def rewound(database: str, mark: HighWater, where: str) -> LedgerStoreError:
+    return LedgerStoreError(
+        f"ledger database {database}: its chain does not reach its high-water mark (the event of {where}, seq "
+        f"{mark.seq}): rewound, truncated or forked; put the newest backup back with dpmem ledger restore BACKUP "
+        f"{database} (--allow-rollback restores an older one, recorded)"
+    )
+
+
+def check_high_water(connection: sqlite3.Connection, database: str, mark: HighWater | None, where: str = "") -> None:
+    """Refuse a database whose chain does not hold its anchor's event, seq AND MAC (a
+    copied-back older file, a truncated or forked tail): restore is the one way, recorded."""
     if mark is None:
         return
     row = connection.execute("SELECT mac FROM chain WHERE seq = ?", (mark.seq,)).fetchone()
     if row is None or str(row[0]) != mark.mac:
-        raise LedgerStoreError(
-            f"ledger database {database}: its chain does not reach its high-water mark (seq {mark.seq}): "
-            "an older copy was put in place; restore it with dpmem ledger restore --allow-rollback"
-        )
+        raise rewound(database, mark, where)
 
 
 def has_history(connection: sqlite3.Connection) -> bool:
