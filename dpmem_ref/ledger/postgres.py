@@ -46,6 +46,7 @@ from dpmem_ref.ledger.postgres_schema import (
     missing_anchor,
     read_anchor_row,
     rewound,
+    verify_on_open,
     write_anchor_row,
 )
 from dpmem_ref.ledger.postgres_session import PostgresLedgerSession
@@ -92,6 +93,17 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
         # reach), else the database's own dpmem_anchor row (docs/durability.md, threat model)
         self.anchor_file = anchor_path(None, self.identity)
         self.run(self._check_anchor_on_open)
+        self.run(self._verify_on_open)
+
+    def _verify_on_open(self, tx: psycopg.Connection[Any]) -> None:
+        """Verify from the last checkpoint to the head (O(new events)): an edited ledger is refused, never served."""
+        lock_chain(tx)
+        try:
+            verify_on_open(tx, self.key, self.identity)
+        except LedgerStoreError as error:
+            raise LedgerStoreError(
+                f"ledger database {self.name}: refused, {error} (dpmem ledger verify URL names the row)"
+            ) from None
 
     @property
     def _anchor_where(self) -> str:

@@ -27,6 +27,7 @@ from dpmem_ref.ledger.contract import (
     fraction_from_text,
     needs_migration,
 )
+from dpmem_ref.ledger.replay import Checkpoint, Tail, checkpoint_after, checkpoint_text, parse_checkpoint, verify_tail
 
 # "user" is reserved in PostgreSQL: the key column is user_name. Exact values as "p/q" text.
 SCHEMA = """
@@ -49,6 +50,7 @@ CREATE INDEX IF NOT EXISTS dpmem_turns_by_session ON dpmem_turns (user_name, int
 CREATE TABLE IF NOT EXISTS dpmem_chain (
     seq BIGINT PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS dpmem_anchor (id SMALLINT PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dpmem_checkpoint (id SMALLINT PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL);
 """
 COLUMNS = {
     "dpmem_meta": ("key", "value"),
@@ -183,6 +185,47 @@ def missing_anchor(name: str, where: str) -> LedgerStoreError:
         f"ledger database {name}: its anchor ({where}) is missing, so a truncated or older copy would go "
         f"unnoticed; if this is the live database, re-anchor it (recorded in its chain): dpmem ledger reanchor URL"
     )
+
+
+def _count(connection: psycopg.Connection[Any], table: str) -> int:
+    found = connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()  # noqa: S608  # our table names
+    return 0 if found is None else int(found[0])
+
+
+def verify_on_open(connection: psycopg.Connection[Any], key: ChainKey, ident: str) -> Checkpoint:
+    """Under the chain lock: verify from the last sealed checkpoint to the head
+    (`replay.verify_tail`, O(new events)) and store the new checkpoint (see the SQLite twin)."""
+    row = connection.execute("SELECT body FROM dpmem_checkpoint WHERE id = 1").fetchone()
+    start = parse_checkpoint(key, ident, None if row is None else row[0])
+    if start is not None and not holds(connection, HighWater(start.seq, start.mac)):
+        start = None
+    seq, release, turn = checkpoint_after(start)
+
+    def rows(sql: str, *params: int) -> tuple[tuple[object, ...], ...]:
+        return tuple(tuple(found) for found in connection.execute(sql, params))
+
+    counts = [_count(connection, t) for t in ("dpmem_releases", "dpmem_turns")]
+    tail = Tail(
+        chain=rows("SELECT seq, kind, body, mac FROM dpmem_chain WHERE seq > %s ORDER BY seq", seq),
+        meta=rows("SELECT key, value FROM dpmem_meta"),
+        ledgers=rows("SELECT user_name, interaction, attribute, spent, cap FROM dpmem_ledgers"),
+        releases=rows(
+            "SELECT user_name, interaction, seq, release_id, turn_id, slot_index, slot, view, "
+            "CASE WHEN admitted THEN 1 ELSE 0 END, charge_set, epsilon FROM dpmem_releases WHERE seq > %s ORDER BY seq",
+            release,
+        ),
+        turns=rows(
+            "SELECT user_name, interaction, seq, turn_id, record FROM dpmem_turns WHERE seq > %s ORDER BY seq", turn
+        ),
+        counts=(counts[0], counts[1]),
+    )
+    checkpoint = verify_tail(key, start, tail)
+    if start is None or checkpoint.seq != start.seq:
+        connection.execute(
+            "INSERT INTO dpmem_checkpoint (id, body) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body",
+            (checkpoint_text(key, ident, checkpoint),),
+        )
+    return checkpoint
 
 
 def create_schema(connection: psycopg.Connection[Any], name: str, key: ChainKey) -> None:

@@ -50,6 +50,7 @@ from dpmem_ref.ledger.sqlite_schema import (
     identity,
     ledger_rows,
     open_chain,
+    verify_on_open,
 )
 from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession
 
@@ -112,6 +113,20 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         else:
             with self.reading() as connection:
                 check_high_water(connection, str(self.path), mark, f"anchor {self.high_water_path}")
+        self.verify_on_open()
+
+    def verify_on_open(self) -> None:
+        """Verify the chain from the last verified checkpoint to the head (O(new events)) and
+        compare every ledger and meta row and the newer release and turn rows with it, so an
+        edited ledger is never served; refused with one line naming the first bad row."""
+        try:
+            with self.transaction() as connection:
+                verify_on_open(connection, self.key, self.identity)
+        except LedgerStoreError as error:
+            raise LedgerStoreError(
+                f"ledger database {self.path}: refused, {error} (dpmem ledger verify {self.path} names the row; "
+                "put the newest verified backup back with dpmem ledger restore)"
+            ) from None
 
     def committed(self, mark: HighWater) -> None:
         """After a COMMIT: raise the anchor to the committed chain head (never lowered)."""

@@ -15,6 +15,7 @@ from dpmem_ref.ledger.contract import (
     fraction_from_text,
     needs_migration,
 )
+from dpmem_ref.ledger.replay import Checkpoint, Tail, checkpoint_after, checkpoint_text, parse_checkpoint, verify_tail
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,6 +36,7 @@ CREATE TABLE IF NOT EXISTS turns (
 CREATE INDEX IF NOT EXISTS turns_by_session ON turns (user, interaction, seq);
 CREATE TABLE IF NOT EXISTS chain (
     seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoint (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL);
 """
 COLUMNS = {
     "meta": ("key", "value"),
@@ -143,6 +145,41 @@ def check_high_water(connection: sqlite3.Connection, database: str, mark: HighWa
     row = connection.execute("SELECT mac FROM chain WHERE seq = ?", (mark.seq,)).fetchone()
     if row is None or str(row[0]) != mark.mac:
         raise rewound(database, mark, where)
+
+
+def verify_on_open(connection: sqlite3.Connection, key: ChainKey, ident: str) -> Checkpoint:
+    """Inside a write transaction: verify from the last sealed checkpoint to the head
+    (`replay.verify_tail`, O(new events)) and store the new checkpoint. A checkpoint that is
+    missing, forged, another database's or off this chain is ignored (verify from genesis)."""
+    row = connection.execute("SELECT body FROM checkpoint WHERE id = 1").fetchone()
+    start = parse_checkpoint(key, ident, None if row is None else row[0])
+    if start is not None:
+        held = connection.execute("SELECT mac FROM chain WHERE seq = ?", (start.seq,)).fetchone()
+        if held is None or str(held[0]) != start.mac:
+            start = None
+    seq, release, turn = checkpoint_after(start)
+
+    def rows(sql: str, *params: int) -> tuple[tuple[object, ...], ...]:
+        return tuple(tuple(found) for found in connection.execute(sql, params))
+
+    counts = tuple(int(connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in ("releases", "turns"))  # noqa: S608
+    tail = Tail(
+        chain=rows("SELECT seq, kind, body, mac FROM chain WHERE seq > ? ORDER BY seq", seq),
+        meta=rows("SELECT key, value FROM meta"),
+        ledgers=rows("SELECT user, interaction, attribute, spent, cap FROM ledgers"),
+        releases=rows(
+            "SELECT user, interaction, seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
+            "FROM releases WHERE seq > ? ORDER BY seq",
+            release,
+        ),
+        turns=rows("SELECT user, interaction, seq, turn_id, record FROM turns WHERE seq > ? ORDER BY seq", turn),
+        counts=(counts[0], counts[1]),
+    )
+    checkpoint = verify_tail(key, start, tail)
+    if start is None or checkpoint.seq != start.seq:
+        text = checkpoint_text(key, ident, checkpoint)
+        connection.execute("INSERT OR REPLACE INTO checkpoint (id, body) VALUES (1, ?)", (text,))
+    return checkpoint
 
 
 def has_history(connection: sqlite3.Connection) -> bool:

@@ -120,7 +120,6 @@ UNBOUND = {
     "legacy schema 1 with rows": lambda p: legacy_ledger(p),
     "legacy schema 1 with a fingerprint row": lambda p: legacy_ledger(p, fingerprint="d" * 64),
     "charges without a fingerprint": unbound_with_charges,
-    "fingerprint row deleted": deleted_fingerprint,
 }
 
 
@@ -136,6 +135,21 @@ def test_a_ledger_without_a_fingerprint_is_refused_with_the_migration_command(na
     code, out, err = run_cli(["run", str(ROOT / "examples" / "figure2.toml"), "--store", "M", "--queries",
                               str(_queries(tmp_path)), "--store-url", f"sqlite:///{path}"])  # fmt: skip
     assert code == 2 and err.count("\n") == 1 and "dpmem ledger migrate" in err and out == "", (code, out, err)
+
+
+def test_a_deleted_fingerprint_row_is_tampering_refused_without_pointing_at_migrate(tmp_path: Path) -> None:
+    """The chain bound the interface: a deleted meta row is an edit, caught by the verification
+    on open, and the advice never names migrate (which would re-bind the tampered rows)."""
+    path = tmp_path / "l.db"
+    deleted_fingerprint(path)
+    for data in (BASE, SWAPPED):
+        with pytest.raises(LedgerStoreError) as refused:
+            session(data, path)
+        message = str(refused.value)
+        assert "meta.fingerprint differs" in message and "migrate" not in message and "\n" not in message
+    code, out, err = run_cli(["run", str(ROOT / "examples" / "figure2.toml"), "--store", "M", "--queries",
+                              str(_queries(tmp_path)), "--store-url", f"sqlite:///{path}"])  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "migrate" not in err and out == "", (code, out, err)
 
 
 def _queries(tmp_path: Path) -> Path:
