@@ -82,7 +82,12 @@ def command_reanchor(args: argparse.Namespace) -> int:
     from dpmem_ref.ledger.restore import reanchor_sqlite
 
     try:
-        report = reanchor_sqlite(args.database)
+        if args.database.startswith(("postgresql://", "postgres://")):
+            from dpmem_ref.ledger.postgres_verify import reanchor_postgres  # needs the postgres extra
+
+            report = reanchor_postgres(args.database)
+        else:
+            report = reanchor_sqlite(args.database)
     except (InputError, LedgerStoreError) as error:
         return _fail(error)
     print(f"re-anchored: {report.line()}")
@@ -143,7 +148,7 @@ def add_ledger_commands(sub: Any) -> None:
         help="after a missing, foreign or unreadable anchor: verify the chain alone, record a reanchor event "
         "in it and anchor the head (accepts that this file is the live database)",
     )
-    reanchor.add_argument("database", help="the SQLite ledger file")
+    reanchor.add_argument("database", help="the SQLite ledger file, or a postgresql:// URL")
     reanchor.set_defaults(handler=command_reanchor)
     migrate = commands.add_parser(
         "migrate", help="bind a ledger written before the chain or the fingerprint to the interface that wrote it"

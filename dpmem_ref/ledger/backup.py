@@ -142,7 +142,9 @@ def anchor_of(target: Path, key: ChainKey, identity: str) -> tuple[Path, HighWat
     an unreadable, edited, foreign or wrong-role anchor."""
     beside = high_water_path(target)
     try:
-        return beside, read_anchor(beside, key, identity, (BACKUP,))
+        mark = read_anchor(beside, key, identity, (BACKUP,))
+        if mark is not None:
+            return beside, mark
     except LedgerStoreError:
         pass  # not a backup's anchor: the live one decides (and names the problem)
     live = anchor_path(target, identity)

@@ -16,14 +16,24 @@ from typing import Any
 import psycopg
 
 from dpmem_ref.ledger.backup import LedgerReport
-from dpmem_ref.ledger.chain import ChainKey, HighWater, anchor_path, key_from_environment, read_anchor, write_anchor
+from dpmem_ref.ledger.chain import (
+    ChainKey,
+    HighWater,
+    anchor_path,
+    key_from_environment,
+    read_anchor,
+    reanchor_body,
+    write_anchor,
+)
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.migrate import Sql, migrate_rows
 from dpmem_ref.ledger.postgres_schema import (
     COLUMNS,
     SCHEMA,
     append_event,
+    chain_head,
     describe_postgres_error,
+    holds,
     identity,
     lock_chain,
     read_anchor_row,
@@ -74,7 +84,9 @@ def _anchor(connection: psycopg.Connection[Any], name: str, key: ChainKey, rows:
     return read_anchor_row(connection, name, key, ident)
 
 
-def verify_postgres(url: str, key: ChainKey | None = None, mark: HighWater | None = None) -> LedgerReport:
+def verify_postgres(
+    url: str, key: ChainKey | None = None, mark: HighWater | None = None, high_water: bool = True
+) -> LedgerReport:
     """Verify the ledger tables at `url` against their chain and its anchor (read only);
     `mark`: a head recorded off-host, checked instead of the anchor."""
     name = redact_url(check_postgres_url(url))
@@ -85,7 +97,7 @@ def verify_postgres(url: str, key: ChainKey | None = None, mark: HighWater | Non
             with connection.transaction():
                 connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 rows = _rows(connection)
-                if mark is None and not isinstance(rows, str):
+                if high_water and mark is None and not isinstance(rows, str):
                     try:
                         mark = _anchor(connection, name, chain_key, rows)
                     except LedgerStoreError as error:
@@ -96,7 +108,7 @@ def verify_postgres(url: str, key: ChainKey | None = None, mark: HighWater | Non
         return LedgerReport(name, None, 0, 0, 0, problem=rows)
     result = replay(rows, chain_key, mark)
     problem = result.problem or anchor_problem
-    if problem is None and mark is None and result.events > 1:
+    if problem is None and high_water and mark is None and result.events > 1:
         problem = "anchor missing (a truncated tail would go unnoticed)"
     return LedgerReport(name, result.fingerprint, result.sessions, result.releases, result.turns, problem, result, mark)
 
@@ -132,5 +144,42 @@ def migrate_postgres(url: str, fingerprint: str, key: ChainKey | None = None) ->
     except psycopg.Error as error:
         raise LedgerStoreError(f"ledger database {name}: {describe_postgres_error(error)}") from None
     if head is not None and anchor_file is not None:
+        write_anchor(anchor_file, chain_key, ident, head, force=True)
+    return verify_postgres(url, chain_key)
+
+
+def reanchor_postgres(url: str, key: ChainKey | None = None) -> LedgerReport:
+    """`dpmem ledger reanchor postgresql://...`: the chain must verify on its own; then ONE
+    transaction appends a `reanchor` event and moves the anchor (row or file) to the head
+    (see `restore.reanchor_sqlite`)."""
+    name = redact_url(check_postgres_url(url))
+    chain_key = key_from_environment() if key is None else key
+    checked = verify_postgres(url, chain_key, high_water=False)
+    if not checked.ok or checked.chain is None or checked.chain.identity is None:
+        raise LedgerStoreError(f"ledger database {name} does not verify, not re-anchored: {checked.problem}")
+    ident = checked.chain.identity
+    anchor_file = anchor_path(None, ident)
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
+            with connection.transaction():
+                lock_chain(connection)
+                connection.execute(SCHEMA)
+                try:
+                    previous = (
+                        read_anchor(anchor_file, chain_key, ident)
+                        if anchor_file is not None
+                        else read_anchor_row(connection, name, chain_key, ident)
+                    )
+                    state = "missing" if previous is None else f"at seq {previous.seq}"
+                except LedgerStoreError as error:
+                    previous, state = None, f"refused ({str(error).split(': ', 1)[-1]})"
+                if previous is not None and holds(connection, previous):
+                    raise LedgerStoreError(f"ledger database {name}: its anchor is intact and reached; nothing to re-anchor")
+                head = append_event(connection, chain_key, "reanchor", reanchor_body(state, chain_head(connection)))
+                if anchor_file is None:
+                    write_anchor_row(connection, chain_key, ident, head)
+    except psycopg.Error as error:
+        raise LedgerStoreError(f"ledger database {name}: {describe_postgres_error(error)}") from None
+    if anchor_file is not None:
         write_anchor(anchor_file, chain_key, ident, head, force=True)
     return verify_postgres(url, chain_key)
