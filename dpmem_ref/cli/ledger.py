@@ -98,16 +98,18 @@ def command_migrate(args: argparse.Namespace) -> int:
     from dpmem_ref.config.load import load_interface_file
     from dpmem_ref.ledger.contract import LedgerStoreError
     from dpmem_ref.ledger.fingerprint import interface_fingerprint
+    from dpmem_ref.ledger.migrate import Routes
     from dpmem_ref.ledger.restore import migrate_sqlite
 
     try:
-        fingerprint = interface_fingerprint(load_interface_file(args.interface).interface)
+        interface = load_interface_file(args.interface).interface
+        fingerprint, routes = interface_fingerprint(interface), Routes.of(interface)
         if args.database.startswith(("postgresql://", "postgres://")):
             from dpmem_ref.ledger.postgres_verify import migrate_postgres  # needs the postgres extra
 
-            report = migrate_postgres(args.database, fingerprint)
+            report = migrate_postgres(args.database, fingerprint, routes=routes)
         else:
-            report = migrate_sqlite(args.database, fingerprint)
+            report = migrate_sqlite(args.database, fingerprint, routes=routes)
     except (InputError, LedgerStoreError) as error:
         return _fail(error)
     print(f"migrated: {report.line()}")

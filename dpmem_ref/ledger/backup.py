@@ -28,20 +28,18 @@ from pathlib import Path
 import attrs
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.ledger.chain import (
+from dpmem_ref.ledger.anchor import (
     BACKUP,
     HIGH_WATER_SUFFIX,
     LIVE,
-    ChainKey,
-    HighWater,
     anchor_path,
     high_water_path,
-    key_from_environment,
     read_anchor,
     write_anchor,
 )
-from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError
-from dpmem_ref.ledger.replay import LedgerRows, Replay, replay, rows_identity
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, rows_identity
+from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, SCHEMA_VERSION, LedgerStoreError
+from dpmem_ref.ledger.replay import LedgerRows, Replay, replay
 from dpmem_ref.ledger.sqlite_schema import COLUMNS, describe_sqlite_error
 from dpmem_ref.ledger.url_forms import redact_url
 
@@ -126,6 +124,10 @@ def _schema_problem(connection: sqlite3.Connection) -> str | None:
     if integrity is None or integrity[0] != "ok":
         return "PRAGMA integrity_check does not report ok (corrupted file)"
     tables = {str(name) for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "chain" not in tables and "meta" in tables:
+        schema = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        pre_chain = schema is not None and schema[0] == LEGACY_SCHEMA_VERSION
+        return pre_chain_problem(pre_chain, tables >= {"meta", "ledgers", "releases", "turns"})
     for table, columns in COLUMNS.items():
         found = tuple(str(row[1]) for row in connection.execute(f"PRAGMA table_info({table})"))
         if table not in tables or found != columns:
@@ -152,6 +154,15 @@ def anchor_of(target: Path, key: ChainKey, identity: str) -> tuple[Path, HighWat
     return live, read_anchor(live, key, identity, (LIVE,))
 
 
+def pre_chain_problem(pre_chain: bool, tables: bool) -> str:
+    """A ledger without its chain table: a genuine pre-chain database (schema 1) is named as
+    such, with the migration that binds it; a schema-2 ledger whose chain was dropped is
+    tampering, and the advice never names a command that would re-chain (reset) it."""
+    if pre_chain and tables:
+        return "a ledger written before the tamper-evident chain (schema 1): bind and chain it once with dpmem ledger migrate DB --interface FILE"
+    return "the chain table is missing (dropped: tampered); put the newest verified backup back with dpmem ledger restore BACKUP DB"
+
+
 def verify_sqlite(path: str | Path, key: ChainKey | None = None, high_water: bool = True) -> LedgerReport:
     """Check a ledger file (see the module docstring); raises InputError for a missing file
     and LedgerStoreError for one SQLite cannot read at all. `high_water=False` checks the
@@ -172,7 +183,7 @@ def verify_sqlite(path: str | Path, key: ChainKey | None = None, high_water: boo
     mark: HighWater | None = None
     anchor_problem: str | None = None
     where = high_water_path(target)
-    identity = rows_identity(rows)
+    identity = rows_identity(rows.chain)
     if high_water and identity is not None:
         try:
             where, mark = anchor_of(target, chain_key, identity)

@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import errors as pg_errors
 
-from dpmem_ref.ledger.chain import ChainKey, HighWater, anchor_path, key_from_environment, read_anchor, write_anchor
+from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.contract import (
     FaultHook,
     LedgerStoreError,

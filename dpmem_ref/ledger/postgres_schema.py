@@ -8,16 +8,15 @@ from typing import Any
 import psycopg
 
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.ledger.chain import (
-    GENESIS_MAC,
-    LIVE,
-    ChainKey,
-    HighWater,
-    anchor_text,
-    check_genesis,
-    database_identity,
-    genesis_body,
-    parse_anchor,
+from dpmem_ref.ledger.anchor import LIVE, anchor_text, parse_anchor
+from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, database_identity, genesis_body
+from dpmem_ref.ledger.checkpoint import (
+    Checkpoint,
+    Tail,
+    checkpoint_after,
+    checkpoint_text,
+    parse_checkpoint,
+    verify_tail,
 )
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,
@@ -27,7 +26,6 @@ from dpmem_ref.ledger.contract import (
     fraction_from_text,
     needs_migration,
 )
-from dpmem_ref.ledger.replay import Checkpoint, Tail, checkpoint_after, checkpoint_text, parse_checkpoint, verify_tail
 
 # "user" is reserved in PostgreSQL: the key column is user_name. Exact values as "p/q" text.
 SCHEMA = """

@@ -15,18 +15,11 @@ from typing import Any
 
 import psycopg
 
-from dpmem_ref.ledger.backup import LedgerReport
-from dpmem_ref.ledger.chain import (
-    ChainKey,
-    HighWater,
-    anchor_path,
-    key_from_environment,
-    read_anchor,
-    reanchor_body,
-    write_anchor,
-)
-from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.ledger.migrate import Sql, migrate_rows
+from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
+from dpmem_ref.ledger.backup import LedgerReport, pre_chain_problem
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, reanchor_body, rows_identity
+from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, LedgerStoreError
+from dpmem_ref.ledger.migrate import Routes, Sql, migrate_rows
 from dpmem_ref.ledger.postgres_schema import (
     COLUMNS,
     SCHEMA,
@@ -39,7 +32,7 @@ from dpmem_ref.ledger.postgres_schema import (
     read_anchor_row,
     write_anchor_row,
 )
-from dpmem_ref.ledger.replay import LedgerRows, replay, rows_identity
+from dpmem_ref.ledger.replay import LedgerRows, replay
 from dpmem_ref.ledger.url_forms import check_postgres_url, redact_url
 
 
@@ -52,6 +45,10 @@ def _rows(connection: psycopg.Connection[Any]) -> LedgerRows | str:
     tables: dict[str, list[str]] = {}
     for table, column in found:
         tables.setdefault(str(table), []).append(str(column))
+    if "dpmem_chain" not in tables and "dpmem_meta" in tables:
+        schema = connection.execute("SELECT value FROM dpmem_meta WHERE key = 'schema'").fetchone()
+        pre_chain = schema is not None and schema[0] == LEGACY_SCHEMA_VERSION
+        return pre_chain_problem(pre_chain, {"dpmem_ledgers", "dpmem_releases", "dpmem_turns"} <= set(tables))
     for table, columns in COLUMNS.items():
         if tuple(tables.get(table, ())) != columns:
             return f"foreign schema (table {table} missing or with other columns)"
@@ -73,7 +70,7 @@ def _rows(connection: psycopg.Connection[Any]) -> LedgerRows | str:
 
 def _anchor(connection: psycopg.Connection[Any], name: str, key: ChainKey, rows: LedgerRows) -> HighWater | None:
     """The database's anchor: the file under DPMEM_LEDGER_ANCHOR_DIR when set, else its row."""
-    ident = rows_identity(rows)
+    ident = rows_identity(rows.chain)
     if ident is None:
         return None
     where = anchor_path(None, ident)
@@ -127,7 +124,9 @@ def _postgres_sql(connection: psycopg.Connection[Any], key: ChainKey) -> Sql:
     return Sql(query=query, append=lambda kind, body: append_event(connection, key, kind, body))
 
 
-def migrate_postgres(url: str, fingerprint: str, key: ChainKey | None = None) -> LedgerReport:
+def migrate_postgres(
+    url: str, fingerprint: str, key: ChainKey | None = None, routes: Routes | None = None
+) -> LedgerReport:
     """Bind and chain a legacy PostgreSQL ledger (`dpmem_ref.ledger.migrate`), one transaction."""
     name = redact_url(check_postgres_url(url))
     chain_key = key_from_environment() if key is None else key
@@ -136,7 +135,7 @@ def migrate_postgres(url: str, fingerprint: str, key: ChainKey | None = None) ->
             with connection.transaction():
                 lock_chain(connection)
                 connection.execute(SCHEMA)  # the chain table of schema 2, if missing
-                head = migrate_rows(_postgres_sql(connection, chain_key), name, fingerprint, chain_key)
+                head = migrate_rows(_postgres_sql(connection, chain_key), name, fingerprint, chain_key, routes)
                 ident = identity(connection)
                 anchor_file = anchor_path(None, ident)
                 if head is not None and anchor_file is None:

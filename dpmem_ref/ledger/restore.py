@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.backup import (
     LedgerReport,
     _existing_file,
@@ -33,21 +34,12 @@ from dpmem_ref.ledger.backup import (
     check_destination,
     verify_sqlite,
 )
-from dpmem_ref.ledger.chain import (
-    ChainKey,
-    HighWater,
-    anchor_path,
-    key_from_environment,
-    read_anchor,
-    reanchor_body,
-    rollback_body,
-    write_anchor,
-)
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, reanchor_body, rollback_body
 from dpmem_ref.ledger.contract import (
     LedgerStoreError,
     check_fingerprint,
 )
-from dpmem_ref.ledger.migrate import Sql, migrate_rows
+from dpmem_ref.ledger.migrate import Routes, Sql, migrate_rows
 from dpmem_ref.ledger.sqlite_schema import SCHEMA, append_event, chain_head, describe_sqlite_error, identity
 
 _T = TypeVar("_T")
@@ -174,8 +166,11 @@ def _copy_into(partial: Path, live: Path) -> None:
         source.close()
 
 
-def migrate_sqlite(database: str | Path, fingerprint: str, key: ChainKey | None = None) -> LedgerReport:
-    """Bind a legacy (or unbound) ledger to `fingerprint` and chain its rows (module docstring)."""
+def migrate_sqlite(
+    database: str | Path, fingerprint: str, key: ChainKey | None = None, routes: Routes | None = None
+) -> LedgerReport:
+    """Bind a legacy (or unbound) ledger to `fingerprint` and chain its rows (module docstring);
+    `routes` (the named interface's, `migrate.Routes.of`): the charge log is replayed against them."""
     chain_key = key_from_environment() if key is None else key
     check_fingerprint(fingerprint)
     path = _existing_file(Path(database), "ledger file")
@@ -183,14 +178,16 @@ def migrate_sqlite(database: str | Path, fingerprint: str, key: ChainKey | None 
     def run() -> HighWater | None:
         connection = _open(path)
         try:
-            connection.executescript(SCHEMA)  # the chain table of schema 2, if missing
             connection.execute("BEGIN IMMEDIATE")
             try:
+                for statement in SCHEMA.split(";"):  # the chain table of schema 2, if missing: in the transaction
+                    if statement.strip():
+                        connection.execute(statement)
                 sql = Sql(
                     query=lambda text, params: connection.execute(text, params).fetchall(),
                     append=lambda kind, body: append_event(connection, chain_key, kind, body),
                 )
-                mark = migrate_rows(sql, str(path), fingerprint, chain_key)
+                mark = migrate_rows(sql, str(path), fingerprint, chain_key, routes)
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")

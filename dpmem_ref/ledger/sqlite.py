@@ -22,14 +22,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.ledger.chain import (
-    ChainKey,
-    HighWater,
-    anchor_path,
-    key_from_environment,
-    read_anchor,
-    write_anchor,
-)
+from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.contract import (
     FaultHook,
     LedgerStoreError,

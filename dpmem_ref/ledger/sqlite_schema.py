@@ -7,6 +7,14 @@ from fractions import Fraction
 
 from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, database_identity, genesis_body
+from dpmem_ref.ledger.checkpoint import (
+    Checkpoint,
+    Tail,
+    checkpoint_after,
+    checkpoint_text,
+    parse_checkpoint,
+    verify_tail,
+)
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,
     SCHEMA_VERSION,
@@ -15,7 +23,6 @@ from dpmem_ref.ledger.contract import (
     fraction_from_text,
     needs_migration,
 )
-from dpmem_ref.ledger.replay import Checkpoint, Tail, checkpoint_after, checkpoint_text, parse_checkpoint, verify_tail
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

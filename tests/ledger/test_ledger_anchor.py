@@ -24,14 +24,8 @@ from test_ledger_concurrency import ONE_SLOT
 import tests.postgres_server as postgres_server
 from dpmem_ref.config.load import interface_from_dict
 from dpmem_ref.ledger import LedgerStoreError, open_ledger_store
-from dpmem_ref.ledger.chain import (
-    BACKUP,
-    HighWater,
-    anchor_text,
-    key_from_environment,
-    read_anchor,
-    write_anchor,
-)
+from dpmem_ref.ledger.anchor import BACKUP, anchor_text, read_anchor, write_anchor
+from dpmem_ref.ledger.chain import HighWater, key_from_environment
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn.durable import DurableSession
 from tests.kernel_fixtures import run_cli
