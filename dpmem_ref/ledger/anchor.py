@@ -90,7 +90,7 @@ def read_anchor(path: Path, key: ChainKey, identity: str, roles: Sequence[str] =
     try:
         raw = read_file(path, _HWM_BYTES, "anchor", "anchor file", missing_ok=True)
     except InputError as error:
-        raise LedgerStoreError(f"anchor {path}: cannot be read ({error.found})") from None
+        raise LedgerStoreError(f"anchor {path}: cannot be read (expected {error.expected}, found {error.found})") from None
     return None if raw is None else parse_anchor(key, raw, str(path), identity, roles)
 
 

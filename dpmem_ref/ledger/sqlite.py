@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.files import is_regular_or_missing
 from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.contract import (
@@ -81,6 +82,8 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         self._pid = -1
         if self.path.is_dir():
             raise LedgerStoreError(f"ledger database {self.path}: a directory, not an SQLite file")
+        if not is_regular_or_missing(self.path):  # a FIFO or a device would block or never be a ledger
+            raise LedgerStoreError(f"ledger database {self.path}: not a regular file (a FIFO, device or socket)")
         self.key = key_from_environment() if key is None else key
         with self.transaction() as connection:
             open_chain(connection, str(self.path), self.key)
