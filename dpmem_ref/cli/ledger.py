@@ -190,10 +190,15 @@ def durable_turns(
     A ledger that fails raises LedgerStoreError; `dpmem_ref.cli.dpmem.main` reports it (exit 2)."""
     if url is None:
         return None
+    from dpmem_ref.ledger.chain import ChainKey, dev_key_notice
     from dpmem_ref.ledger.urls import open_ledger_store
     from dpmem_ref.turn.durable import DurableSession
 
     ledger_store = open_ledger_store(url)
+    key = getattr(ledger_store, "key", None)
+    notice = dev_key_notice(key) if isinstance(key, ChainKey) else None
+    if notice is not None:
+        say(notice)  # keys are explicit: the development key is announced at start
     session = DurableSession.open(
         interface, ledger_store, user, interaction, memory, source, channel=channel, turn_deadline_s=turn_deadline_s
     )

@@ -41,6 +41,7 @@ from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, SlotRelease,
 
 ENV_KEY = "DPMEM_LEDGER_KEY"
 ENV_KEY_FILE = "DPMEM_LEDGER_KEY_FILE"
+ENV_DEV_KEY = "DPMEM_LEDGER_DEV_KEY"
 MIN_KEY_BYTES = 16
 MAX_KEY_BYTES = 4096
 UNKEYED = b"dpmem-ledger-unkeyed-public-v1"
@@ -82,7 +83,10 @@ def _checked_secret(secret: bytes, where: str) -> bytes:
 
 
 def key_from_environment(environ: Mapping[str, str] | None = None) -> ChainKey:
-    """The chain key from DPMEM_LEDGER_KEY or DPMEM_LEDGER_KEY_FILE (unkeyed without both)."""
+    """The chain key from DPMEM_LEDGER_KEY or DPMEM_LEDGER_KEY_FILE. Keys are explicit: with
+    neither, a durable ledger is refused unless DPMEM_LEDGER_DEV_KEY=1 asks for the public
+    development key (printed at start by the commands: `DEV_KEY_NOTICE`; recorded in the
+    chain: its genesis names key id `unkeyed`)."""
     env = os.environ if environ is None else environ
     text, file = env.get(ENV_KEY), env.get(ENV_KEY_FILE)
     if text is not None and file is not None:
@@ -92,7 +96,23 @@ def key_from_environment(environ: Mapping[str, str] | None = None) -> ChainKey:
     if file is not None:
         raw = read_file(file, MAX_KEY_BYTES + 2, ENV_KEY_FILE, "key file") or b""
         return ChainKey(secret=_checked_secret(raw.rstrip(b"\r\n"), ENV_KEY_FILE), keyed=True)
-    return unkeyed()
+    if env.get(ENV_DEV_KEY) == "1":
+        return unkeyed()
+    raise InputError(
+        ENV_KEY,
+        f"a key for a durable ledger ({ENV_KEY} or {ENV_KEY_FILE}; {ENV_DEV_KEY}=1 runs on the public development key)",
+        "none set",
+    )
+
+
+def dev_key_notice(key: ChainKey) -> str | None:
+    """The line a command prints at start when it runs on the development key (else None)."""
+    if key.keyed:
+        return None
+    return (
+        f"dpmem: warning: {ENV_DEV_KEY}=1: the ledger chain uses the public development key (key id unkeyed, "
+        f"recorded in its genesis event); anyone can forge it: set {ENV_KEY} or {ENV_KEY_FILE} in production"
+    )
 
 
 def canonical(data: Mapping[str, Any]) -> str:
