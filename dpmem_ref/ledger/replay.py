@@ -1,16 +1,14 @@
 """`dpmem ledger verify`: re-derive every ledger table from the chain, for any backend.
 
-The backend hands over its rows as plain tuples (`LedgerRows`); `replay` then
+The backend hands over its rows as plain tuples (`LedgerRows`); `replay` (bounded work;
+unreadable bytes are a problem line, never an exception) then
 1. walks the chain: seq 1, 2, 3, ... without gaps, each MAC recomputed from its
    predecessor (an edited, deleted, inserted, reordered or spliced event is named);
-2. re-derives from the events alone the fingerprint, meta rows, caps, every release and
-   turn row, and every ledger L_a as the running sum of the committed charges (of every
-   scope), checking L_a <= B_a (C5) after every charge, eps > 0 on a charged release (C3),
-   none on a fallback, and each event's stored ledgers against that sum;
-3. compares every table row with the derived one and names the first that differs, was
-   inserted or was deleted (table and seq, in commit order);
-4. checks the anchor's event (seq AND MAC) is in the chain; lists rollbacks and re-anchors.
-Bounded work on every value; unreadable bytes are a problem line, never an exception.
+2. re-derives from the events alone the fingerprint, meta, caps, every release and turn
+   row, every ledger L_a as the running sum of the committed charges (every scope), checking
+   C5 (L_a <= B_a) after each charge, C3 (eps > 0) on a charged release, none on a fallback;
+3. compares every table row with the derived one, naming the first edited/inserted/deleted;
+4. checks the anchor's event (seq AND MAC) is in the chain; lists rollbacks, re-anchors.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.files import is_regular_or_missing
 from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
+from dpmem_ref.ledger.checkpoint import Checkpoint
 from dpmem_ref.ledger.contract import (
     FaultHook,
     LedgerStoreError,
@@ -45,6 +46,7 @@ from dpmem_ref.ledger.sqlite_schema import (
     identity,
     ledger_rows,
     open_chain,
+    store_checkpoint,
     verify_on_open,
 )
 from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession
@@ -79,6 +81,7 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         self._fault_hook = fault_hook
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
+        self._checkpoint: Checkpoint | None = None  # verified on open, not yet stored
         self._pid = -1
         if self.path.is_dir():
             raise LedgerStoreError(f"ledger database {self.path}: a directory, not an SQLite file")
@@ -117,8 +120,8 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         compare every ledger and meta row and the newer release and turn rows with it, so an
         edited ledger is never served; refused with one line naming the first bad row."""
         try:
-            with self.transaction() as connection:
-                verify_on_open(connection, self.key, self.identity)
+            with self.reading() as connection:
+                self._checkpoint = verify_on_open(connection, self.key, self.identity)
         except LedgerStoreError as error:
             raise LedgerStoreError(
                 f"ledger database {self.path}: refused, {error} (dpmem ledger verify {self.path} names the row; "
@@ -301,10 +304,13 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
 
     def _append_chain(self, tx: sqlite3.Connection, kind: str, body: str) -> HighWater:
         self.check_anchor(tx)
+        if self._checkpoint is not None:  # what the open verified, stored with the first write
+            store_checkpoint(tx, self.key, self.identity, self._checkpoint)
         return append_event(tx, self.key, kind, body)
 
     def _committed(self, mark: HighWater | None) -> None:
         if mark is not None:
+            self._checkpoint = None  # stored by the transaction that just committed its event
             self.committed(mark)
 
     def _session(self, key: SessionKey) -> SQLiteLedgerSession:

@@ -154,10 +154,10 @@ def check_high_water(connection: sqlite3.Connection, database: str, mark: HighWa
         raise rewound(database, mark, where)
 
 
-def verify_on_open(connection: sqlite3.Connection, key: ChainKey, ident: str) -> Checkpoint:
-    """Inside a write transaction: verify from the last sealed checkpoint to the head
-    (`replay.verify_tail`, O(new events)) and store the new checkpoint. A checkpoint that is
-    missing, forged, another database's or off this chain is ignored (verify from genesis)."""
+def verify_on_open(connection: sqlite3.Connection, key: ChainKey, ident: str) -> Checkpoint | None:
+    """In one read transaction: verify from the last sealed checkpoint to the head
+    (`checkpoint.verify_tail`, O(new events)); the new checkpoint to store (None: unchanged).
+    A checkpoint that is missing, forged, another database's or off this chain is ignored."""
     row = connection.execute("SELECT body FROM checkpoint WHERE id = 1").fetchone()
     start = parse_checkpoint(key, ident, None if row is None else row[0])
     if start is not None:
@@ -183,10 +183,13 @@ def verify_on_open(connection: sqlite3.Connection, key: ChainKey, ident: str) ->
         counts=(counts[0], counts[1]),
     )
     checkpoint = verify_tail(key, start, tail)
-    if start is None or checkpoint.seq != start.seq:
-        text = checkpoint_text(key, ident, checkpoint)
-        connection.execute("INSERT OR REPLACE INTO checkpoint (id, body) VALUES (1, ?)", (text,))
-    return checkpoint
+    return None if start is not None and checkpoint.seq == start.seq else checkpoint
+
+
+def store_checkpoint(connection: sqlite3.Connection, key: ChainKey, ident: str, checkpoint: Checkpoint) -> None:
+    """Inside the next write transaction (a refused or read-only open writes nothing)."""
+    text = checkpoint_text(key, ident, checkpoint)
+    connection.execute("INSERT OR REPLACE INTO checkpoint (id, body) VALUES (1, ?)", (text,))
 
 
 def has_history(connection: sqlite3.Connection) -> bool:
