@@ -143,8 +143,11 @@ def cost_worker(folder: str, releases: int) -> None:
 
     def open_ms() -> float:
         started = time.process_time()
-        SQLiteLedgerStore(path).close()
-        return (time.process_time() - started) * 1000
+        ledger_store = SQLiteLedgerStore(path)
+        spent = time.process_time() - started
+        getattr(ledger_store, "save_checkpoint", lambda: None)()  # this tree: what it verified (main: none)
+        ledger_store.close()
+        return spent * 1000
 
     release_ms = turns(releases)
     raw = sqlite3.connect(path)

@@ -124,3 +124,22 @@ def write_anchor(
         raise LedgerStoreError(f"anchor {path}: cannot be written") from None
     finally:
         os.close(fd)
+
+
+def anchor_on_open(path: Path, key: ChainKey, identity: str, database: str, head_seq: int) -> HighWater | None:
+    """The anchor a SQLite store opens against, failing closed: an unreadable, edited, foreign or
+    backup anchor is refused, and so is a missing one once the chain is past its genesis (a
+    truncated or older copy would go unnoticed); each line names the recovery command."""
+    try:
+        mark = read_anchor(path, key, identity)
+    except LedgerStoreError as error:
+        raise LedgerStoreError(
+            f"ledger database {database}: refused, {error}; a backup goes in place with dpmem ledger restore "
+            f"BACKUP DB; a live database whose anchor was replaced: dpmem ledger reanchor {database}"
+        ) from None
+    if mark is None and head_seq > 1:
+        raise LedgerStoreError(
+            f"ledger database {database}: its anchor {path} is missing, so a truncated or older copy would go "
+            f"unnoticed; if this is the live database, re-anchor it (recorded in its chain): dpmem ledger reanchor {database}"
+        )
+    return mark

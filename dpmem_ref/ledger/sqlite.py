@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.files import is_regular_or_missing
-from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
+from dpmem_ref.ledger.anchor import anchor_on_open, anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.checkpoint import Checkpoint
 from dpmem_ref.ledger.contract import (
@@ -95,19 +95,7 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         found = anchor_path(self.path, self.identity)
         assert found is not None  # a SQLite file always has an anchor path
         self.high_water_path = found
-        try:
-            mark = read_anchor(self.high_water_path, self.key, self.identity)
-        except LedgerStoreError as error:  # edited, foreign, a backup's, unreadable: fail closed
-            raise LedgerStoreError(
-                f"ledger database {self.path}: refused, {error}; a backup goes in place with "
-                f"dpmem ledger restore BACKUP DB; a live database whose anchor was replaced: dpmem ledger reanchor {self.path}"
-            ) from None
-        if mark is None and head.seq > 1:  # fail closed: a rewound copy would go unnoticed
-            raise LedgerStoreError(
-                f"ledger database {self.path}: its anchor {self.high_water_path} is missing, so a truncated or "
-                f"older copy would go unnoticed; if this is the live database, re-anchor it (recorded in its "
-                f"chain): dpmem ledger reanchor {self.path}"
-            )
+        mark = anchor_on_open(self.high_water_path, self.key, self.identity, str(self.path), head.seq)
         if mark is None:
             self.committed(head)  # a new database: anchored at its genesis
         else:
@@ -131,6 +119,13 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
     def committed(self, mark: HighWater) -> None:
         """After a COMMIT: raise the anchor to the committed chain head (never lowered)."""
         write_anchor(self.high_water_path, self.key, self.identity, mark)
+
+    def save_checkpoint(self) -> None:
+        """Store what the open verified now (else the first commit stores it)."""
+        if self._checkpoint is not None:
+            with self.transaction() as connection:
+                store_checkpoint(connection, self.key, self.identity, self._checkpoint)
+            self._checkpoint = None
 
     def check_anchor(self, connection: sqlite3.Connection) -> None:
         """Inside a write transaction, before its chain event: the chain must still hold the
