@@ -429,7 +429,7 @@ def _charge(url: str, seed: int, start: Any) -> None:
     ledger_store.close()
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres+anchor-dir"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "postgres+anchor-dir"])
 def test_concurrent_committers_leave_the_anchor_at_the_chain_head(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
