@@ -155,3 +155,8 @@ def test_corrupt_bytes_are_one_line_on_open_verify_and_backup(tmp_path: Path, st
     assert "FAILED" in text or "error" in text
     one_line(*run_cli(["ledger", "backup", str(path), str(tmp_path / "b.db")]))
     assert not (tmp_path / "b.db").exists()
+    queries = tmp_path / "q.txt"
+    queries.write_text("affordable-dinner\n")
+    figure2 = Path(__file__).resolve().parents[2] / "examples" / "figure2.toml"
+    code, out, err = run_cli(["run", str(figure2), "--store", "M", "--queries", str(queries), "--store-url", str(path)])
+    assert out == "" and one_line(code, out, err)
