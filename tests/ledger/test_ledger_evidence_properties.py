@@ -243,6 +243,78 @@ def test_verify_accepts_a_chain_exactly_when_every_charge_keeps_c3_and_c5(
         assert "C3" in report.line() or "C5" in report.line(), report.line()
 
 
+def _forged_postgres(url: str, charges: list[tuple[Fraction, Fraction]]) -> None:
+    """`_forged` on PostgreSQL: the same rows and events, the anchor row at the head."""
+    from dpmem_ref.ledger.postgres import PostgresLedgerStore
+    from dpmem_ref.ledger.postgres_schema import append_event as pg_append
+    from dpmem_ref.ledger.postgres_schema import lock_chain, write_anchor_row
+
+    key = key_from_environment()
+    ledger_store = PostgresLedgerStore(url)
+
+    def work(connection: object) -> None:
+        lock_chain(connection)  # type: ignore[arg-type]
+        spent = {0: Fraction(0), 1: Fraction(0)}
+        head = None
+        for n, (epsilon, cap) in enumerate(charges):
+            session = SessionKey(user="u", interaction=f"i{n % 2}")
+            if n < 2:
+                connection.execute(  # type: ignore[attr-defined]
+                    "INSERT INTO dpmem_ledgers VALUES (%s, %s, 'diabetes', '0/1', %s)",
+                    (session.user, session.interaction, f"{cap.numerator}/{cap.denominator}"),
+                )
+                pg_append(connection, key, "open", open_body(session, {"diabetes": cap}))  # type: ignore[arg-type]
+            spent[n % 2] += epsilon
+            total = spent[n % 2]
+            connection.execute(  # type: ignore[attr-defined]
+                "UPDATE dpmem_ledgers SET spent = %s WHERE interaction = %s",
+                (f"{total.numerator}/{total.denominator}", session.interaction),
+            )
+            seq = connection.execute(  # type: ignore[attr-defined]
+                "INSERT INTO dpmem_releases (user_name, interaction, release_id, turn_id, slot_index, slot, view, "
+                "admitted, charge_set, epsilon) VALUES (%s, %s, %s, %s, 0, 'food', 'low', true, '[\"diabetes\"]', %s) "
+                "RETURNING seq",
+                (session.user, session.interaction, f"{n:x}a", f"{n:x}b", f"{epsilon.numerator}/{epsilon.denominator}"),
+            ).fetchone()[0]
+            row = SlotRelease(int(seq), f"{n:x}a", f"{n:x}b", 0, "food", "low", True, frozenset({"diabetes"}), epsilon)
+            head = pg_append(connection, key, "charge", charge_body(session, row, {"diabetes": total}))  # type: ignore[arg-type]
+        assert head is not None
+        write_anchor_row(connection, key, ledger_store.identity, head)  # type: ignore[arg-type]
+
+    ledger_store.run(work)  # type: ignore[arg-type]
+    ledger_store.close()
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=10)
+@given(
+    charges=st.lists(
+        st.tuples(st.sampled_from([Fraction(0), Fraction(1, 3), Fraction(1), Fraction(2)]),
+                  st.sampled_from([Fraction(1), Fraction(2)])),
+        min_size=1, max_size=6,
+    )
+)  # fmt: skip
+def test_postgres_verify_accepts_a_chain_exactly_when_every_charge_keeps_c3_and_c5(
+    charges: list[tuple[Fraction, Fraction]],
+) -> None:
+    pytest.importorskip("psycopg")
+    from dpmem_ref.ledger.postgres_verify import verify_postgres
+
+    url = postgres_server.new_database()
+    _forged_postgres(url, charges)
+    report = verify_postgres(url)
+    assert report.ok == _lawful(charges), report.line()
+
+
+def _lawful(charges: list[tuple[Fraction, Fraction]]) -> bool:
+    """The oracle: eps > 0 on every charge (C3), each session's running sum <= its cap (C5)."""
+    spent = {0: Fraction(0), 1: Fraction(0)}
+    lawful = True
+    for n, (epsilon, _) in enumerate(charges):
+        spent[n % 2] += epsilon
+        lawful = lawful and epsilon > 0 and spent[n % 2] <= charges[n % 2][1]
+    return lawful
+
+
 # ------------------------------------------------------------------ the anchor only moves forward
 
 
