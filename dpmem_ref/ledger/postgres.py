@@ -28,6 +28,7 @@ from psycopg import errors as pg_errors
 
 from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
+from dpmem_ref.ledger.checkpoint import Checkpoint
 from dpmem_ref.ledger.contract import (
     FaultHook,
     LedgerStoreError,
@@ -47,6 +48,7 @@ from dpmem_ref.ledger.postgres_schema import (
     missing_anchor,
     read_anchor_row,
     rewound,
+    store_checkpoint,
     verify_on_open,
     write_anchor_row,
 )
@@ -88,19 +90,19 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
         self._connection: psycopg.Connection[Any] | None = None
         self._pid = -1
         self._ever_connected = False
+        self._checkpoint: Checkpoint | None = None  # verified on open, not yet stored
         self.run(self._create_schema)
         self.identity = self.run(identity)
         # the anchor: DPMEM_LEDGER_ANCHOR_DIR/<identity>.anchor when set (out of the database's
         # reach), else the database's own dpmem_anchor row (docs/durability.md, threat model)
         self.anchor_file = anchor_path(None, self.identity)
         self.run(self._check_anchor_on_open)
-        self.run(self._verify_on_open)
+        self.run(self._verify_on_open, read_only=True)  # one snapshot, writes nothing
 
     def _verify_on_open(self, tx: psycopg.Connection[Any]) -> None:
         """Verify from the last checkpoint to the head (O(new events)): an edited ledger is refused, never served."""
-        lock_chain(tx)
         try:
-            verify_on_open(tx, self.key, self.identity)
+            self._checkpoint = verify_on_open(tx, self.key, self.identity)
         except LedgerStoreError as error:
             raise LedgerStoreError(
                 f"ledger database {self.name}: refused, {error} (dpmem ledger verify URL names the row)"
@@ -294,12 +296,16 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
             raise missing_anchor(self.name, self._anchor_where)
         if not holds(tx, mark):
             raise rewound(self.name, mark, self._anchor_where)
+        if self._checkpoint is not None:  # what the open verified, stored with the first write
+            store_checkpoint(tx, self.key, self.identity, self._checkpoint)
         head = append_event(tx, self.key, kind, body)
         if self.anchor_file is None:
             write_anchor_row(tx, self.key, self.identity, head)
         return head
 
     def _committed(self, mark: HighWater | None) -> None:
+        if mark is not None:
+            self._checkpoint = None  # stored by the transaction that just committed its event
         if mark is not None and self.anchor_file is not None:
             write_anchor(self.anchor_file, self.key, self.identity, mark)
 

@@ -190,9 +190,9 @@ def _count(connection: psycopg.Connection[Any], table: str) -> int:
     return 0 if found is None else int(found[0])
 
 
-def verify_on_open(connection: psycopg.Connection[Any], key: ChainKey, ident: str) -> Checkpoint:
-    """Under the chain lock: verify from the last sealed checkpoint to the head
-    (`replay.verify_tail`, O(new events)) and store the new checkpoint (see the SQLite twin)."""
+def verify_on_open(connection: psycopg.Connection[Any], key: ChainKey, ident: str) -> Checkpoint | None:
+    """In one snapshot: verify from the last sealed checkpoint to the head (`checkpoint.verify_tail`,
+    O(new events)); the new checkpoint to store (None: unchanged). See the SQLite twin."""
     row = connection.execute("SELECT body FROM dpmem_checkpoint WHERE id = 1").fetchone()
     start = parse_checkpoint(key, ident, None if row is None else row[0])
     if start is not None and not holds(connection, HighWater(start.seq, start.mac)):
@@ -218,12 +218,15 @@ def verify_on_open(connection: psycopg.Connection[Any], key: ChainKey, ident: st
         counts=(counts[0], counts[1]),
     )
     checkpoint = verify_tail(key, start, tail)
-    if start is None or checkpoint.seq != start.seq:
-        connection.execute(
-            "INSERT INTO dpmem_checkpoint (id, body) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body",
-            (checkpoint_text(key, ident, checkpoint),),
-        )
-    return checkpoint
+    return None if start is not None and checkpoint.seq == start.seq else checkpoint
+
+
+def store_checkpoint(connection: psycopg.Connection[Any], key: ChainKey, ident: str, checkpoint: Checkpoint) -> None:
+    """Inside the next write transaction (a refused open writes nothing)."""
+    connection.execute(
+        "INSERT INTO dpmem_checkpoint (id, body) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body",
+        (checkpoint_text(key, ident, checkpoint),),
+    )
 
 
 def create_schema(connection: psycopg.Connection[Any], name: str, key: ChainKey) -> None:
