@@ -25,3 +25,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Durable ledgers need an explicit key (docs/durability.md, "Keys are explicit"); tests that do
+# not set one run on the public development key, as a developer would, by the explicit flag.
+os.environ.setdefault("DPMEM_LEDGER_DEV_KEY", "1")

@@ -3,6 +3,8 @@
     git worktree add --detach /tmp/oldmain 453d1c9              # the main before the chain (once)
     .venv/bin/python benchmarks/bench_ledger.py --base /tmp/oldmain
     .venv/bin/python benchmarks/bench_ledger.py --selections 400 --clients 1 4 16
+    git worktree add --detach /tmp/base bbc32bb                 # today's main (once)
+    .venv/bin/python benchmarks/bench_ledger.py --cost 2000 --repeats 3   # open + anchor, CPU ms
 
 Each cell starts C client processes (each with its own connection), releases them
 together, and has them serve `DurableSession.run_turn` on one shared (user, interaction)
@@ -108,6 +110,99 @@ def worker(url: str, selections: int, start_file: str, seed: int) -> None:
 BENCH_KEY = "bench-ledger-key-0123456789abcdef"
 
 
+def cost_worker(folder: str, releases: int) -> None:
+    """`--cost`: CPU seconds (this process's time.process_time) of one SQLite ledger's open
+    and of its releases, in whichever tree PYTHONPATH names (this tree or today's main):
+    `release_ms` per charged turn (load, charge transaction, turn record; the anchor's check
+    inside the transaction and its raise after COMMIT included), `open_full_ms` an open that
+    verifies all `releases` turns' events (no checkpoint), `open_new_ms` an open after
+    `releases` // 10 more turns (the checkpoint covers the rest), `open_none_ms` a reopen with
+    nothing new. Main verifies nothing on open: its figures are the floor."""
+    import sqlite3
+
+    from dpmem_ref.config.load import interface_from_dict
+    from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
+    from dpmem_ref.mechanism.randomness import SeededRandomSource
+    from dpmem_ref.turn.durable import DurableSession
+
+    path = Path(folder) / "cost.db"
+    loaded = interface_from_dict(INTERFACE)
+
+    def turns(count: int) -> float:
+        ledger_store = SQLiteLedgerStore(path)
+        session = DurableSession.open(  # type: ignore[arg-type]
+            loaded.interface, ledger_store, "user", "bench", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
+        )
+        session.run_turn("dinner")  # warm
+        started = time.process_time()
+        for _ in range(count):
+            session.run_turn("dinner")
+        spent = time.process_time() - started
+        ledger_store.close()
+        return spent / count * 1000
+
+    def open_ms() -> float:
+        started = time.process_time()
+        ledger_store = SQLiteLedgerStore(path)
+        spent = time.process_time() - started
+        getattr(ledger_store, "save_checkpoint", lambda: None)()  # this tree: what it verified (main: none)
+        ledger_store.close()
+        return spent * 1000
+
+    release_ms = turns(releases)
+    raw = sqlite3.connect(path)
+    try:
+        raw.execute("DELETE FROM checkpoint")  # this tree: the next open verifies every event
+        raw.commit()
+    except sqlite3.OperationalError:
+        pass  # main keeps no checkpoint
+    raw.close()
+    full = open_ms()
+    none = open_ms()
+    turns(max(1, releases // 10))
+    new = open_ms()
+    print(json.dumps({"release_ms": release_ms, "open_full_ms": full, "open_new_ms": new, "open_none_ms": none}))
+
+
+def cost_cell(releases: int, pythonpath: str) -> dict[str, float]:
+    folder = tempfile.mkdtemp(prefix="dpmem-cost-")
+    try:
+        env = {**os.environ, "PYTHONPATH": pythonpath, "DPMEM_LEDGER_KEY": BENCH_KEY}
+        out = subprocess.run(
+            [sys.executable, __file__, "--cost-worker", folder, str(releases)],
+            env=env, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        return {k: float(v) for k, v in json.loads(out.strip().splitlines()[-1]).items()}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def cost_table(releases: int, repeats: int, base_root: str) -> None:
+    """`--cost N`: the verification on open and the anchor per release, CPU ms, this tree
+    beside today's main (`--cost-base`), one run, the columns interleaved, median of repeats."""
+    ours = f"{ROOT}:{ROOT / 'eval'}"
+    base = f"{base_root}:{Path(base_root) / 'eval'}"
+    found: dict[str, list[dict[str, float]]] = {"ours": [], "main": []}
+    for _ in range(repeats):
+        found["ours"].append(cost_cell(releases, ours))
+        found["main"].append(cost_cell(releases, base))
+
+    def median(side: str, key: str) -> float:
+        values = sorted(run[key] for run in found[side])
+        return values[len(values) // 2]
+
+    print(f"SQLite ledger, CPU ms (process time), {releases} charged turns, median of {repeats}; main = {base_root}")
+    print(f"{'':>44}  {'this tree':>9}  {'main':>9}  {'difference':>10}")
+    for key, label in (
+        ("release_ms", "per charged release (anchor check + raise)"),
+        ("open_full_ms", f"open, verifying all {releases} turns' events"),
+        ("open_new_ms", f"open, {max(1, releases // 10)} turns new since the checkpoint"),
+        ("open_none_ms", "open, nothing new since the checkpoint"),
+    ):
+        a, b = median("ours", key), median("main", key)
+        print(f"{label:>44}  {a:9.3f}  {b:9.3f}  {a - b:+10.3f}")
+
+
 def cell(url: str, clients: int, total: int, pythonpath: str) -> float:
     start_file = tempfile.mktemp(prefix="dpmem-bench-start-")
     env = {**os.environ, "PYTHONPATH": pythonpath, "DPMEM_LEDGER_KEY": BENCH_KEY}
@@ -159,7 +254,19 @@ def main() -> None:
     default_base = next((p for p in ("/tmp/oldmain", "/work/base") if Path(p, "dpmem_ref").is_dir()), "")
     parser.add_argument("--base", default=default_base, help="a checkout of the main before the chain ('' to skip)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per cell, interleaved; the best is shown")
+    parser.add_argument("--cost-worker", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--cost", type=int, default=0, metavar="RELEASES",
+        help="only: CPU ms of the verification on open and of the anchor per release, this tree vs --cost-base",
+    )  # fmt: skip
+    parser.add_argument("--cost-base", default="/tmp/base", help="today's main for --cost (git worktree add /tmp/base bbc32bb)")
     args = parser.parse_args()
+    if args.cost_worker:
+        cost_worker(args.cost_worker[0], int(args.cost_worker[1]))
+        return
+    if args.cost:
+        cost_table(args.cost, max(1, args.repeats), args.cost_base)
+        return
     if args.worker:
         url, selections, start_file, seed = args.worker
         worker(url, int(selections), start_file, int(seed))

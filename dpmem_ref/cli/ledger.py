@@ -77,20 +77,39 @@ def command_restore(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_VIOLATION
 
 
+def command_reanchor(args: argparse.Namespace) -> int:
+    from dpmem_ref.ledger.contract import LedgerStoreError
+    from dpmem_ref.ledger.restore import reanchor_sqlite
+
+    try:
+        if args.database.startswith(("postgresql://", "postgres://")):
+            from dpmem_ref.ledger.postgres_verify import reanchor_postgres  # needs the postgres extra
+
+            report = reanchor_postgres(args.database)
+        else:
+            report = reanchor_sqlite(args.database)
+    except (InputError, LedgerStoreError) as error:
+        return _fail(error)
+    print(f"re-anchored: {report.line()}")
+    return EXIT_OK if report.ok else EXIT_VIOLATION
+
+
 def command_migrate(args: argparse.Namespace) -> int:
     from dpmem_ref.config.load import load_interface_file
     from dpmem_ref.ledger.contract import LedgerStoreError
     from dpmem_ref.ledger.fingerprint import interface_fingerprint
+    from dpmem_ref.ledger.migrate import Routes
     from dpmem_ref.ledger.restore import migrate_sqlite
 
     try:
-        fingerprint = interface_fingerprint(load_interface_file(args.interface).interface)
+        interface = load_interface_file(args.interface).interface
+        fingerprint, routes = interface_fingerprint(interface), Routes.of(interface)
         if args.database.startswith(("postgresql://", "postgres://")):
             from dpmem_ref.ledger.postgres_verify import migrate_postgres  # needs the postgres extra
 
-            report = migrate_postgres(args.database, fingerprint)
+            report = migrate_postgres(args.database, fingerprint, routes=routes)
         else:
-            report = migrate_sqlite(args.database, fingerprint)
+            report = migrate_sqlite(args.database, fingerprint, routes=routes)
     except (InputError, LedgerStoreError) as error:
         return _fail(error)
     print(f"migrated: {report.line()}")
@@ -126,13 +145,20 @@ def add_ledger_commands(sub: Any) -> None:
         help="restore an older backup: re-grants the charges made since; recorded as a rollback that verify reports",
     )
     restore.set_defaults(handler=command_restore)
+    reanchor = commands.add_parser(
+        "reanchor",
+        help="after a missing, foreign or unreadable anchor: verify the chain alone, record a reanchor event "
+        "in it and anchor the head (accepts that this file is the live database)",
+    )
+    reanchor.add_argument("database", help="the SQLite ledger file, or a postgresql:// URL")
+    reanchor.set_defaults(handler=command_reanchor)
     migrate = commands.add_parser(
         "migrate", help="bind a ledger written before the chain or the fingerprint to the interface that wrote it"
     )
     migrate.add_argument("database", help="the SQLite ledger file, or a postgresql:// URL")
     migrate.add_argument("--interface", required=True, help="the interface file (TOML) whose charges it holds")
     migrate.set_defaults(handler=command_migrate)
-    for parser in (ledger, backup, verify, restore, migrate):  # usage errors: dpmem's one line, exit 2
+    for parser in (ledger, backup, verify, restore, reanchor, migrate):  # usage errors: dpmem's one line, exit 2
         parser.error = usage_error
 
 
@@ -164,10 +190,15 @@ def durable_turns(
     A ledger that fails raises LedgerStoreError; `dpmem_ref.cli.dpmem.main` reports it (exit 2)."""
     if url is None:
         return None
+    from dpmem_ref.ledger.chain import ChainKey, dev_key_notice
     from dpmem_ref.ledger.urls import open_ledger_store
     from dpmem_ref.turn.durable import DurableSession
 
     ledger_store = open_ledger_store(url)
+    key = getattr(ledger_store, "key", None)
+    notice = dev_key_notice(key) if isinstance(key, ChainKey) else None
+    if notice is not None:
+        say(notice)  # keys are explicit: the development key is announced at start
     session = DurableSession.open(
         interface, ledger_store, user, interaction, memory, source, channel=channel, turn_deadline_s=turn_deadline_s
     )

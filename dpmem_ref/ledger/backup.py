@@ -28,16 +28,17 @@ from pathlib import Path
 import attrs
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.ledger.chain import (
+from dpmem_ref.ledger.anchor import (
+    BACKUP,
     HIGH_WATER_SUFFIX,
-    ChainKey,
-    HighWater,
+    LIVE,
+    anchor_path,
     high_water_path,
-    key_from_environment,
-    read_high_water,
-    write_high_water,
+    read_anchor,
+    write_anchor,
 )
-from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, rows_identity
+from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, SCHEMA_VERSION, LedgerStoreError
 from dpmem_ref.ledger.replay import LedgerRows, Replay, replay
 from dpmem_ref.ledger.sqlite_schema import COLUMNS, describe_sqlite_error
 from dpmem_ref.ledger.url_forms import redact_url
@@ -123,6 +124,10 @@ def _schema_problem(connection: sqlite3.Connection) -> str | None:
     if integrity is None or integrity[0] != "ok":
         return "PRAGMA integrity_check does not report ok (corrupted file)"
     tables = {str(name) for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "chain" not in tables and "meta" in tables:
+        schema = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        pre_chain = schema is not None and schema[0] == LEGACY_SCHEMA_VERSION
+        return pre_chain_problem(pre_chain, tables >= {"meta", "ledgers", "releases", "turns"})
     for table, columns in COLUMNS.items():
         found = tuple(str(row[1]) for row in connection.execute(f"PRAGMA table_info({table})"))
         if table not in tables or found != columns:
@@ -133,29 +138,63 @@ def _schema_problem(connection: sqlite3.Connection) -> str | None:
     return None
 
 
+def anchor_of(target: Path, key: ChainKey, identity: str) -> tuple[Path, HighWater | None]:
+    """The anchor that vouches for `target`: a backup's own `DEST.hwm` (role backup) when there
+    is one, else the live anchor (`chain.anchor_path`, role live). Raises LedgerStoreError for
+    an unreadable, edited, foreign or wrong-role anchor."""
+    beside = high_water_path(target)
+    try:
+        mark = read_anchor(beside, key, identity, (BACKUP,))
+        if mark is not None:
+            return beside, mark
+    except LedgerStoreError:
+        pass  # not a backup's anchor: the live one decides (and names the problem)
+    live = anchor_path(target, identity)
+    assert live is not None
+    return live, read_anchor(live, key, identity, (LIVE,))
+
+
+def pre_chain_problem(pre_chain: bool, tables: bool) -> str:
+    """A ledger without its chain table: a genuine pre-chain database (schema 1) is named as
+    such, with the migration that binds it; a schema-2 ledger whose chain was dropped is
+    tampering, and the advice never names a command that would re-chain (reset) it."""
+    if pre_chain and tables:
+        return "a ledger written before the tamper-evident chain (schema 1): bind and chain it once with dpmem ledger migrate DB --interface FILE"
+    return "the chain table is missing (dropped: tampered); put the newest verified backup back with dpmem ledger restore BACKUP DB"
+
+
 def verify_sqlite(path: str | Path, key: ChainKey | None = None, high_water: bool = True) -> LedgerReport:
     """Check a ledger file (see the module docstring); raises InputError for a missing file
     and LedgerStoreError for one SQLite cannot read at all. `high_water=False` checks the
-    chain alone (a copy without its `.hwm`: a truncated tail then goes unnoticed)."""
+    chain alone (a copy without its anchor: a truncated tail then goes unnoticed)."""
     target = _existing_file(Path(path), "ledger file")
     chain_key = key_from_environment() if key is None else key
-    mark = read_high_water(high_water_path(target), chain_key) if high_water else None
     try:
         connection = _open(target)
         try:
             problem = _schema_problem(connection)
             if problem is not None:
                 return LedgerReport(str(target), None, 0, 0, 0, problem=problem)
-            result = replay(sqlite_rows(connection), chain_key, mark)  # names the first bad row
+            rows = sqlite_rows(connection)
         finally:
             connection.close()
     except sqlite3.Error as error:
         raise LedgerStoreError(f"ledger database {target}: {describe_sqlite_error(error)}") from None
-    problem = result.problem
+    mark: HighWater | None = None
+    anchor_problem: str | None = None
+    where = high_water_path(target)
+    identity = rows_identity(rows.chain)
+    if high_water and identity is not None:
+        try:
+            where, mark = anchor_of(target, chain_key, identity)
+        except LedgerStoreError as error:
+            anchor_problem = str(error)
+    result = replay(rows, chain_key, mark)  # names the first bad row
+    problem = result.problem or anchor_problem
     if problem is None and high_water and mark is None:
         problem = (
-            f"high-water mark {high_water_path(target)} missing (a truncated tail would go unnoticed; "
-            "--no-high-water checks the chain alone)"
+            f"anchor {where} missing (a truncated tail would go unnoticed; --no-high-water checks the chain alone; "
+            f"dpmem ledger reanchor re-anchors a live database, recorded in its chain)"
         )
     return LedgerReport(
         str(target), result.fingerprint, result.sessions, result.releases, result.turns, problem, result, mark
@@ -237,7 +276,9 @@ def backup_sqlite(source: str | Path, destination: str | Path, key: ChainKey | N
         raise LedgerStoreError(f"ledger database {origin}: {describe_sqlite_error(error)}") from None
     finally:
         _remove_ours(partial)
-    write_high_water(high_water_path(target), chain_key, head)
+    identity = report.chain.identity if report.chain is not None else None
+    assert identity is not None  # a verified chain has a genesis
+    write_anchor(high_water_path(target), chain_key, identity, head, role=BACKUP)
     return attrs.evolve(report, path=str(target), high_water=head)
 
 

@@ -28,18 +28,20 @@ import hashlib
 import hmac
 import json
 import os
+import secrets
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import attrs
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.files import read_file
 from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, SlotRelease, fraction_to_text
 
 ENV_KEY = "DPMEM_LEDGER_KEY"
 ENV_KEY_FILE = "DPMEM_LEDGER_KEY_FILE"
+ENV_DEV_KEY = "DPMEM_LEDGER_DEV_KEY"
 MIN_KEY_BYTES = 16
 MAX_KEY_BYTES = 4096
 UNKEYED = b"dpmem-ledger-unkeyed-public-v1"
@@ -81,7 +83,10 @@ def _checked_secret(secret: bytes, where: str) -> bytes:
 
 
 def key_from_environment(environ: Mapping[str, str] | None = None) -> ChainKey:
-    """The chain key from DPMEM_LEDGER_KEY or DPMEM_LEDGER_KEY_FILE (unkeyed without both)."""
+    """The chain key from DPMEM_LEDGER_KEY or DPMEM_LEDGER_KEY_FILE. Keys are explicit: with
+    neither, a durable ledger is refused unless DPMEM_LEDGER_DEV_KEY=1 asks for the public
+    development key (printed at start by the commands: `DEV_KEY_NOTICE`; recorded in the
+    chain: its genesis names key id `unkeyed`)."""
     env = os.environ if environ is None else environ
     text, file = env.get(ENV_KEY), env.get(ENV_KEY_FILE)
     if text is not None and file is not None:
@@ -89,14 +94,25 @@ def key_from_environment(environ: Mapping[str, str] | None = None) -> ChainKey:
     if text is not None:
         return ChainKey(secret=_checked_secret(text.encode("utf-8", "surrogateescape"), ENV_KEY), keyed=True)
     if file is not None:
-        path = Path(file)
-        try:
-            with path.open("rb") as handle:
-                raw = handle.read(MAX_KEY_BYTES + 2)
-        except OSError:
-            raise InputError(ENV_KEY_FILE, "a readable key file", "a path that cannot be read") from None
+        raw = read_file(file, MAX_KEY_BYTES + 2, ENV_KEY_FILE, "key file") or b""
         return ChainKey(secret=_checked_secret(raw.rstrip(b"\r\n"), ENV_KEY_FILE), keyed=True)
-    return unkeyed()
+    if env.get(ENV_DEV_KEY) == "1":
+        return unkeyed()
+    raise InputError(
+        ENV_KEY,
+        f"a key for a durable ledger ({ENV_KEY} or {ENV_KEY_FILE}; {ENV_DEV_KEY}=1 runs on the public development key)",
+        "none set",
+    )
+
+
+def dev_key_notice(key: ChainKey) -> str | None:
+    """The line a command prints at start when it runs on the development key (else None)."""
+    if key.keyed:
+        return None
+    return (
+        f"dpmem: warning: {ENV_DEV_KEY}=1: the ledger chain uses the public development key (key id unkeyed, "
+        f"recorded in its genesis event); anyone can forge it: set {ENV_KEY} or {ENV_KEY_FILE} in production"
+    )
 
 
 def canonical(data: Mapping[str, Any]) -> str:
@@ -110,8 +126,10 @@ def _fractions(values: Mapping[str, Fraction]) -> dict[str, str]:
     return {a: fraction_to_text(v) for a, v in sorted(values.items())}
 
 
-def genesis_body(key: ChainKey, schema: str) -> str:
-    return canonical({"key_id": key.key_id, "schema": schema})
+def genesis_body(key: ChainKey, schema: str, database_id: str | None = None) -> str:
+    """The first event: the key's public id, the schema and the database identity (random,
+    so two ledgers under one key share no event: every later MAC commits to it)."""
+    return canonical({"key_id": key.key_id, "schema": schema, "database_id": database_id or new_database_id()})
 
 
 def bind_body(fingerprint: str) -> str:
@@ -194,6 +212,11 @@ def turn_body(key: SessionKey, seq: int, turn_id: str, record_text: str) -> str:
     )
 
 
+def reanchor_body(previous: str, head: HighWater) -> str:
+    """An explicit re-anchoring (`dpmem ledger reanchor`): what the anchor was, and the head it moves to."""
+    return canonical({"previous": previous, "to_seq": head.seq, "to_mac": head.mac})
+
+
 def rollback_body(from_seq: int, from_mac: str, to_seq: int, to_mac: str) -> str:
     return canonical({"from_seq": from_seq, "from_mac": from_mac, "to_seq": to_seq, "to_mac": to_mac})
 
@@ -211,81 +234,38 @@ def check_genesis(database: str, key: ChainKey, body: str) -> None:
         )
 
 
-# ---------------------------------------------------------------- the high-water mark
+# ---------------------------------------------------------------- chain heads and the database identity
 
-HIGH_WATER_SUFFIX = ".hwm"
-_HWM_BYTES = 512
+_ID_CHARS = frozenset("0123456789abcdef")
 
 
 @attrs.frozen
 class HighWater:
-    """The newest chain event a database is known to have committed: (seq, mac)."""
+    """A chain head: (seq, mac). The anchor is the newest one a database is known to have committed."""
 
     seq: int
     mac: str
 
 
-def high_water_path(database: Path) -> Path:
-    return database.with_name(database.name + HIGH_WATER_SUFFIX)
+def new_database_id() -> str:
+    """A random 128-bit database identity, fixed in the genesis event."""
+    return secrets.token_hex(16)
 
 
-def _hwm_text(key: ChainKey, mark: HighWater) -> bytes:
-    data = {"seq": mark.seq, "mac": mark.mac, "key_id": key.key_id}
-    seal = key.mac(mark.seq, "high-water", mark.mac, canonical(data))
-    return json.dumps({**data, "seal": seal}, sort_keys=True).encode().ljust(_HWM_BYTES)
-
-
-def _parse_hwm(key: ChainKey, raw: bytes, where: str) -> HighWater | None:
-    if not raw.strip():
-        return None
+def database_identity(genesis_body_text: str, genesis_mac: str) -> str:
+    """The identity a chain's genesis fixes: its `database_id` (a genesis written before
+    identities existed has none: its MAC stands in, shared by every such ledger of one key)."""
     try:
-        data = json.loads(raw.decode("ascii"))
-        mark = HighWater(seq=int(data["seq"]), mac=str(data["mac"]))
-        seal = str(data["seal"])
-        expected = key.mac(
-            mark.seq, "high-water", mark.mac, canonical({"seq": mark.seq, "mac": mark.mac, "key_id": key.key_id})
-        )
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-        raise LedgerStoreError(f"high-water mark {where}: unreadable") from None
-    if not hmac.compare_digest(seal, expected):
-        raise LedgerStoreError(f"high-water mark {where}: its seal does not match the key (edited or another key)")
-    return mark
+        found = json.loads(genesis_body_text).get("database_id")
+    except (ValueError, AttributeError, RecursionError):
+        found = None
+    if isinstance(found, str) and len(found) == 32 and set(found) <= _ID_CHARS:
+        return found
+    return "genesis-" + genesis_mac[:32]
 
 
-def read_high_water(path: Path, key: ChainKey) -> HighWater | None:
-    """The mark in `path` (None when the file is missing or empty)."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(_HWM_BYTES + 1)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        raise LedgerStoreError(f"high-water mark {path}: cannot be read") from None
-    return _parse_hwm(key, raw, str(path))
-
-
-def write_high_water(path: Path, key: ChainKey, mark: HighWater, force: bool = False) -> None:
-    """Raise the mark to `mark` (never lower it unless `force`: a recorded rollback).
-
-    Under an exclusive flock, so concurrent committers keep the maximum; written in place
-    (one sector) after the database COMMIT it follows. Not fsync'ed on every commit (that
-    doubled the cost of a charge, benchmarks/bench_ledger.py): the mark survives a crash
-    of the process at once and a power loss once the OS has written it back; `force`
-    (restore) syncs."""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        raise LedgerStoreError(f"high-water mark {path}: cannot be written") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        current = _parse_hwm(key, os.pread(fd, _HWM_BYTES + 1, 0), str(path))
-        if force or current is None or mark.seq > current.seq:
-            os.pwrite(fd, _hwm_text(key, mark), 0)
-            if force:
-                os.fdatasync(fd)
-    except OSError:
-        raise LedgerStoreError(f"high-water mark {path}: cannot be written") from None
-    finally:
-        os.close(fd)
+def rows_identity(chain: Sequence[Sequence[Any]]) -> str | None:
+    """The identity the genesis row (seq, kind, body, mac) of a chain fixes (None: unreadable)."""
+    first = chain[0] if chain else ()
+    ok = len(first) == 4 and isinstance(first[2], str) and isinstance(first[3], str)
+    return database_identity(first[2], first[3]) if ok else None

@@ -26,7 +26,9 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import errors as pg_errors
 
+from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
+from dpmem_ref.ledger.checkpoint import Checkpoint
 from dpmem_ref.ledger.contract import (
     FaultHook,
     LedgerStoreError,
@@ -36,10 +38,19 @@ from dpmem_ref.ledger.contract import (
 )
 from dpmem_ref.ledger.postgres_schema import (
     append_event,
+    chain_head,
     create_schema,
     describe_postgres_error,
+    holds,
+    identity,
     lock_chain,
     locked_ledgers,
+    missing_anchor,
+    read_anchor_row,
+    rewound,
+    store_checkpoint,
+    verify_on_open,
+    write_anchor_row,
 )
 from dpmem_ref.ledger.postgres_session import PostgresLedgerSession
 from dpmem_ref.ledger.scopes import check_meta_key, grouped_ledgers
@@ -79,7 +90,56 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
         self._connection: psycopg.Connection[Any] | None = None
         self._pid = -1
         self._ever_connected = False
+        self._checkpoint: Checkpoint | None = None  # verified on open, not yet stored
         self.run(self._create_schema)
+        self.identity = self.run(identity)
+        # the anchor: DPMEM_LEDGER_ANCHOR_DIR/<identity>.anchor when set (out of the database's
+        # reach), else the database's own dpmem_anchor row (docs/durability.md, threat model)
+        self.anchor_file = anchor_path(None, self.identity)
+        self.run(self._check_anchor_on_open)
+        self.run(self._verify_on_open, read_only=True)  # one snapshot, writes nothing
+
+    def _verify_on_open(self, tx: psycopg.Connection[Any]) -> None:
+        """Verify from the last checkpoint to the head (O(new events)): an edited ledger is refused, never served."""
+        try:
+            self._checkpoint = verify_on_open(tx, self.key, self.identity)
+        except LedgerStoreError as error:
+            raise LedgerStoreError(
+                f"ledger database {self.name}: refused, {error} (dpmem ledger verify URL names the row)"
+            ) from None
+
+    @property
+    def _anchor_where(self) -> str:
+        return str(self.anchor_file) if self.anchor_file is not None else f"{self.name} dpmem_anchor"
+
+    def _read_anchor(self, tx: psycopg.Connection[Any]) -> HighWater | None:
+        if self.anchor_file is not None:
+            return read_anchor(self.anchor_file, self.key, self.identity)
+        return read_anchor_row(tx, self.name, self.key, self.identity)
+
+    def _check_anchor_on_open(self, tx: psycopg.Connection[Any]) -> None:
+        """Fail closed: a chain past its genesis needs an anchor, and must hold its event."""
+        lock_chain(tx)
+        head = chain_head(tx)
+        try:
+            mark = self._read_anchor(tx)
+        except LedgerStoreError as error:
+            raise LedgerStoreError(
+                f"ledger database {self.name}: refused, {error}; a live database whose anchor was replaced: "
+                "dpmem ledger reanchor URL"
+            ) from None
+        if mark is None:
+            if head.seq > 1:
+                raise missing_anchor(self.name, self._anchor_where)
+            self._set_anchor(tx, head)
+        elif not holds(tx, mark):
+            raise rewound(self.name, mark, self._anchor_where)
+
+    def _set_anchor(self, tx: psycopg.Connection[Any], mark: HighWater) -> None:
+        if self.anchor_file is not None:
+            write_anchor(self.anchor_file, self.key, self.identity, mark)
+        else:
+            write_anchor_row(tx, self.key, self.identity, mark)
 
     def __repr__(self) -> str:
         return f"PostgresLedgerStore(url={self.name!r})"
@@ -228,7 +288,26 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
             )
 
     def _append_chain(self, tx: psycopg.Connection[Any], kind: str, body: str) -> HighWater:
-        return append_event(tx, self.key, kind, body)
+        """Under the chain lock: the chain must still hold the anchor's event (a database rewound
+        or truncated while this store runs refuses the commit, before its release); then the
+        event, and (anchor row) the anchor moves with the head in the same transaction."""
+        mark = self._read_anchor(tx)
+        if mark is None:
+            raise missing_anchor(self.name, self._anchor_where)
+        if not holds(tx, mark):
+            raise rewound(self.name, mark, self._anchor_where)
+        if self._checkpoint is not None:  # what the open verified, stored with the first write
+            store_checkpoint(tx, self.key, self.identity, self._checkpoint)
+        head = append_event(tx, self.key, kind, body)
+        if self.anchor_file is None:
+            write_anchor_row(tx, self.key, self.identity, head)
+        return head
+
+    def _committed(self, mark: HighWater | None) -> None:
+        if mark is not None:
+            self._checkpoint = None  # stored by the transaction that just committed its event
+        if mark is not None and self.anchor_file is not None:
+            write_anchor(self.anchor_file, self.key, self.identity, mark)
 
     def _session(self, key: SessionKey) -> PostgresLedgerSession:
         return PostgresLedgerSession(backend=self, key=key)

@@ -8,7 +8,16 @@ from typing import Any
 import psycopg
 
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, genesis_body
+from dpmem_ref.ledger.anchor import LIVE, anchor_text, parse_anchor
+from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, database_identity, genesis_body
+from dpmem_ref.ledger.checkpoint import (
+    Checkpoint,
+    Tail,
+    checkpoint_after,
+    checkpoint_text,
+    parse_checkpoint,
+    verify_tail,
+)
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,
     SCHEMA_VERSION,
@@ -38,6 +47,8 @@ CREATE TABLE IF NOT EXISTS dpmem_turns (
 CREATE INDEX IF NOT EXISTS dpmem_turns_by_session ON dpmem_turns (user_name, interaction, seq);
 CREATE TABLE IF NOT EXISTS dpmem_chain (
     seq BIGINT PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dpmem_anchor (id SMALLINT PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dpmem_checkpoint (id SMALLINT PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL);
 """
 COLUMNS = {
     "dpmem_meta": ("key", "value"),
@@ -125,6 +136,97 @@ def append_event(connection: psycopg.Connection[Any], key: ChainKey, kind: str, 
     mac = key.mac(seq, kind, head.mac, body)
     connection.execute("INSERT INTO dpmem_chain (seq, kind, body, mac) VALUES (%s, %s, %s, %s)", (seq, kind, body, mac))
     return HighWater(seq, mac)
+
+
+def chain_head(connection: psycopg.Connection[Any]) -> HighWater:
+    row = connection.execute("SELECT seq, mac FROM dpmem_chain ORDER BY seq DESC LIMIT 1").fetchone()
+    return HighWater(0, GENESIS_MAC) if row is None else HighWater(int(row[0]), str(row[1]))
+
+
+def identity(connection: psycopg.Connection[Any]) -> str:
+    row = connection.execute("SELECT body, mac FROM dpmem_chain WHERE seq = 1").fetchone()
+    if row is None:
+        raise LedgerStoreError("chain: no genesis event")
+    return database_identity(str(row[0]), str(row[1]))
+
+
+def read_anchor_row(connection: psycopg.Connection[Any], name: str, key: ChainKey, ident: str) -> HighWater | None:
+    """The anchor the database keeps in its `dpmem_anchor` row (None when there is none)."""
+    row = connection.execute("SELECT body FROM dpmem_anchor WHERE id = 1").fetchone()
+    return None if row is None else parse_anchor(key, str(row[0]), f"{name} dpmem_anchor", ident, (LIVE,))
+
+
+def write_anchor_row(connection: psycopg.Connection[Any], key: ChainKey, ident: str, mark: HighWater) -> None:
+    """Set the anchor row to `mark` inside the caller's write transaction (under the chain lock,
+    so it moves with the head: never down)."""
+    connection.execute(
+        "INSERT INTO dpmem_anchor (id, body) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body",
+        (anchor_text(key, ident, LIVE, mark),),
+    )
+
+
+def holds(connection: psycopg.Connection[Any], mark: HighWater) -> bool:
+    """The chain holds the anchor's event: seq AND MAC."""
+    row = connection.execute("SELECT mac FROM dpmem_chain WHERE seq = %s", (mark.seq,)).fetchone()
+    return row is not None and str(row[0]) == mark.mac
+
+
+def rewound(name: str, mark: HighWater, where: str) -> LedgerStoreError:
+    return LedgerStoreError(
+        f"ledger database {name}: its chain does not reach its high-water mark (the event of {where}, seq "
+        f"{mark.seq}): rewound, truncated or forked; restore the newest backup of the server"
+    )
+
+
+def missing_anchor(name: str, where: str) -> LedgerStoreError:
+    return LedgerStoreError(
+        f"ledger database {name}: its anchor ({where}) is missing, so a truncated or older copy would go "
+        f"unnoticed; if this is the live database, re-anchor it (recorded in its chain): dpmem ledger reanchor URL"
+    )
+
+
+def _count(connection: psycopg.Connection[Any], table: str) -> int:
+    found = connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()  # noqa: S608  # our table names
+    return 0 if found is None else int(found[0])
+
+
+def verify_on_open(connection: psycopg.Connection[Any], key: ChainKey, ident: str) -> Checkpoint | None:
+    """In one snapshot: verify from the last sealed checkpoint to the head (`checkpoint.verify_tail`,
+    O(new events)); the new checkpoint to store (None: unchanged). See the SQLite twin."""
+    row = connection.execute("SELECT body FROM dpmem_checkpoint WHERE id = 1").fetchone()
+    start = parse_checkpoint(key, ident, None if row is None else row[0])
+    if start is not None and not holds(connection, HighWater(start.seq, start.mac)):
+        start = None
+    seq, release, turn = checkpoint_after(start)
+
+    def rows(sql: str, *params: int) -> tuple[tuple[object, ...], ...]:
+        return tuple(tuple(found) for found in connection.execute(sql, params))
+
+    counts = [_count(connection, t) for t in ("dpmem_releases", "dpmem_turns")]
+    tail = Tail(
+        chain=rows("SELECT seq, kind, body, mac FROM dpmem_chain WHERE seq > %s ORDER BY seq", seq),
+        meta=rows("SELECT key, value FROM dpmem_meta"),
+        ledgers=rows("SELECT user_name, interaction, attribute, spent, cap FROM dpmem_ledgers"),
+        releases=rows(
+            "SELECT user_name, interaction, seq, release_id, turn_id, slot_index, slot, view, "
+            "CASE WHEN admitted THEN 1 ELSE 0 END, charge_set, epsilon FROM dpmem_releases WHERE seq > %s ORDER BY seq",
+            release,
+        ),
+        turns=rows(
+            "SELECT user_name, interaction, seq, turn_id, record FROM dpmem_turns WHERE seq > %s ORDER BY seq", turn
+        ),
+        counts=(counts[0], counts[1]),
+    )
+    checkpoint = verify_tail(key, start, tail)
+    return None if start is not None and checkpoint.seq == start.seq else checkpoint
+
+
+def store_checkpoint(connection: psycopg.Connection[Any], key: ChainKey, ident: str, checkpoint: Checkpoint) -> None:
+    """Inside the next write transaction (a refused open writes nothing)."""
+    connection.execute(
+        "INSERT INTO dpmem_checkpoint (id, body) VALUES (1, %s) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body",
+        (checkpoint_text(key, ident, checkpoint),),
+    )
 
 
 def create_schema(connection: psycopg.Connection[Any], name: str, key: ChainKey) -> None:

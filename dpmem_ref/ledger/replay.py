@@ -1,17 +1,14 @@
 """`dpmem ledger verify`: re-derive every ledger table from the chain, for any backend.
 
-The backend hands over its rows as plain tuples (`LedgerRows`); `replay` then
+The backend hands over its rows as plain tuples (`LedgerRows`); `replay` (bounded work;
+unreadable bytes are a problem line, never an exception) then
 1. walks the chain: seq 1, 2, 3, ... without gaps, each MAC recomputed from its
-   predecessor with the key (an edited, deleted, inserted or reordered event is named);
-2. re-derives from the events alone the fingerprint, meta rows, every session's caps,
-   every release and turn row, and every ledger L_a as the running sum of the committed
-   charges (of every scope a charge debits), checking L_a <= B_a (C5) after every
-   charge, eps > 0 on a charged release and none on a fallback, and each event's
-   stored ledgers against that sum;
-3. compares every table row with the derived one and names the first that differs, was
-   inserted or was deleted (table and seq, in commit order);
-4. checks the high-water mark (`chain.HighWater`) is reached and lists the rollbacks.
-Bounded work on every value; unreadable bytes are a problem line, never an exception.
+   predecessor (an edited, deleted, inserted, reordered or spliced event is named);
+2. re-derives from the events alone the fingerprint, meta, caps, every release and turn
+   row, every ledger L_a as the running sum of the committed charges (every scope), checking
+   C5 (L_a <= B_a) after each charge, C3 (eps > 0) on a charged release, none on a fallback;
+3. compares every table row with the derived one, naming the first edited/inserted/deleted;
+4. checks the anchor's event (seq AND MAC) is in the chain; lists rollbacks, re-anchors.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from dpmem_ref.ledger.chain import GENESIS_MAC, MAX_BODY_BYTES, ChainKey, HighWater, record_digest
+from dpmem_ref.ledger.chain import GENESIS_MAC, MAX_BODY_BYTES, ChainKey, HighWater, record_digest, rows_identity
 from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError, fraction_from_text
 
 Row = Sequence[Any]
@@ -54,6 +51,7 @@ class Replay:
     rollbacks: tuple[str, ...]
     migrated: bool
     problem: str | None
+    identity: str | None = None  # the database identity its genesis fixes
 
 
 class _Bad(Exception):
@@ -102,9 +100,9 @@ def _body(row: Row, where: str) -> dict[str, Any]:
     return data
 
 
-def _walk(chain: tuple[Row, ...], key: ChainKey) -> None:
-    previous = GENESIS_MAC
-    for position, row in enumerate(chain, start=1):
+def _walk(chain: tuple[Row, ...], key: ChainKey, first: int = 1, previous: str = GENESIS_MAC) -> None:
+    """Every event's MAC from its predecessor's, seq `first`, `first` + 1, ... without gaps."""
+    for position, row in enumerate(chain, start=first):
         if len(row) != 4:
             raise _Bad(f"chain row {position}: wrong shape")
         seq = _seq(row[0], f"chain row {position}")
@@ -204,8 +202,8 @@ def _rebind(state: _State, data: dict[str, Any], where: str) -> None:
         state.caps[session], state.spent[session] = caps, spent
 
 
-def _derive(chain: tuple[Row, ...]) -> _State:
-    state = _State()
+def _derive(chain: tuple[Row, ...], start: _State | None = None) -> _State:
+    state = _State() if start is None else start
     for row in chain:
         seq, kind = row[0], row[1]
         where = f"chain seq {seq} ({kind})"
@@ -236,9 +234,11 @@ def _derive(chain: tuple[Row, ...]) -> _State:
             state.turns[turn_seq] = (*session, turn_seq, data.get("turn_id"), data.get("record_sha256"))
         elif kind == "rebind":
             _rebind(state, data, where)
-        elif kind == "rollback":
+        elif kind in ("rollback", "reanchor"):  # explicit, recorded recoveries: reported by every verify
             state.rollbacks.append(
                 f"seq {seq}: restored back to chain seq {data.get('to_seq')} from seq {data.get('from_seq')}"
+                if kind == "rollback"
+                else f"seq {seq}: re-anchored at chain seq {data.get('to_seq')} (the anchor was {data.get('previous')})"
             )
         else:
             raise _Bad(f"{where}: unknown event kind")
@@ -315,7 +315,7 @@ def replay(rows: LedgerRows, key: ChainKey, mark: HighWater | None) -> Replay:
     state = _State()
     try:
         if not rows.chain:
-            raise _Bad("no chain (a database written before the tamper-evident ledger: dpmem ledger migrate)")
+            raise _Bad("no chain events (emptied: tampered); put the newest verified backup back with dpmem ledger restore")
         stored = _body(rows.chain[0], "chain seq 1").get("key_id") if len(rows.chain[0]) == 4 else None
         if stored != key.key_id:  # the likely operator error, named before the MAC walk fails on it
             raise _Bad(
@@ -346,4 +346,5 @@ def replay(rows: LedgerRows, key: ChainKey, mark: HighWater | None) -> Replay:
         rollbacks=tuple(state.rollbacks),
         migrated=state.migrated,
         problem=problem,
+        identity=rows_identity(rows.chain),
     )

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.backup import (
     LedgerReport,
     _existing_file,
@@ -33,21 +34,13 @@ from dpmem_ref.ledger.backup import (
     check_destination,
     verify_sqlite,
 )
-from dpmem_ref.ledger.chain import (
-    ChainKey,
-    HighWater,
-    high_water_path,
-    key_from_environment,
-    read_high_water,
-    rollback_body,
-    write_high_water,
-)
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, reanchor_body, rollback_body
 from dpmem_ref.ledger.contract import (
     LedgerStoreError,
     check_fingerprint,
 )
-from dpmem_ref.ledger.migrate import Sql, migrate_rows
-from dpmem_ref.ledger.sqlite_schema import SCHEMA, append_event, chain_head, describe_sqlite_error
+from dpmem_ref.ledger.migrate import Routes, Sql, migrate_rows
+from dpmem_ref.ledger.sqlite_schema import SCHEMA, append_event, chain_head, describe_sqlite_error, identity
 
 _T = TypeVar("_T")
 
@@ -59,10 +52,30 @@ def _sqlite(path: Path, action: Callable[[], _T]) -> _T:
         raise LedgerStoreError(f"ledger database {path}: {describe_sqlite_error(error)}") from None
 
 
+def _identity_of(path: Path) -> str:
+    def look() -> str:
+        connection = _open(path)
+        try:
+            return identity(connection)
+        finally:
+            connection.close()
+
+    return _sqlite(path, look)
+
+
+def _anchor_file(path: Path) -> Path:
+    found = anchor_path(path, _identity_of(path))
+    assert found is not None  # a SQLite file always has one
+    return found
+
+
 def _reference(live: Path, key: ChainKey) -> HighWater | None:
-    """What the live database is known to have committed: its mark, else its chain head."""
-    mark = read_high_water(high_water_path(live), key)
-    if mark is not None or not live.exists():
+    """What the live database is known to have committed: its anchor, else its chain head
+    (a live database whose anchor is foreign or edited is refused: the restore cannot tell)."""
+    if not live.exists():
+        return None
+    mark = read_anchor(_anchor_file(live), key, _identity_of(live))
+    if mark is not None:
         return mark
 
     def head() -> HighWater | None:
@@ -122,7 +135,7 @@ def restore_sqlite(
             os.link(partial, live)
     finally:
         _remove_ours(partial)
-    write_high_water(high_water_path(live), chain_key, head, force=True)
+    write_anchor(_anchor_file(live), chain_key, _identity_of(live), head, force=True)
     return verify_sqlite(live, chain_key)
 
 
@@ -153,8 +166,11 @@ def _copy_into(partial: Path, live: Path) -> None:
         source.close()
 
 
-def migrate_sqlite(database: str | Path, fingerprint: str, key: ChainKey | None = None) -> LedgerReport:
-    """Bind a legacy (or unbound) ledger to `fingerprint` and chain its rows (module docstring)."""
+def migrate_sqlite(
+    database: str | Path, fingerprint: str, key: ChainKey | None = None, routes: Routes | None = None
+) -> LedgerReport:
+    """Bind a legacy (or unbound) ledger to `fingerprint` and chain its rows (module docstring);
+    `routes` (the named interface's, `migrate.Routes.of`): the charge log is replayed against them."""
     chain_key = key_from_environment() if key is None else key
     check_fingerprint(fingerprint)
     path = _existing_file(Path(database), "ledger file")
@@ -162,14 +178,16 @@ def migrate_sqlite(database: str | Path, fingerprint: str, key: ChainKey | None 
     def run() -> HighWater | None:
         connection = _open(path)
         try:
-            connection.executescript(SCHEMA)  # the chain table of schema 2, if missing
             connection.execute("BEGIN IMMEDIATE")
             try:
+                for statement in SCHEMA.split(";"):  # the chain table of schema 2, if missing: in the transaction
+                    if statement.strip():
+                        connection.execute(statement)
                 sql = Sql(
                     query=lambda text, params: connection.execute(text, params).fetchall(),
                     append=lambda kind, body: append_event(connection, chain_key, kind, body),
                 )
-                mark = migrate_rows(sql, str(path), fingerprint, chain_key)
+                mark = migrate_rows(sql, str(path), fingerprint, chain_key, routes)
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")
@@ -180,5 +198,41 @@ def migrate_sqlite(database: str | Path, fingerprint: str, key: ChainKey | None 
 
     mark = _sqlite(path, run)
     if mark is not None:
-        write_high_water(high_water_path(path), chain_key, mark)
+        write_anchor(_anchor_file(path), chain_key, _identity_of(path), mark, force=True)
+    return verify_sqlite(path, chain_key)
+
+
+def reanchor_sqlite(database: str | Path, key: ChainKey | None = None) -> LedgerReport:
+    """`dpmem ledger reanchor DB`: the operator's explicit answer to a missing, foreign or
+    unreadable anchor. The chain must verify on its own (every MAC, every row, C3 and C5);
+    then ONE transaction appends a `reanchor` event (what the anchor was, the head it moves
+    to), which every later verify reports, and the anchor is rewritten at that head. An
+    anchor that is intact and reached needs nothing (refused: there is nothing to recover).
+    What it accepts: that this file is the live database, as new as it looks."""
+    chain_key = key_from_environment() if key is None else key
+    path = _existing_file(Path(database), "ledger file")
+    checked = verify_sqlite(path, chain_key, high_water=False)
+    if not checked.ok:
+        raise LedgerStoreError(f"ledger database {path} does not verify, not re-anchored: {checked.problem}")
+    where = _anchor_file(path)
+    try:
+        previous = read_anchor(where, chain_key, _identity_of(path))
+        state = "missing" if previous is None else f"at seq {previous.seq}"
+    except LedgerStoreError as error:
+        previous, state = None, f"refused ({str(error).split(': ', 1)[-1]})"
+    if previous is not None and _reaches(path, previous):
+        raise LedgerStoreError(f"ledger database {path}: its anchor {where} is intact and reached; nothing to re-anchor")
+
+    def run() -> HighWater:
+        connection = _open(path)
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            head = append_event(connection, chain_key, "reanchor", reanchor_body(state, chain_head(connection)))
+            connection.execute("COMMIT")
+        finally:
+            connection.close()
+        return head
+
+    head = _sqlite(path, run)
+    write_anchor(where, chain_key, _identity_of(path), head, force=True)
     return verify_sqlite(path, chain_key)

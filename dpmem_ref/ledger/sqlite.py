@@ -22,14 +22,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.ledger.chain import (
-    ChainKey,
-    HighWater,
-    high_water_path,
-    key_from_environment,
-    read_high_water,
-    write_high_water,
-)
+from dpmem_ref.core.files import is_regular_or_missing
+from dpmem_ref.ledger.anchor import anchor_on_open, anchor_path, read_anchor, write_anchor
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
+from dpmem_ref.ledger.checkpoint import Checkpoint
 from dpmem_ref.ledger.contract import (
     FaultHook,
     LedgerStoreError,
@@ -43,11 +39,15 @@ from dpmem_ref.ledger.sqlite_schema import (
     COLUMNS,
     SCHEMA,
     append_event,
+    chain_head,
     check_high_water,
     describe_sqlite_error,
     has_history,
+    identity,
     ledger_rows,
     open_chain,
+    store_checkpoint,
+    verify_on_open,
 )
 from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession
 
@@ -81,21 +81,63 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         self._fault_hook = fault_hook
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
+        self._checkpoint: Checkpoint | None = None  # verified on open, not yet stored
         self._pid = -1
         if self.path.is_dir():
             raise LedgerStoreError(f"ledger database {self.path}: a directory, not an SQLite file")
+        if not is_regular_or_missing(self.path):  # a FIFO or a device would block or never be a ledger
+            raise LedgerStoreError(f"ledger database {self.path}: not a regular file (a FIFO, device or socket)")
         self.key = key_from_environment() if key is None else key
-        self.high_water_path = high_water_path(self.path)
         with self.transaction() as connection:
-            mark = open_chain(connection, str(self.path), self.key)
-        if mark is not None:
-            self.committed(mark)
-        with self.reading() as connection:
-            check_high_water(connection, str(self.path), read_high_water(self.high_water_path, self.key))
+            open_chain(connection, str(self.path), self.key)
+            self.identity = identity(connection)
+            head = chain_head(connection)
+        found = anchor_path(self.path, self.identity)
+        assert found is not None  # a SQLite file always has an anchor path
+        self.high_water_path = found
+        mark = anchor_on_open(self.high_water_path, self.key, self.identity, str(self.path), head.seq)
+        if mark is None:
+            self.committed(head)  # a new database: anchored at its genesis
+        else:
+            with self.reading() as connection:
+                check_high_water(connection, str(self.path), mark, f"anchor {self.high_water_path}")
+        self.verify_on_open()
+
+    def verify_on_open(self) -> None:
+        """Verify the chain from the last verified checkpoint to the head (O(new events)) and
+        compare every ledger and meta row and the newer release and turn rows with it, so an
+        edited ledger is never served; refused with one line naming the first bad row."""
+        try:
+            with self.reading() as connection:
+                self._checkpoint = verify_on_open(connection, self.key, self.identity)
+        except LedgerStoreError as error:
+            raise LedgerStoreError(
+                f"ledger database {self.path}: refused, {error} (dpmem ledger verify {self.path} names the row; "
+                "put the newest verified backup back with dpmem ledger restore)"
+            ) from None
 
     def committed(self, mark: HighWater) -> None:
-        """After a COMMIT: raise the high-water mark to the committed chain head."""
-        write_high_water(self.high_water_path, self.key, mark)
+        """After a COMMIT: raise the anchor to the committed chain head (never lowered)."""
+        write_anchor(self.high_water_path, self.key, self.identity, mark)
+
+    def save_checkpoint(self) -> None:
+        """Store what the open verified now (else the first commit stores it)."""
+        if self._checkpoint is not None:
+            with self.transaction() as connection:
+                store_checkpoint(connection, self.key, self.identity, self._checkpoint)
+            self._checkpoint = None
+
+    def check_anchor(self, connection: sqlite3.Connection) -> None:
+        """Inside a write transaction, before its chain event: the chain must still hold the
+        anchor's event (seq and MAC), so a database truncated or rewound while this store
+        runs refuses the commit, before its release, instead of re-growing past the mark."""
+        mark = read_anchor(self.high_water_path, self.key, self.identity)
+        if mark is None:  # open wrote one: it was deleted while this store ran
+            raise LedgerStoreError(
+                f"ledger database {self.path}: its anchor {self.high_water_path} disappeared while it was open; "
+                f"nothing was committed; if this is the live database: dpmem ledger reanchor {self.path}"
+            )
+        check_high_water(connection, str(self.path), mark, f"anchor {self.high_water_path}")
 
     def __repr__(self) -> str:
         return f"SQLiteLedgerStore(path={str(self.path)!r})"
@@ -256,10 +298,14 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         tx.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", sorted(rows.items()))
 
     def _append_chain(self, tx: sqlite3.Connection, kind: str, body: str) -> HighWater:
+        self.check_anchor(tx)
+        if self._checkpoint is not None:  # what the open verified, stored with the first write
+            store_checkpoint(tx, self.key, self.identity, self._checkpoint)
         return append_event(tx, self.key, kind, body)
 
     def _committed(self, mark: HighWater | None) -> None:
         if mark is not None:
+            self._checkpoint = None  # stored by the transaction that just committed its event
             self.committed(mark)
 
     def _session(self, key: SessionKey) -> SQLiteLedgerSession:

@@ -6,7 +6,15 @@ import sqlite3
 from fractions import Fraction
 
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, genesis_body
+from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, database_identity, genesis_body
+from dpmem_ref.ledger.checkpoint import (
+    Checkpoint,
+    Tail,
+    checkpoint_after,
+    checkpoint_text,
+    parse_checkpoint,
+    verify_tail,
+)
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,
     SCHEMA_VERSION,
@@ -35,6 +43,7 @@ CREATE TABLE IF NOT EXISTS turns (
 CREATE INDEX IF NOT EXISTS turns_by_session ON turns (user, interaction, seq);
 CREATE TABLE IF NOT EXISTS chain (
     seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, mac TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoint (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL);
 """
 COLUMNS = {
     "meta": ("key", "value"),
@@ -119,17 +128,68 @@ def open_chain(connection: sqlite3.Connection, database: str, key: ChainKey) -> 
     return append_event(connection, key, "genesis", genesis_body(key, SCHEMA_VERSION))
 
 
-def check_high_water(connection: sqlite3.Connection, database: str, mark: HighWater | None) -> None:
-    """Refuse a database rewound below its high-water mark (a copied-back older file):
-    `dpmem ledger restore --allow-rollback` is the one way, and it is recorded."""
+def identity(connection: sqlite3.Connection) -> str:
+    """The database identity its genesis event fixes (`chain.database_identity`)."""
+    row = connection.execute("SELECT body, mac FROM chain WHERE seq = 1").fetchone()
+    if row is None:
+        raise LedgerStoreError("chain: no genesis event")
+    return database_identity(str(row[0]), str(row[1]))
+
+
+def rewound(database: str, mark: HighWater, where: str) -> LedgerStoreError:
+    return LedgerStoreError(
+        f"ledger database {database}: its chain does not reach its high-water mark (the event of {where}, seq "
+        f"{mark.seq}): rewound, truncated or forked; put the newest backup back with dpmem ledger restore BACKUP "
+        f"{database} (--allow-rollback restores an older one, recorded)"
+    )
+
+
+def check_high_water(connection: sqlite3.Connection, database: str, mark: HighWater | None, where: str = "") -> None:
+    """Refuse a database whose chain does not hold its anchor's event, seq AND MAC (a
+    copied-back older file, a truncated or forked tail): restore is the one way, recorded."""
     if mark is None:
         return
     row = connection.execute("SELECT mac FROM chain WHERE seq = ?", (mark.seq,)).fetchone()
     if row is None or str(row[0]) != mark.mac:
-        raise LedgerStoreError(
-            f"ledger database {database}: its chain does not reach its high-water mark (seq {mark.seq}): "
-            "an older copy was put in place; restore it with dpmem ledger restore --allow-rollback"
-        )
+        raise rewound(database, mark, where)
+
+
+def verify_on_open(connection: sqlite3.Connection, key: ChainKey, ident: str) -> Checkpoint | None:
+    """In one read transaction: verify from the last sealed checkpoint to the head
+    (`checkpoint.verify_tail`, O(new events)); the new checkpoint to store (None: unchanged).
+    A checkpoint that is missing, forged, another database's or off this chain is ignored."""
+    row = connection.execute("SELECT body FROM checkpoint WHERE id = 1").fetchone()
+    start = parse_checkpoint(key, ident, None if row is None else row[0])
+    if start is not None:
+        held = connection.execute("SELECT mac FROM chain WHERE seq = ?", (start.seq,)).fetchone()
+        if held is None or str(held[0]) != start.mac:
+            start = None
+    seq, release, turn = checkpoint_after(start)
+
+    def rows(sql: str, *params: int) -> tuple[tuple[object, ...], ...]:
+        return tuple(tuple(found) for found in connection.execute(sql, params))
+
+    counts = tuple(int(connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in ("releases", "turns"))  # noqa: S608
+    tail = Tail(
+        chain=rows("SELECT seq, kind, body, mac FROM chain WHERE seq > ? ORDER BY seq", seq),
+        meta=rows("SELECT key, value FROM meta"),
+        ledgers=rows("SELECT user, interaction, attribute, spent, cap FROM ledgers"),
+        releases=rows(
+            "SELECT user, interaction, seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
+            "FROM releases WHERE seq > ? ORDER BY seq",
+            release,
+        ),
+        turns=rows("SELECT user, interaction, seq, turn_id, record FROM turns WHERE seq > ? ORDER BY seq", turn),
+        counts=(counts[0], counts[1]),
+    )
+    checkpoint = verify_tail(key, start, tail)
+    return None if start is not None and checkpoint.seq == start.seq else checkpoint
+
+
+def store_checkpoint(connection: sqlite3.Connection, key: ChainKey, ident: str, checkpoint: Checkpoint) -> None:
+    """Inside the next write transaction (a refused or read-only open writes nothing)."""
+    text = checkpoint_text(key, ident, checkpoint)
+    connection.execute("INSERT OR REPLACE INTO checkpoint (id, body) VALUES (1, ?)", (text,))
 
 
 def has_history(connection: sqlite3.Connection) -> bool:

@@ -23,6 +23,7 @@ import pytest
 
 from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
 from dpmem_ref.ledger.backup import backup_sqlite, verify_sqlite
+from dpmem_ref.ledger.restore import restore_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPS = {"diabetes": Fraction(2), "debt": Fraction(5)}
@@ -94,7 +95,10 @@ def test_backup_keeps_charges_that_live_only_in_the_wal(tmp_path: Path) -> None:
     assert committed_releases(backup) == CHARGES
     report = verify_sqlite(backup)
     assert report.ok and report.releases == CHARGES and report.fingerprint == FINGERPRINT
-    restored = SQLiteLedgerStore(backup).open_session("u", "i", CAPS, fingerprint=FINGERPRINT).load()
+    with pytest.raises(LedgerStoreError, match="a backup anchor.*dpmem ledger restore"):
+        SQLiteLedgerStore(backup)  # a backup is never opened as a live ledger: it goes through restore
+    restore_sqlite(backup, tmp_path / "restored.db")
+    restored = SQLiteLedgerStore(tmp_path / "restored.db").open_session("u", "i", CAPS, fingerprint=FINGERPRINT).load()
     assert restored.ledger_map() == {"diabetes": 0, "debt": CHARGES}
     verify = dpmem("ledger", "verify", str(backup))
     assert verify.returncode == 0 and verify.stdout.count("\n") == 1 and "c" * 12 in verify.stdout

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import sqlite3
 from collections.abc import Iterator
 from fractions import Fraction
@@ -70,20 +71,24 @@ INSERT INTO meta VALUES ('schema', '1');
 """
 
 
-def legacy_ledger(path: Path, spent: str = "4/3", fingerprint: str | None = None) -> None:
-    """A file as the old main wrote it: schema 1, two charges of 2/3 to diabetes."""
+def legacy_ledger(
+    path: Path, spent: str = "4/3", fingerprint: str | None = None, charge_set: tuple[str, ...] = ("debt", "diabetes")
+) -> None:
+    """A file as the old main wrote it: schema 1, two charges of 2/3 of Figure 2's food slot
+    (to debt and diabetes, as its route declares; `charge_set` plants another)."""
     raw = sqlite3.connect(path)
     raw.executescript(LEGACY_SCHEMA)
     if fingerprint is not None:
         raw.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
+    debt = "4/3" if "debt" in charge_set else "0/1"
     raw.executemany(  # Figure 2's caps
-        "INSERT INTO ledgers VALUES ('user', 'chat', ?, ?, ?)", [("diabetes", spent, "2/1"), ("debt", "0/1", "8/1")]
+        "INSERT INTO ledgers VALUES ('user', 'chat', ?, ?, ?)", [("diabetes", spent, "2/1"), ("debt", debt, "8/1")]
     )
     for n in range(2):
         raw.execute(
             "INSERT INTO releases (user, interaction, release_id, turn_id, slot_index, slot, view, admitted, "
-            "charge_set, epsilon) VALUES ('user', 'chat', ?, ?, 0, 'food', 'low-glycemic', 1, '[\"diabetes\"]', '2/3')",
-            (f"{n}a", f"{n}b"),
+            "charge_set, epsilon) VALUES ('user', 'chat', ?, ?, 0, 'food', 'low-glycemic', 1, ?, '2/3')",
+            (f"{n}a", f"{n}b", json.dumps(sorted(charge_set))),
         )
     raw.commit()
     raw.close()
@@ -120,7 +125,6 @@ UNBOUND = {
     "legacy schema 1 with rows": lambda p: legacy_ledger(p),
     "legacy schema 1 with a fingerprint row": lambda p: legacy_ledger(p, fingerprint="d" * 64),
     "charges without a fingerprint": unbound_with_charges,
-    "fingerprint row deleted": deleted_fingerprint,
 }
 
 
@@ -136,6 +140,21 @@ def test_a_ledger_without_a_fingerprint_is_refused_with_the_migration_command(na
     code, out, err = run_cli(["run", str(ROOT / "examples" / "figure2.toml"), "--store", "M", "--queries",
                               str(_queries(tmp_path)), "--store-url", f"sqlite:///{path}"])  # fmt: skip
     assert code == 2 and err.count("\n") == 1 and "dpmem ledger migrate" in err and out == "", (code, out, err)
+
+
+def test_a_deleted_fingerprint_row_is_tampering_refused_without_pointing_at_migrate(tmp_path: Path) -> None:
+    """The chain bound the interface: a deleted meta row is an edit, caught by the verification
+    on open, and the advice never names migrate (which would re-bind the tampered rows)."""
+    path = tmp_path / "l.db"
+    deleted_fingerprint(path)
+    for data in (BASE, SWAPPED):
+        with pytest.raises(LedgerStoreError) as refused:
+            session(data, path)
+        message = str(refused.value)
+        assert "meta.fingerprint differs" in message and "migrate" not in message and "\n" not in message
+    code, out, err = run_cli(["run", str(ROOT / "examples" / "figure2.toml"), "--store", "M", "--queries",
+                              str(_queries(tmp_path)), "--store-url", f"sqlite:///{path}"])  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "migrate" not in err and out == "", (code, out, err)
 
 
 def _queries(tmp_path: Path) -> Path:
@@ -173,6 +192,34 @@ def test_migration_binds_the_named_interface_and_chains_every_row(tmp_path: Path
     assert again[0] == 0
     with pytest.raises(Exception, match="a different interface"):
         session(BASE, path)  # now bound: another interface is refused as ever
+
+
+def test_migration_replays_the_charge_log_against_the_named_interfaces_routes(tmp_path: Path) -> None:
+    """The issue's case: equal caps, but the log charges the food slot to diabetes alone while
+    Figure 2 routes it to {debt, diabetes}: refused in one line naming the row, nothing written."""
+    figure = str(ROOT / "examples" / "figure2.toml")
+    path = tmp_path / "l.db"
+    legacy_ledger(path, charge_set=("diabetes",))
+    before = path.read_bytes()
+    code, out, err = run_cli(["ledger", "migrate", str(path), "--interface", figure])
+    assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
+    assert "releases seq 1: charge set ['diabetes'] at eps 2/3 is no read of slot food" in err
+    assert path.read_bytes() == before
+    for statement, words in (
+        ("UPDATE releases SET slot = 'nowhere'", "is not a slot of the named interface"),
+        ("UPDATE releases SET view = 'forged'", "is not in slot food's vocabulary"),
+        ("UPDATE releases SET epsilon = '1/3'", "charge set ['debt', 'diabetes'] at eps 1/3 is no read"),
+    ):
+        bad = tmp_path / f"{abs(hash(statement))}.db"
+        legacy_ledger(bad)
+        raw = sqlite3.connect(bad)
+        raw.execute(statement)
+        if "epsilon" in statement:
+            raw.execute("UPDATE ledgers SET spent = '2/3' WHERE attribute IN ('debt', 'diabetes')")
+        raw.commit()
+        raw.close()
+        code, out, err = run_cli(["ledger", "migrate", str(bad), "--interface", figure])
+        assert code == 2 and words in err and err.count("\n") == 1, (statement, err)
 
 
 def test_migration_refuses_an_inconsistent_or_foreign_ledger(tmp_path: Path) -> None:
@@ -261,3 +308,51 @@ def test_postgres_legacy_ledger_is_refused_then_migrated() -> None:
         DurableSession.open(session_of_base.interface, ledger_store, "user", "x", session_of_base.store("M"), SeededRandomSource(0))
     ledger_store.close()
     assert run_cli(["ledger", "verify", url])[0] == 0
+
+
+def test_a_genuine_pre_chain_file_is_named_as_such_by_verify(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    legacy_ledger(path)
+    code, out, _ = run_cli(["ledger", "verify", str(path)])
+    assert code == 1 and "written before the tamper-evident chain (schema 1)" in out and "foreign" not in out, out
+    assert "dpmem ledger migrate" in out
+
+
+@pytest.mark.parametrize("tamper", ["DROP TABLE chain", "DELETE FROM chain"])
+def test_a_dropped_chain_is_tampering_and_never_advised_to_migrate(tamper: str, tmp_path: Path) -> None:
+    """Verify's advice never names a command that resets a budget: migrate would re-chain the
+    tampered rows (here: a budget reset by hand) and the caps would be spendable again."""
+    path = tmp_path / "l.db"
+    session(BASE, path).run_turn("dinner")
+    raw = sqlite3.connect(path)
+    raw.execute(tamper)
+    raw.execute("UPDATE ledgers SET spent = '0/1'")
+    raw.execute("DELETE FROM meta WHERE key = 'fingerprint'")  # and made to look unbound
+    raw.commit()
+    raw.close()
+    code, out, _ = run_cli(["ledger", "verify", str(path)])
+    assert code == 1 and "tampered" in out and "migrate" not in out, out
+    code, out, err = run_cli(["ledger", "migrate", str(path), "--interface", str(ROOT / "examples" / "figure2.toml")])
+    assert code == 2 and "not migrated" in err and "tampered" in err and err.count("\n") == 1, (code, out, err)
+    with pytest.raises(LedgerStoreError) as refused:
+        session(BASE, path)
+    assert "migrate" not in str(refused.value)
+
+
+def test_postgres_a_dropped_chain_is_tampering_and_never_advised_to_migrate(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("psycopg")
+    import tests.postgres_server as postgres_server
+
+    url = postgres_server.new_database()
+    loaded = interface_from_dict(BASE)
+    ledger_store = open_ledger_store(url)
+    DurableSession.open(
+        loaded.interface, ledger_store, "user", "chat", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
+    ).run_turn("dinner")
+    ledger_store.close()
+    postgres_server.admin_execute(url, "DROP TABLE dpmem_chain")
+    postgres_server.admin_execute(url, "DELETE FROM dpmem_meta WHERE key = 'fingerprint'")
+    code, out, _ = run_cli(["ledger", "verify", url])
+    assert code == 1 and "tampered" in out and "migrate" not in out, out
+    code, out, err = run_cli(["ledger", "migrate", url, "--interface", str(ROOT / "examples" / "figure2.toml")])
+    assert code == 2 and "tampered" in err and err.count("\n") == 1, (code, out, err)

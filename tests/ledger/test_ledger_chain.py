@@ -434,12 +434,13 @@ def test_multi_scope_charges_and_rebinds_replay_and_their_forgeries_fail(tmp_pat
         sessions = [(app, {"diabetes": eps, "debt": Fraction(0)}, {"diabetes": Fraction(3), "debt": Fraction(5)})]
         append_event(connection, chain_key, "rebind", rebind_body("f" * 64, "e" * 64, {"runtime.epoch": "1"}, sessions))
     ledger_store.close()
-    from dpmem_ref.ledger.chain import HighWater, high_water_path, write_high_water
+    from dpmem_ref.ledger.anchor import high_water_path, write_anchor
+    from dpmem_ref.ledger.chain import HighWater
 
     raw = sqlite3.connect(path)
     head = raw.execute("SELECT seq, mac FROM chain ORDER BY seq DESC LIMIT 1").fetchone()
     raw.close()
-    write_high_water(high_water_path(path), chain_key, HighWater(int(head[0]), str(head[1])))
+    write_anchor(high_water_path(path), chain_key, ledger_store.identity, HighWater(int(head[0]), str(head[1])))
     report = verify_sqlite(path)
     assert report.ok, report.line()
     for statement, words in (

@@ -282,27 +282,30 @@ def test_sqlite_settings_and_exact_text(tmp_path: Path) -> None:
 @pytest.mark.parametrize("spent", ["0.6666", "nan", "2/0", "-1/3", "1e3", ""])
 def test_sqlite_refuses_corrupt_ledger_text(tmp_path: Path, spent: str) -> None:
     path = tmp_path / "l.db"
-    SQLiteLedgerStore(path).open_session("u", "i", CAPS)
+    session = SQLiteLedgerStore(path).open_session("u", "i", CAPS)  # opened (and verified) before the edit
     raw = sqlite3.connect(path)
     raw.execute("UPDATE ledgers SET spent = ? WHERE attribute = 'diabetes'", (spent,))
     raw.commit()
     raw.close()
-    session = SQLiteLedgerStore(path).open_session("u", "i", CAPS)
     with pytest.raises(LedgerStoreError, match="^ledgers.spent: "):
         session.load()
     with pytest.raises(LedgerStoreError):
         session.charge_and_record(req())
+    with pytest.raises(LedgerStoreError, match="verification on open failed: ledgers row"):
+        SQLiteLedgerStore(path)  # a later open refuses the edited ledger before serving it
 
 
 def test_sqlite_refuses_a_stored_ledger_above_its_cap(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
-    SQLiteLedgerStore(path).open_session("u", "i", CAPS)
+    session = SQLiteLedgerStore(path).open_session("u", "i", CAPS)
     raw = sqlite3.connect(path)
     raw.execute("UPDATE ledgers SET spent = '7/3' WHERE attribute = 'diabetes'")
     raw.commit()
     raw.close()
     with pytest.raises(ContractViolation, match="^C5: "):
-        SQLiteLedgerStore(path).open_session("u", "i", CAPS).load()
+        session.load()
+    with pytest.raises(LedgerStoreError, match="verification on open failed: ledgers row"):
+        SQLiteLedgerStore(path)
 
 
 def test_sqlite_fault_inside_the_transaction_rolls_back(tmp_path: Path) -> None:

@@ -94,7 +94,7 @@ def test_bad_memory_file_refused_at_open(name: str, line: str, field: str, tmp_p
 
 
 def _chat(args: list[str], stdin: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": f"{ROOT}{':' + str(ROOT / 'eval')}", "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": f"{ROOT}{':' + str(ROOT / 'eval')}", "PATH": "/usr/bin:/bin", "DPMEM_LEDGER_DEV_KEY": "1"}
     return subprocess.run(
         [sys.executable, "-m", "dpmem_ref.cli", "chat", *args],
         input=stdin,

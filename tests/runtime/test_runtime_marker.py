@@ -61,7 +61,7 @@ def test_marker_never_leaves_the_trusted_side(tmp_path: Path, caplog: pytest.Log
         input="\n".join(QUERIES) + "\n",
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'eval'}", "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'eval'}", "PATH": "/usr/bin:/bin", "DPMEM_LEDGER_DEV_KEY": "1"},
         timeout=120,
     )
     assert done.returncode == 0, done.stderr

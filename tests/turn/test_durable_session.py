@@ -243,7 +243,7 @@ def test_dpmem_run_store_url_continues_one_durable_ledger(tmp_path: Path) -> Non
         return subprocess.run(
             [sys.executable, "-m", "dpmem_ref.cli", "run", str(FIGURE2), "--store", "M", "--queries", str(queries),
              "--seed", "0", "--json", *extra],
-            capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120,
+            capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "DPMEM_LEDGER_DEV_KEY": "1"}, timeout=120,
         )  # fmt: skip
 
     first = run("--store-url", f"sqlite:///{database}")
