@@ -23,32 +23,41 @@ channel is called by one thread at a time (`SerialChannel`, installed by `serve_
 
 from __future__ import annotations
 
-import threading
+import json
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Protocol
 
-from fastapi import Depends, FastAPI, Path, Request, Security
+import anyio.to_thread
+from fastapi import Depends, FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
 from dpmem_ref.core.errors import ContractViolation, InputError, one_line
 from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
 from dpmem_ref.serve.gate import PRINCIPAL, Gate, log
 from dpmem_ref.serve.keys import Keys, Principal
 from dpmem_ref.serve.models import (
     NAME_PATTERN,
+    Budget,
     Done,
     ErrorBody,
     Health,
     LedgerList,
     MemoryAdd,
     MemoryCreated,
+    MemoryItemOut,
+    MemoryItems,
     MemoryUpdate,
+    ReleasedView,
     ScopeLedgers,
     TurnRequest,
     TurnResponse,
+    ViewsTurnRequest,
 )
+from dpmem_ref.serve.turns import TurnService
 
 ITEM_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 """Memory item ids (dpmem_ref.runtime.memory)."""
@@ -57,7 +66,12 @@ ITEM_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 class Runtime(Protocol):
     """What the service needs of dpmem_ref.runtime.AgentRuntime."""
 
-    def turn(self, user: str, app: str, interaction: str, query: str) -> Any: ...
+    channel: Any
+
+    def turn(self, user: str, app: str, interaction: str, query: str, respond: bool = True) -> Any: ...
+    def remaining(self, user: str, app: str) -> dict[str, str]: ...
+    def view_texts(self, turn: Any) -> list[tuple[str, str]]: ...
+    def memory_items(self, user: str) -> list[Any]: ...
     def add_memory(self, user: str, slot: str, text: str) -> str: ...
     def update_memory(self, user: str, item_id: str, text: str) -> None: ...
     def delete_memory(self, user: str, item_id: str) -> None: ...
@@ -144,38 +158,52 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": f"refused by contract check {error.condition}", "field": None}, status_code=503)
 
 
-class ScopeLocks:
-    """One lock per (user, application) scope; at most (users x applications) of the keys file."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
-
-    def __call__(self, user: str, app: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault((user, app), threading.Lock())
+def turn_response(result: Any, texts: list[tuple[str, str]], answer: str) -> TurnResponse:
+    """The JSON answer of one served turn: response, control, remaining, route and the released views."""
+    names = dict(result.views)
+    views = [ReleasedView(slot=slot, view=str(names.get(slot, "")), text=text) for slot, text in texts]
+    return TurnResponse(response=answer, control=result.control, remaining=dict(result.remaining), route=result.route, views=views)
 
 
-def create_app(runtime: Runtime, keys: Keys, *, title: str = "dpmem serve") -> Any:
-    """The ASGI application (the FastAPI app wrapped in the gate) serving `runtime`."""
-    scope_lock = ScopeLocks()
+def create_app(
+    runtime: Runtime,
+    keys: Keys,
+    *,
+    title: str = "dpmem serve",
+    mcp: bool = False,
+    deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
+) -> Any:
+    """The ASGI application (the FastAPI app wrapped in the gate) serving `runtime`; `mcp`
+    mounts the MCP server at /v1/mcp (dpmem_ref.serve.mcp_server)."""
+    turns = TurnService(runtime, deadline_s)
+    lifespan = None
+    mount = None
+    if mcp:
+        from dpmem_ref.serve.mcp_server import mcp_app
+
+        mount, lifespan = mcp_app(turns)
     api = FastAPI(
         title=title,
         version="1",
         description="DP-MemView behind HTTP: applications query, the owner manages memory (docs/serve.md).",
-        docs_url=None,
+        docs_url="/docs",
         redoc_url=None,
+        lifespan=lifespan,
     )
     _install_error_handlers(api)
 
     @api.post("/v1/turns", response_model=TurnResponse, responses=_errors(401, 403, 413, 422, 503))
-    def post_turn(body: TurnRequest, principal: ApplicationPrincipal) -> TurnResponse:
-        """One turn in the calling application's budget scope (user, application)."""
+    async def post_turn(body: ViewsTurnRequest, principal: ApplicationPrincipal) -> TurnResponse:
+        """One turn in the calling application's budget scope (user, application); `respond: false`
+        returns the released views only (for an application that prompts its own model)."""
         if not principal.may_query(body.user):
             raise HTTPException(403, "this application may not query this user")
-        with scope_lock(body.user, principal.name):
-            result = runtime.turn(body.user, principal.name, body.interaction, body.query)
-        return TurnResponse(response=result.response, control=result.control, remaining=dict(result.remaining))
+        result, texts, answer = await turns.turn(body.user, principal.name, body.interaction, body.query, body.respond)
+        return turn_response(result, texts, answer)
+
+    install_front_doors(api, runtime, turns)
+    if mount is not None:
+        api.mount("/v1/mcp", mount)
 
     @api.post(
         "/v1/users/{user}/memory", status_code=201, response_model=MemoryCreated, responses=_errors(401, 403, 413, 422, 503)
@@ -208,3 +236,75 @@ def create_app(runtime: Runtime, keys: Keys, *, title: str = "dpmem serve") -> A
         return Health(status="ok")
 
     return Gate(api, keys)
+
+
+def install_front_doors(api: FastAPI, runtime: Runtime, turns: TurnService) -> None:
+    """The budget read, the streamed turn, the owner's memory reads and the OpenAI-compatible facade."""
+    from dpmem_ref.serve.chat import install_chat
+
+    @api.get("/v1/budget", response_model=Budget, responses=_errors(401, 403, 422, 503))
+    async def get_budget(
+        principal: ApplicationPrincipal, user: Annotated[str, Query(pattern=NAME_PATTERN, description="a user id")]
+    ) -> Budget:
+        """The calling application's remaining budget for `user` (free: no turn, no charge)."""
+        if not principal.may_query(user):
+            raise HTTPException(403, "this application may not query this user")
+        left = await anyio.to_thread.run_sync(lambda: runtime.remaining(user, principal.name))
+        return Budget(user=user, app=principal.name, remaining=left)
+
+    @api.post(
+        "/v1/turns/stream",
+        responses={
+            200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}, "description": "server-sent events"},
+            **_errors(401, 403, 413, 422, 503),
+        },
+        response_class=StreamingResponse,
+    )
+    async def stream_turn(body: TurnRequest, principal: ApplicationPrincipal) -> StreamingResponse:
+        """One turn answered as server-sent events: `released` (route, control, remaining, views) at
+        the release deadline, then `delta` pieces of the answer, then `done`."""
+        if not principal.may_query(body.user):
+            raise HTTPException(403, "this application may not query this user")
+        events = turns.stream(body.user, principal.name, body.interaction, body.query)
+        first = await anext(events)  # errors (input, store) surface here as a JSON answer, not mid-stream
+        return StreamingResponse(_sse(first, events), media_type="text/event-stream", headers={"cache-control": "no-store"})
+
+    @api.get("/v1/users/{user}/memory", response_model=MemoryItems, responses=_errors(401, 403, 422, 503))
+    def list_memory(user: User, _: OwnerPrincipal) -> MemoryItems:
+        """The user's memory items with their text (owner only)."""
+        return MemoryItems(user=user, items=[_item(e) for e in runtime.memory_items(user)])
+
+    @api.get("/v1/users/{user}/memory/{item_id}", response_model=MemoryItemOut, responses=_errors(401, 403, 404, 422, 503))
+    def read_memory(user: User, item_id: ItemId, _: OwnerPrincipal) -> MemoryItemOut:
+        """One memory item (owner only)."""
+        for entry in runtime.memory_items(user):
+            if entry.item_id == item_id:
+                return _item(entry)
+        raise HTTPException(404, "item_id: no such memory item of this user")
+
+    @api.get(
+        "/v1/users/{user}/export",
+        responses={200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}, "description": "JSON lines"}, **_errors(401, 403, 422, 503)},
+        response_class=PlainTextResponse,
+    )
+    def export_memory(user: User, _: OwnerPrincipal) -> PlainTextResponse:
+        """The user's memory items as JSON lines, the memory file's format (owner only)."""
+        lines = "".join(json.dumps(e.to_json(), sort_keys=True) + "\n" for e in runtime.memory_items(user))
+        return PlainTextResponse(lines, media_type="application/x-ndjson")
+
+    install_chat(api, turns)
+
+
+def _item(entry: Any) -> MemoryItemOut:
+    return MemoryItemOut(**{k: v for k, v in entry.to_json().items() if k in MemoryItemOut.model_fields})
+
+
+def sse_event(event: str, data: Any) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+async def _sse(first: tuple[str, Any], events: AsyncIterator[tuple[str, Any]]) -> AsyncIterator[bytes]:
+    _, (result, texts) = first
+    yield sse_event("released", turn_response(result, texts, "").model_dump(exclude={"response"}))
+    async for kind, value in events:
+        yield sse_event(kind, {"text": value})

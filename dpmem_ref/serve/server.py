@@ -16,13 +16,11 @@ import signal
 import socket
 import sys
 import threading
+import time
 from typing import Any
 
 from dpmem_ref.core.errors import InputError, one_line
 from dpmem_ref.ledger.contract import LedgerStoreError
-
-MAX_CONNECTIONS = 256
-"""Concurrent connections one replica accepts before answering 503 (bounded work)."""
 
 
 def _import_serving() -> tuple[Any, Any]:
@@ -75,6 +73,23 @@ class SerialChannel:
             close()
 
 
+def _listening_server(uvicorn: Any) -> Any:
+    class ListeningServer(uvicorn.Server):  # type: ignore[misc,name-defined]
+        """Prints the "listening" line once the server accepts (after start-up, not before)."""
+
+        def __init__(self, config: Any, ready: str, began: float) -> None:
+            super().__init__(config)
+            self.ready, self.began = ready, began
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:  # uvicorn's own flag: the sockets are being served
+                print(self.ready, flush=True)
+                logging.getLogger("dpmem.serve").info("started in %.2f s", time.monotonic() - self.began)
+
+    return ListeningServer
+
+
 def _configure_logging() -> None:
     root = logging.getLogger()
     if not root.handlers:
@@ -96,32 +111,41 @@ def serve_one(
     port: int,
     tls_cert: str | None,
     tls_key: str | None,
+    limits: Any = None,
+    mcp: bool = False,
 ) -> int:
     """Serve until SIGINT/SIGTERM (graceful: requests in flight finish), then close the runtime.
     The options are `dpmem serve`'s (parsed in dpmem_ref.cli.serve)."""
     uvicorn, create_app = _import_serving()
+    _ListeningServer = _listening_server(uvicorn)  # noqa: N806
     from dpmem_ref.serve.keys import load_keys
 
     keys = load_keys(keys_path)
     if (tls_cert is None) != (tls_key is None):
         raise InputError("--tls-cert/--tls-key", "both or neither", "only one")
     from dpmem_ref.runtime import AgentRuntime
+    from dpmem_ref.serve.limits import Limits, bounded_protocol
 
+    limits = limits or Limits()
+    began = time.monotonic()
     _configure_logging()
     try:
-        runtime = AgentRuntime.open(config_path, memory=memory, store_url=store_url, llm=llm, seed=seed)
+        # The release deadline is waited for by the HTTP layer, without holding a thread
+        # (dpmem_ref.serve.app: the answer leaves at start + deadline, the charge committed first).
+        runtime = AgentRuntime.open(config_path, memory=memory, store_url=store_url, llm=llm, seed=seed, turn_deadline_s=None)
     except LedgerStoreError as error:  # "ledger database NAME: why": the why (the name is the option's)
         raise InputError("--store-url", "a ledger store that opens", one_line(str(error)).rsplit(": ", 1)[-1]) from None
     runtime.channel = SerialChannel(runtime.channel)
     try:
         sock = bind(host, port)
         config = uvicorn.Config(
-            create_app(runtime, keys),
+            create_app(runtime, keys, mcp=mcp),
+            http=bounded_protocol(limits),
             log_config=None,
             access_log=False,
-            lifespan="off",
+            lifespan="on" if mcp else "off",
             server_header=False,
-            limit_concurrency=MAX_CONNECTIONS,
+            timeout_keep_alive=limits.idle_s,
             timeout_graceful_shutdown=10,
             ssl_certfile=tls_cert,
             ssl_keyfile=tls_key,
@@ -133,13 +157,13 @@ def serve_one(
             logging.getLogger("dpmem.serve").warning(
                 "listening on a non-loopback address without TLS: tokens travel in clear (docs/serve.md, TLS)"
             )
-        print(f"dpmem serve: listening on {scheme}://{shown}:{port}", flush=True)
+        ready = f"dpmem serve: listening on {scheme}://{shown}:{port}"
         # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal under the handlers
         # it found: these record it, so the runtime is closed and the exit status is 0.
         stops: list[int] = []
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, lambda received, _: stops.append(received))
-        uvicorn.Server(config).run(sockets=[sock])
+        _ListeningServer(config, ready, began).run(sockets=[sock])
     finally:
         runtime.close()
     logging.getLogger("dpmem.serve").info("stopped (%s)", ", ".join(signal.Signals(s).name for s in stops) or "no signal")
