@@ -54,12 +54,21 @@ def add_serve_parser(sub: Any) -> None:
 
 def add_limit_options(serve: Any) -> None:
     """Connection bounds and front doors (docs/serve.md, "Bounded connections")."""
+    serve.add_argument(
+        "--release-deadline", type=float, default=None, help="seconds from a turn's start to its release (default 0.05)"
+    )
     serve.add_argument("--mcp", action="store_true", help="also serve the MCP server at /v1/mcp/ (streamable HTTP)")
     serve.add_argument("--header-timeout", type=float, default=10.0, help="seconds for a request's headers (default 10)")
     serve.add_argument("--body-timeout", type=float, default=30.0, help="seconds for a request's body (default 30)")
     serve.add_argument("--idle-timeout", type=float, default=5.0, help="seconds a kept-alive idle connection stays open (default 5)")
     serve.add_argument("--max-connections", type=int, default=4096, help="open connections per process (default 4096)")
     serve.add_argument("--max-connections-per-client", type=int, default=64, help="open connections per peer address (default 64)")
+
+
+def deadline_of(args: argparse.Namespace) -> float:
+    from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, check_deadline
+
+    return DEFAULT_DURABLE_TURN_DEADLINE_S if args.release_deadline is None else check_deadline(args.release_deadline, "--release-deadline")
 
 
 def limits_of(args: argparse.Namespace) -> Any:
@@ -82,6 +91,7 @@ def command_serve(args: argparse.Namespace) -> int:
     if not 1 <= args.replicas <= MAX_REPLICAS:
         raise InputError("--replicas", f"1..{MAX_REPLICAS}", args.replicas)
     limits = limits_of(args)
+    deadline_of(args)
     if args.replicas == 1:
         from dpmem_ref.serve.server import serve_one
 
@@ -98,6 +108,7 @@ def command_serve(args: argparse.Namespace) -> int:
             tls_key=args.tls_key,
             limits=limits,
             mcp=args.mcp,
+            deadline_s=deadline_of(args),
         )
     if args.store_url is None or args.store_url == "memory:":
         raise InputError("--replicas", "a shared --store-url (postgresql://... or sqlite:///PATH)", "in-process ledgers")
@@ -115,6 +126,7 @@ def replica_argv(args: argparse.Namespace, index: int) -> list[str]:
     if args.seed is not None:
         argv += ["--seed", str(args.seed + index)]
     argv += ["--mcp"] if args.mcp else []
+    argv += [] if args.release_deadline is None else ["--release-deadline", str(args.release_deadline)]
     for flag in ("header_timeout", "body_timeout", "idle_timeout", "max_connections", "max_connections_per_client"):
         argv += ["--" + flag.replace("_", "-"), str(getattr(args, flag))]
     return [*argv, "--host", args.host, "--port", str(args.port + index if args.port else 0)]

@@ -16,11 +16,13 @@ a rebinding page does not have (threat model: docs/serve.md).
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
 from dpmem_ref.core.errors import InputError
@@ -32,19 +34,20 @@ def _principal(ctx: Context) -> Principal:
     request = ctx.request_context.request
     principal = getattr(request, "scope", {}).get(PRINCIPAL)
     if not isinstance(principal, Principal) or principal.kind != "app":
-        raise ValueError("this tool takes an application token")
+        raise ToolError("this tool takes an application token")
     return principal
 
 
 def _may(principal: Principal, user: str) -> None:
     if not principal.may_query(user):
-        raise ValueError("this application may not query this user")
+        raise ToolError("this application may not query this user")
 
 
 def mcp_app(turns: Any) -> tuple[Any, Any]:
     """(the ASGI app to mount at /v1/mcp, the FastAPI lifespan that runs its session manager)."""
     from dpmem_ref.serve.app import turn_response
 
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK's INFO lines may name tool arguments
     server = MCPServer(name="dpmem", instructions="A personal agent behind DP-MemView: each ask spends this application's budget.")
 
     @server.tool(description="Ask the user's agent one question (one DP-MemView turn in this application's budget scope).")
@@ -54,7 +57,9 @@ def mcp_app(turns: Any) -> tuple[Any, Any]:
         try:
             result, texts, answer = await turns.turn(user, principal.name, interaction, query, respond)
         except InputError as error:  # field and expectation only, as over HTTP
-            raise ValueError(f"{error.field}: expected {error.expected}") from None
+            raise ToolError(f"{error.field}: expected {error.expected}") from None
+        except Exception as error:  # the store or a contract check: the type only, never a message
+            raise ToolError(f"refused ({type(error).__name__})") from None
         return turn_response(result, texts, answer).model_dump()
 
     @server.tool(description="This application's remaining budget for the user (free: no turn, no charge).")
@@ -64,7 +69,7 @@ def mcp_app(turns: Any) -> tuple[Any, Any]:
         try:
             left = await anyio.to_thread.run_sync(lambda: turns.runtime.remaining(user, principal.name))
         except InputError as error:
-            raise ValueError(f"{error.field}: expected {error.expected}") from None
+            raise ToolError(f"{error.field}: expected {error.expected}") from None
         return {"user": user, "app": principal.name, "remaining": left}
 
     app = server.streamable_http_app(

@@ -113,6 +113,7 @@ def serve_one(
     tls_key: str | None,
     limits: Any = None,
     mcp: bool = False,
+    deadline_s: float | None = None,
 ) -> int:
     """Serve until SIGINT/SIGTERM (graceful: requests in flight finish), then close the runtime.
     The options are `dpmem serve`'s (parsed in dpmem_ref.cli.serve)."""
@@ -139,7 +140,7 @@ def serve_one(
     try:
         sock = bind(host, port)
         config = uvicorn.Config(
-            create_app(runtime, keys, mcp=mcp),
+            create_app(runtime, keys, mcp=mcp, **({} if deadline_s is None else {"deadline_s": deadline_s})),
             http=bounded_protocol(limits),
             log_config=None,
             access_log=False,

@@ -40,6 +40,12 @@ OPERATIONS = [
     "PUT /v1/users/{user}/memory/{item_id}",
     "DELETE /v1/users/{user}/memory/{item_id}",
     "GET /v1/users/{user}/ledgers",
+    "GET /v1/users/{user}/memory",
+    "GET /v1/users/{user}/memory/{item_id}",
+    "GET /v1/users/{user}/export",
+    "GET /v1/budget",
+    "POST /v1/turns/stream",
+    "POST /v1/chat/completions",
     "GET /healthz",
 ]
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -55,8 +61,12 @@ def aim_at_existing(case: Any, label: str, owner: bool, app: bool) -> None:
     (a user the application may query, a declared slot, an item id of the memory file), so
     that the fuzz reaches the runtime and not only the gate's and schema's refusals."""
     pick = len(str(case.body)) + len(str(case.path_parameters))  # deterministic in the case
-    if app and label == "POST /v1/turns" and isinstance(case.body, dict):
+    if app and label in ("POST /v1/turns", "POST /v1/turns/stream", "POST /v1/chat/completions") and isinstance(case.body, dict):
         case.body = {**case.body, "user": "alice"}
+    if app and label == "GET /v1/budget" and isinstance(case.query, dict):
+        case.query = {**case.query, "user": "alice"}
+    if owner and label == "GET /v1/users/{user}/memory/{item_id}":
+        case.path_parameters = {**case.path_parameters, "user": "alice", "item_id": ITEMS[pick % len(ITEMS)]}
     if owner and label == "POST /v1/users/{user}/memory" and isinstance(case.body, dict):
         case.body = {**case.body, "slot": SLOTS[pick % len(SLOTS)]}
     if owner and label in ("PUT /v1/users/{user}/memory/{item_id}", "DELETE /v1/users/{user}/memory/{item_id}"):
