@@ -255,10 +255,9 @@ def install_front_doors(api: FastAPI, runtime: Runtime, turns: TurnService) -> N
     @api.post(
         "/v1/turns/stream",
         responses={
-            200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}, "description": "server-sent events"},
+            200: {"content": {"text/event-stream": {"schema": {}}}, "description": "server-sent events (docs/serve.md)"},
             **_errors(401, 403, 413, 422, 503),
         },
-        response_class=StreamingResponse,
     )
     async def stream_turn(body: TurnRequest, principal: ApplicationPrincipal) -> StreamingResponse:
         """One turn answered as server-sent events: `released` (route, control, remaining, views) at
@@ -284,8 +283,7 @@ def install_front_doors(api: FastAPI, runtime: Runtime, turns: TurnService) -> N
 
     @api.get(
         "/v1/users/{user}/export",
-        responses={200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}, "description": "JSON lines"}, **_errors(401, 403, 422, 503)},
-        response_class=PlainTextResponse,
+        responses={200: {"content": {"application/x-ndjson": {"schema": {}}}, "description": "JSON lines"}, **_errors(401, 403, 422, 503)},
     )
     def export_memory(user: User, _: OwnerPrincipal) -> PlainTextResponse:
         """The user's memory items as JSON lines, the memory file's format (owner only)."""

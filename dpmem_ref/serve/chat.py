@@ -106,7 +106,7 @@ def install_chat(api: FastAPI, turns: Any) -> None:
         "/v1/chat/completions",
         response_model=ChatCompletion,
         responses={
-            200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            200: {"content": {"text/event-stream": {"schema": {}}}},
             **_errors(401, 403, 413, 422, 503),
         },
     )

@@ -74,7 +74,7 @@ class SerialChannel:
 
 
 def _listening_server(uvicorn: Any) -> Any:
-    class ListeningServer(uvicorn.Server):  # type: ignore[misc,name-defined]
+    class ListeningServer(uvicorn.Server):  # type: ignore[misc]
         """Prints the "listening" line once the server accepts (after start-up, not before)."""
 
         def __init__(self, config: Any, ready: str, began: float) -> None:
