@@ -51,13 +51,12 @@ from dpmem_ref.serve.models import (
     MemoryItemOut,
     MemoryItems,
     MemoryUpdate,
-    ReleasedView,
     ScopeLedgers,
     TurnRequest,
     TurnResponse,
     ViewsTurnRequest,
 )
-from dpmem_ref.serve.turns import TurnService
+from dpmem_ref.serve.turns import TurnService, turn_response
 
 ITEM_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 """Memory item ids (dpmem_ref.runtime.memory)."""
@@ -158,13 +157,6 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": f"refused by contract check {error.condition}", "field": None}, status_code=503)
 
 
-def turn_response(result: Any, texts: list[tuple[str, str]], answer: str) -> TurnResponse:
-    """The JSON answer of one served turn: response, control, remaining, route and the released views."""
-    names = dict(result.views)
-    views = [ReleasedView(slot=slot, view=str(names.get(slot, "")), text=text) for slot, text in texts]
-    return TurnResponse(response=answer, control=result.control, remaining=dict(result.remaining), route=result.route, views=views)
-
-
 def create_app(
     runtime: Runtime,
     keys: Keys,
@@ -181,7 +173,7 @@ def create_app(
     if mcp:
         from dpmem_ref.serve.mcp_server import mcp_app
 
-        mount, lifespan = mcp_app(turns)
+        mount, lifespan = mcp_app(turns)  # its own import of the turn answer: no cycle back to here
     api = FastAPI(
         title=title,
         version="1",
@@ -290,7 +282,7 @@ def install_front_doors(api: FastAPI, runtime: Runtime, turns: TurnService) -> N
         lines = "".join(json.dumps(e.to_json(), sort_keys=True) + "\n" for e in runtime.memory_items(user))
         return PlainTextResponse(lines, media_type="application/x-ndjson")
 
-    install_chat(api, turns)
+    install_chat(api, turns, as_application, _errors(401, 403, 413, 422, 503))
 
 
 def _item(entry: Any) -> MemoryItemOut:
@@ -298,6 +290,7 @@ def _item(entry: Any) -> MemoryItemOut:
 
 
 def sse_event(event: str, data: Any) -> bytes:
+    """One server-sent event whose data is one line of JSON."""
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 

@@ -23,14 +23,15 @@ import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, Header
+from fastapi import Depends, FastAPI, Header
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
 from dpmem_ref.runtime.agent import MAX_QUERY_CHARS
-from dpmem_ref.serve.app import ApplicationPrincipal, _errors, turn_response  # loaded by app before this module
+from dpmem_ref.serve.keys import Principal
 from dpmem_ref.serve.models import NAME_PATTERN
+from dpmem_ref.serve.turns import turn_response
 
 MAX_MESSAGES = 256
 
@@ -101,20 +102,21 @@ def _query(messages: list[ChatMessage]) -> str:
     raise HTTPException(422, "messages: expected a last user message with text")
 
 
-def install_chat(api: FastAPI, turns: Any) -> None:
+def install_chat(api: FastAPI, turns: Any, as_application: Any, errors: dict[int | str, dict[str, Any]]) -> None:
+    """Add the route; `as_application` and `errors` are dpmem_ref.serve.app's (no import cycle)."""
     @api.post(
         "/v1/chat/completions",
         response_model=ChatCompletion,
         responses={
             200: {"content": {"text/event-stream": {"schema": {}}}},
-            **_errors(401, 403, 413, 422, 503),
+            **errors,
         },
     )
     async def chat_completions(
         body: ChatRequest,
-        principal: ApplicationPrincipal,
         x_dpmem_user: Annotated[str | None, Header(pattern=NAME_PATTERN)] = None,
         x_dpmem_interaction: Annotated[str | None, Header(pattern=NAME_PATTERN)] = None,
+        principal: Principal = Depends(as_application),  # noqa: B008  # a default: as_application is local
     ) -> Any:
         """OpenAI-compatible chat: the last user message is the query (module docstring of dpmem_ref.serve.chat)."""
         user = body.user or x_dpmem_user

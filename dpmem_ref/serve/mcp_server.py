@@ -28,6 +28,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.serve.gate import PRINCIPAL
 from dpmem_ref.serve.keys import Principal
+from dpmem_ref.serve.turns import turn_response
 
 
 def _principal(ctx: Context) -> Principal:
@@ -45,8 +46,6 @@ def _may(principal: Principal, user: str) -> None:
 
 def mcp_app(turns: Any) -> tuple[Any, Any]:
     """(the ASGI app to mount at /v1/mcp, the FastAPI lifespan that runs its session manager)."""
-    from dpmem_ref.serve.app import turn_response
-
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK's INFO lines may name tool arguments
     server = MCPServer(name="dpmem", instructions="A personal agent behind DP-MemView: each ask spends this application's budget.")
 

@@ -27,6 +27,7 @@ from typing import Any
 import anyio.to_thread
 
 from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
+from dpmem_ref.serve.models import ReleasedView, TurnResponse
 
 log = logging.getLogger("dpmem.serve")
 TRANSCRIPT_TURNS = 16
@@ -96,3 +97,10 @@ class TurnService:
         transcript = self._transcripts.setdefault((user, app), [])
         transcript.append((query, None, answer))
         del transcript[:-TRANSCRIPT_TURNS]
+
+
+def turn_response(result: Any, texts: list[tuple[str, str]], answer: str) -> TurnResponse:
+    """The JSON answer of one served turn: response, control, remaining, route and the released views."""
+    names = dict(result.views)
+    views = [ReleasedView(slot=slot, view=str(names.get(slot, "")), text=text) for slot, text in texts]
+    return TurnResponse(response=answer, control=result.control, remaining=dict(result.remaining), route=result.route, views=views)
