@@ -46,8 +46,11 @@ def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on (host, port); port 0 picks a free port."""
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # proto IPPROTO_TCP (not 0): asyncio sets TCP_NODELAY on accepted sockets only then, and
+        # without it every kept-alive answer waited ~40 ms for the client's delayed ACK (Nagle).
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, port))
         sock.listen(2048)
     except (OSError, OverflowError) as error:
