@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -37,10 +38,13 @@ TRANSCRIPT_TURNS = 16
 class TurnService:
     """The runtime's turns served with an asynchronous release deadline (see the module docstring)."""
 
-    def __init__(self, runtime: Any, deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S) -> None:
+    def __init__(self, runtime: Any, deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S, workers: int | None = None) -> None:
         self.runtime = runtime
         self.deadline_s = deadline_s
         self.overruns = 0
+        # Kernel turns run on a pool sized to the host: more threads than cores only contend for
+        # the GIL and the store's lock (a queued turn holds no thread while it waits).
+        self._workers = anyio.CapacityLimiter(workers or max(2, 2 * (os.cpu_count() or 1)))
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._transcripts: dict[tuple[str, str], list[tuple[str, Any, str]]] = {}
 
@@ -49,7 +53,9 @@ class TurnService:
 
     async def _released(self, user: str, app: str, interaction: str, query: str) -> tuple[Any, list[tuple[str, str]]]:
         started = time.monotonic()
-        done = await anyio.to_thread.run_sync(lambda: self.runtime.turn(user, app, interaction, query, respond=False))
+        done = await anyio.to_thread.run_sync(
+            lambda: self.runtime.turn(user, app, interaction, query, respond=False), limiter=self._workers
+        )
         if self.deadline_s is not None:
             left = started + self.deadline_s - time.monotonic()
             if left > 0:

@@ -163,3 +163,17 @@ def test_listening_is_printed_only_once_the_socket_answers(tmp_path: Path) -> No
     assert "started in " in log
     reported = float(log.split("started in ", 1)[1].split(" s", 1)[0])
     assert 0 < reported <= printed_s
+
+
+def test_kept_alive_answers_do_not_wait_for_a_delayed_ack(served: Any) -> None:
+    """The listening socket has TCP_NODELAY: an answer written in two pieces (head, body) is not
+    held back until the client's delayed ACK (~40 ms on Linux) on a kept-alive connection."""
+    server, _ = served
+    with server.client(timeout=5) as client:
+        client.get("/healthz")
+        times = []
+        for _ in range(15):
+            started = time.monotonic()
+            assert client.get("/healthz").status_code == 200
+            times.append(time.monotonic() - started)
+    assert sorted(times)[len(times) // 2] < 0.030, times
