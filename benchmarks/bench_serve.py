@@ -168,7 +168,12 @@ def store_url(kind: str, folder: Path) -> str:
 
 
 def bench(
-    stores: list[str], replicas: list[int], clients: list[int], turns: int, baseline: str | None = None
+    stores: list[str],
+    replicas: list[int],
+    clients: list[int],
+    turns: int,
+    baseline: str | None = None,
+    workers: int | None = None,
 ) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     servers_to_run = [("this", None)] + ([("base", baseline)] if baseline else [])
@@ -222,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgresql"], choices=["sqlite", "postgresql"])
     parser.add_argument("--baseline", default=None, help="another checkout (a git worktree) whose server is measured too")
+    parser.add_argument("--workers", type=int, default=None, help="this checkout's --workers (default: the server's)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare FastAPI endpoint")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON at the end")
     args = parser.parse_args(argv)
@@ -229,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--turns must be at least the largest --clients and at most 100000")
     print(HEADER, flush=True)
     rows = [] if args.no_bare else bare_cells(args.clients, args.turns)
-    rows += bench(args.stores, args.replicas, args.clients, args.turns, args.baseline)
+    rows += bench(args.stores, args.replicas, args.clients, args.turns, args.baseline, args.workers)
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0

@@ -57,6 +57,7 @@ def add_limit_options(serve: Any) -> None:
     serve.add_argument(
         "--release-deadline", type=float, default=None, help="seconds from a turn's start to its release (default 0.05)"
     )
+    serve.add_argument("--workers", type=int, default=None, help="kernel turns at once (default 2 x CPU cores; 8 x on PostgreSQL)")
     serve.add_argument("--mcp", action="store_true", help="also serve the MCP server at /v1/mcp/ (streamable HTTP)")
     serve.add_argument("--header-timeout", type=float, default=10.0, help="seconds for a request's headers (default 10)")
     serve.add_argument("--body-timeout", type=float, default=30.0, help="seconds for a request's body (default 30)")
@@ -76,6 +77,8 @@ def limits_of(args: argparse.Namespace) -> Any:
         value = getattr(args, flag)
         if not 0 < value <= 3600:
             raise InputError("--" + flag.replace("_", "-"), "seconds in (0, 3600]", value)
+    if args.workers is not None and not 1 <= args.workers <= 1024:
+        raise InputError("--workers", "1..1024", args.workers)
     for flag in ("max_connections", "max_connections_per_client"):
         value = getattr(args, flag)
         if not 1 <= value <= 1_000_000:
@@ -109,6 +112,7 @@ def command_serve(args: argparse.Namespace) -> int:
             limits=limits,
             mcp=args.mcp,
             deadline_s=deadline_of(args),
+            workers=args.workers,
         )
     if args.store_url is None or args.store_url == "memory:":
         raise InputError("--replicas", "a shared --store-url (postgresql://... or sqlite:///PATH)", "in-process ledgers")
@@ -127,6 +131,7 @@ def replica_argv(args: argparse.Namespace, index: int) -> list[str]:
         argv += ["--seed", str(args.seed + index)]
     argv += ["--mcp"] if args.mcp else []
     argv += [] if args.release_deadline is None else ["--release-deadline", str(args.release_deadline)]
+    argv += [] if args.workers is None else ["--workers", str(args.workers)]
     for flag in ("header_timeout", "body_timeout", "idle_timeout", "max_connections", "max_connections_per_client"):
         argv += ["--" + flag.replace("_", "-"), str(getattr(args, flag))]
     return [*argv, "--host", args.host, "--port", str(args.port + index if args.port else 0)]

@@ -2,10 +2,14 @@
 
 Routes:
 - `POST /v1/turns` (application token): one turn of the runtime in that application's budget
-  scope for that user: 200 {"response", "control", "remaining"};
-- `POST /v1/users/{user}/memory`, `PUT|DELETE /v1/users/{user}/memory/{item_id}`,
+  scope for that user: 200 {"response", "control", "remaining", "route", "views"};
+  `"respond": false` releases the views without the service's answer;
+- `POST /v1/turns/stream`, `GET /v1/budget`, `POST /v1/chat/completions` (dpmem_ref.serve.chat)
+  and, with `mcp`, the MCP server at /v1/mcp/ (dpmem_ref.serve.mcp_server): application token;
+- `POST /v1/users/{user}/memory`, `GET|PUT|DELETE /v1/users/{user}/memory/{item_id}`,
+  `GET /v1/users/{user}/memory`, `GET /v1/users/{user}/export`,
   `GET /v1/users/{user}/ledgers` (owner token only);
-- `GET /healthz`, `GET /openapi.json` (no token).
+- `GET /healthz`, `GET /openapi.json`, `GET /docs` (no token).
 
 Status codes: 401 missing or unknown token (dpmem_ref.serve.gate, before the body is read),
 403 a token of the wrong kind or an application asking for a user it may not query, 413 a
@@ -13,11 +17,12 @@ body over the bound, 422 a malformed body or a runtime input error (one line nam
 field, never the value), 503 the ledger store unavailable or a contract check refusing. Every
 error is `{"error": ..., "field": ...}` on one line.
 
-Concurrency: routes run in a thread pool. Turns of one (user, application) scope are
-serialised (one lock per scope: the scope's history grows in one order, as in one chat);
-turns of different scopes run in parallel (the runtime is thread-safe for that; each charge
-goes through the ledger store's own transaction, C5 re-checked on the committed ledgers, as
-between replicas). The LLM
+Concurrency: turn routes are asynchronous (dpmem_ref.serve.turns: the kernel's turn in a worker
+thread, the release deadline as an asyncio wait, then the channel). Turns of one (user,
+application) scope are serialised (one lock per scope: the scope's history grows in one order,
+as in one chat); turns of different scopes run in parallel (the runtime is thread-safe for
+that; each charge goes through the ledger store's own transaction, C5 re-checked on the
+committed ledgers, as between replicas). Owner routes run in the thread pool. The LLM
 channel is called by one thread at a time (`SerialChannel`, installed by `serve_one`).
 """
 
@@ -164,10 +169,11 @@ def create_app(
     title: str = "dpmem serve",
     mcp: bool = False,
     deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
+    workers: int | None = None,
 ) -> Any:
     """The ASGI application (the FastAPI app wrapped in the gate) serving `runtime`; `mcp`
     mounts the MCP server at /v1/mcp (dpmem_ref.serve.mcp_server)."""
-    turns = TurnService(runtime, deadline_s)
+    turns = TurnService(runtime, deadline_s, workers)
     lifespan = None
     mount = None
     if mcp:

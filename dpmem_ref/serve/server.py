@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import sys
@@ -117,6 +118,7 @@ def serve_one(
     limits: Any = None,
     mcp: bool = False,
     deadline_s: float | None = None,
+    workers: int | None = None,
 ) -> int:
     """Serve until SIGINT/SIGTERM (graceful: requests in flight finish), then close the runtime.
     The options are `dpmem serve`'s (parsed in dpmem_ref.cli.serve)."""
@@ -131,6 +133,8 @@ def serve_one(
     from dpmem_ref.serve.limits import Limits, bounded_protocol
 
     limits = limits or Limits()
+    if workers is None:  # a PostgreSQL turn mostly waits for round trips; a SQLite turn is CPU
+        workers = (8 if (store_url or "").startswith("postgres") else 2) * (os.cpu_count() or 1)
     began = time.monotonic()
     _configure_logging()
     try:
@@ -143,7 +147,7 @@ def serve_one(
     try:
         sock = bind(host, port)
         config = uvicorn.Config(
-            create_app(runtime, keys, mcp=mcp, **({} if deadline_s is None else {"deadline_s": deadline_s})),
+            create_app(runtime, keys, mcp=mcp, workers=workers, **({} if deadline_s is None else {"deadline_s": deadline_s})),
             http=bounded_protocol(limits),
             log_config=None,
             access_log=False,
