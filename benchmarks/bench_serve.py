@@ -57,7 +57,9 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
 
 
-def run_cell(urls: list[str], token: str, clients: int, turns: int, prefix: str) -> dict[str, Any]:
+def run_cell(
+    urls: list[str], token: str, clients: int, turns: int, prefix: str, answers: list[Any] | None = None
+) -> dict[str, Any]:
     latencies: list[float] = []
     lock = threading.Lock()
     start = threading.Barrier(clients + 1)
@@ -79,6 +81,8 @@ def run_cell(urls: list[str], token: str, clients: int, turns: int, prefix: str)
                     raise RuntimeError(f"turn answered {answer.status_code}: {answer.text[:200]}")
                 with lock:
                     latencies.append(elapsed)
+                    if answers is not None:
+                        answers.append((body["user"], "bench", answer.json()))
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     for thread in threads:
@@ -189,14 +193,16 @@ def bench(
                 print(f"bench_serve: {kind} unavailable ({type(error).__name__}: {error})", file=sys.stderr)
                 continue
             env = {} if checkout is None else {"PYTHONPATH": os.pathsep.join([checkout, str(Path(checkout) / "eval")])}
-            servers = [LiveServer(folder, keys, memory, url, seed=None, env=env) for _ in range(count)]
+            extra = [] if checkout is not None or workers is None else ["--workers", str(workers)]
+            servers = [LiveServer(folder, keys, memory, url, seed=None, env=env, extra=extra) for _ in range(count)]
             for server in servers:
                 server.start()
+            answers: list[Any] = []
             try:
                 for c in clients:
                     pids = [s.process.pid for s in servers if s.process is not None]
                     before = sum(cpu_seconds(pid) for pid in pids)
-                    row = run_cell([s.url for s in servers], tokens["bench"], c, turns, f"c{c}")
+                    row = run_cell([s.url for s in servers], tokens["bench"], c, turns, f"c{c}", answers)
                     spent = sum(cpu_seconds(pid) for pid in pids) - before
                     row.update(server=label, store=kind, replicas=count, cpu_ms=spent / row["turns"] * 1e3, load=load_average())
                     rows.append(row)
@@ -204,6 +210,17 @@ def bench(
             finally:
                 for server in servers:
                     server.stop()
+            if kind == "sqlite" and label == "this":  # the independent SQL check of the whole run
+                from tests.serve.sqlcheck import chain_verifies, sqlite_check
+
+                found = sqlite_check(folder / "ledgers.db", answers)
+                print(
+                    f"bench_serve: {label} {kind}: independent SQL check over {len(answers)} turns: "
+                    f"{found['overruns']} overruns, {found['uncharged']} uncharged releases, "
+                    f"{found['charged_received']} charged views received; chain verifies: {chain_verifies(folder / 'ledgers.db')}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     return rows
 
 

@@ -57,7 +57,7 @@ def add_limit_options(serve: Any) -> None:
     serve.add_argument(
         "--release-deadline", type=float, default=None, help="seconds from a turn's start to its release (default 0.05)"
     )
-    serve.add_argument("--workers", type=int, default=None, help="kernel turns at once (default 2 x CPU cores; 8 x on PostgreSQL)")
+    serve.add_argument("--workers", type=int, default=None, help="kernel turns at once (default 2 x CPU cores)")
     serve.add_argument("--mcp", action="store_true", help="also serve the MCP server at /v1/mcp/ (streamable HTTP)")
     serve.add_argument("--header-timeout", type=float, default=10.0, help="seconds for a request's headers (default 10)")
     serve.add_argument("--body-timeout", type=float, default=30.0, help="seconds for a request's body (default 30)")

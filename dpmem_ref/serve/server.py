@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import os
 import signal
 import socket
 import sys
@@ -133,8 +132,6 @@ def serve_one(
     from dpmem_ref.serve.limits import Limits, bounded_protocol
 
     limits = limits or Limits()
-    if workers is None:  # a PostgreSQL turn mostly waits for round trips; a SQLite turn is CPU
-        workers = (8 if (store_url or "").startswith("postgres") else 2) * (os.cpu_count() or 1)
     began = time.monotonic()
     _configure_logging()
     try:
