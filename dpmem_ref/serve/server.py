@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import signal
 import socket
 import sys
@@ -76,6 +77,16 @@ class SerialChannel:
             close()
 
 
+def _since_start(fallback: float) -> float:
+    """Seconds since this process started (Linux /proc; elsewhere since `fallback`, a monotonic time)."""
+    try:
+        ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        uptime = float(open("/proc/uptime").read().split()[0])
+        return max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.monotonic() - fallback
+
+
 def _listening_server(uvicorn: Any) -> Any:
     class ListeningServer(uvicorn.Server):  # type: ignore[misc]
         """Prints the "listening" line once the server accepts (after start-up, not before)."""
@@ -88,7 +99,7 @@ def _listening_server(uvicorn: Any) -> Any:
             await super().startup(sockets=sockets)
             if self.started:  # uvicorn's own flag: the sockets are being served
                 print(self.ready, flush=True)
-                logging.getLogger("dpmem.serve").info("started in %.2f s", time.monotonic() - self.began)
+                logging.getLogger("dpmem.serve").info("started in %.2f s", _since_start(self.began))
 
     return ListeningServer
 
