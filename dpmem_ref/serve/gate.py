@@ -128,7 +128,8 @@ class Gate:
         finally:
             route = scope.get("route")
             path = str(scope.get("path", ""))
-            template = getattr(route, "path", None) or (
+            mounted = str(scope.get("root_path", "")) if getattr(route, "path", None) else ""  # /v1/mcp for the MCP mount
+            template = mounted + getattr(route, "path", "") or (
                 path if path in PUBLIC_PATHS else "(unauthenticated)" if status["code"] == 401 else "(no route)"
             )
             log.info(

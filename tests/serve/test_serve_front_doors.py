@@ -194,6 +194,8 @@ def test_the_mcp_client_asks_the_agent_with_the_applications_token_and_budget(se
         budget = client.get("/v1/budget", params={"user": "carol"}, headers=auth(tokens["assistant"])).json()
     assert budget["remaining"] == answer["remaining"]
     assert not any(m in str(asked.structured_content) for m in markers)
+    log = server.log_text()
+    assert "POST /v1/mcp/ 200" in log and not any(m in log for m in markers) and DINNER not in log
 
 
 def test_the_mcp_endpoint_needs_an_application_token(served: Any) -> None:
