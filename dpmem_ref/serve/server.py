@@ -18,6 +18,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from dpmem_ref.core.errors import InputError, one_line
@@ -70,6 +71,17 @@ class SerialChannel:
     def respond(self, query: str, views: Any, prefix: Any) -> str:
         with self._lock:
             return str(self._channel.respond(query, views, prefix))
+
+    def stream(self, query: str, views: Any, prefix: Any) -> Iterator[str]:
+        """The channel's `stream` pieces (or its whole answer as one piece), the lock held from
+        the first piece until the last or until the caller closes the iterator."""
+        with self._lock:
+            inner = getattr(self._channel, "stream", None)
+            if not callable(inner):
+                yield str(self._channel.respond(query, views, prefix))
+                return
+            for piece in inner(query, views, prefix):
+                yield str(piece)
 
     def close(self) -> None:
         close = getattr(self._channel, "close", None)

@@ -85,17 +85,22 @@ class TurnService:
             channel = self.runtime.channel
             pieces: Iterator[str]
             if callable(getattr(channel, "stream", None)):
-                pieces = iter(await anyio.to_thread.run_sync(lambda: channel.stream(done.query, tuple(texts), prefix)))
+                pieces = iter(channel.stream(done.query, tuple(texts), prefix))  # a generator: nothing runs yet
             else:
                 pieces = iter([await anyio.to_thread.run_sync(lambda: str(channel.respond(done.query, tuple(texts), prefix)))])
             answer: list[str] = []
             sentinel = object()
-            while True:
-                piece = await anyio.to_thread.run_sync(lambda: next(pieces, sentinel))
-                if piece is sentinel:
-                    break
-                answer.append(str(piece))
-                yield "delta", str(piece)
+            try:
+                while True:
+                    piece = await anyio.to_thread.run_sync(lambda: next(pieces, sentinel))
+                    if piece is sentinel:
+                        break
+                    answer.append(str(piece))
+                    yield "delta", str(piece)
+            finally:  # a client that leaves mid-answer: the channel's generator (and its lock) is closed
+                close = getattr(pieces, "close", None)
+                if callable(close):
+                    await anyio.to_thread.run_sync(close)
             self._remember(user, app, done.query, "".join(answer))
             yield "done", "".join(answer)
 
