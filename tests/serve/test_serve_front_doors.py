@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.serve.live import DINNER, LiveServer, auth, httpx, marked_memory, write_keys
-from tests.serve.sqlcheck import chain_verifies, sqlite_check
+from tests.serve.sqlcheck import chain_verifies, charged_slot, sqlite_check
 
 DEADLINE_S = 0.25  # long enough that 16 turns run one after another would take 4 s
 CHECKUP = "Remind me what to ask at my doctor appointment"
@@ -258,6 +258,11 @@ def test_concurrent_turns_of_many_scopes_overlap_and_the_ledger_checks_out(serve
     assert checked["overruns"] == 0 and checked["uncharged"] == 0, checked
     assert checked["charged_received"] > 0, checked
     assert chain_verifies(database)
+    # The check is not vacuous: a charged release received more often than the ledger charged it
+    # (a copy of a real answer, claimed once more) is counted as uncharged.
+    forged = next(item for item in received if item[2]["control"] and ["food", "released"] in item[2]["control"])
+    claimed = sum(status == "released" and charged_slot(slot) for slot, status in forged[2]["control"])
+    assert claimed >= 1 and sqlite_check(database, [*received, forged])["uncharged"] == claimed
     assert not any(m in json.dumps(received) for m in markers)
 
 
