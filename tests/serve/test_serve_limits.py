@@ -162,7 +162,7 @@ def test_listening_is_printed_only_once_the_socket_answers(tmp_path: Path) -> No
     log = server.log_text()
     assert "started in " in log
     reported = float(log.split("started in ", 1)[1].split(" s", 1)[0])
-    assert 0 < reported <= printed_s
+    assert 0 < reported <= printed_s + 0.05  # /proc counts in clock ticks (10 ms)
 
 
 def test_kept_alive_answers_do_not_wait_for_a_delayed_ack(served: Any) -> None:
