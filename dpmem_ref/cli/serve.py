@@ -49,7 +49,44 @@ def add_serve_parser(sub: Any) -> None:
     serve.add_argument("--replicas", type=int, default=1, help="server processes on PORT, PORT+1, ... (default 1)")
     serve.add_argument("--tls-cert", default=None, help="PEM certificate: serve HTTPS directly (with --tls-key)")
     serve.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    add_limit_options(serve)
     serve.set_defaults(handler=command_serve)
+
+
+def add_limit_options(serve: Any) -> None:
+    """Connection bounds and front doors (docs/serve.md, "Bounded connections")."""
+    serve.add_argument(
+        "--release-deadline", type=float, default=None, help="seconds from a turn's start to its release (default 0.05)"
+    )
+    serve.add_argument("--workers", type=int, default=None, help="kernel turns at once (default 2 x CPU cores)")
+    serve.add_argument("--mcp", action="store_true", help="also serve the MCP server at /v1/mcp/ (streamable HTTP)")
+    serve.add_argument("--header-timeout", type=float, default=10.0, help="seconds for a request's headers (default 10)")
+    serve.add_argument("--body-timeout", type=float, default=30.0, help="seconds for a request's body (default 30)")
+    serve.add_argument("--idle-timeout", type=float, default=5.0, help="seconds a kept-alive idle connection stays open (default 5)")
+    serve.add_argument("--max-connections", type=int, default=4096, help="open connections per process (default 4096)")
+    serve.add_argument("--max-connections-per-client", type=int, default=64, help="open connections per peer address (default 64)")
+
+
+def deadline_of(args: argparse.Namespace) -> float:
+    from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S, check_deadline
+
+    return DEFAULT_DURABLE_TURN_DEADLINE_S if args.release_deadline is None else check_deadline(args.release_deadline, "--release-deadline")
+
+
+def limits_of(args: argparse.Namespace) -> Any:
+    for flag in ("header_timeout", "body_timeout", "idle_timeout"):
+        value = getattr(args, flag)
+        if not 0 < value <= 3600:
+            raise InputError("--" + flag.replace("_", "-"), "seconds in (0, 3600]", value)
+    if args.workers is not None and not 1 <= args.workers <= 1024:
+        raise InputError("--workers", "1..1024", args.workers)
+    for flag in ("max_connections", "max_connections_per_client"):
+        value = getattr(args, flag)
+        if not 1 <= value <= 1_000_000:
+            raise InputError("--" + flag.replace("_", "-"), "1..1000000", value)
+    from dpmem_ref.serve.limits import Limits
+
+    return Limits(args.header_timeout, args.body_timeout, args.idle_timeout, args.max_connections_per_client, args.max_connections)
 
 
 def command_serve(args: argparse.Namespace) -> int:
@@ -57,6 +94,8 @@ def command_serve(args: argparse.Namespace) -> int:
         raise InputError("--port", "0..65535", args.port)
     if not 1 <= args.replicas <= MAX_REPLICAS:
         raise InputError("--replicas", f"1..{MAX_REPLICAS}", args.replicas)
+    limits = limits_of(args)
+    deadline_of(args)
     if args.replicas == 1:
         from dpmem_ref.serve.server import _import_serving, serve_one
 
@@ -73,6 +112,10 @@ def command_serve(args: argparse.Namespace) -> int:
             port=args.port,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
+            limits=limits,
+            mcp=args.mcp,
+            deadline_s=deadline_of(args),
+            workers=args.workers,
         )
     if args.store_url is None or args.store_url == "memory:":
         raise InputError("--replicas", "a shared --store-url (postgresql://... or sqlite:///PATH)", "in-process ledgers")
@@ -117,6 +160,11 @@ def replica_argv(args: argparse.Namespace, index: int) -> list[str]:
             argv += [flag, value]
     if args.seed is not None:
         argv += ["--seed", str(args.seed + index)]
+    argv += ["--mcp"] if args.mcp else []
+    argv += [] if args.release_deadline is None else ["--release-deadline", str(args.release_deadline)]
+    argv += [] if args.workers is None else ["--workers", str(args.workers)]
+    for flag in ("header_timeout", "body_timeout", "idle_timeout", "max_connections", "max_connections_per_client"):
+        argv += ["--" + flag.replace("_", "-"), str(getattr(args, flag))]
     return [*argv, "--host", args.host, "--port", str(args.port + index if args.port else 0)]
 
 

@@ -8,8 +8,11 @@ reaches memory management; the owner token manages memory and reads ledgers. Sev
 share one ledger store (PostgreSQL across hosts).
 
 Modules: `keys` (keys file, constant-time token check; stdlib only), `models` (request and
-response bodies), `gate` (pure ASGI: body bound, authentication, no tracebacks, access log),
-`app` (the FastAPI routes), `server` (uvicorn on a bound socket); the subcommand and the
-replica supervisor are `dpmem_ref.cli.serve`. Importing this package imports no web
+response bodies), `gate` (pure ASGI: body bound, authentication, no tracebacks, access log,
+in-flight bound), `limits` (header/body/idle timeouts, connection limits), `turns` (served
+turns: asynchronous release deadline, streaming), `app` (the FastAPI routes), `chat` (the
+OpenAI-compatible facade), `mcp_server` (the MCP server), `server` (uvicorn on a bound socket),
+`graph` (the application-side LangGraph node; stdlib HTTP); the subcommand and the replica
+supervisor are `dpmem_ref.cli.serve`. Importing this package imports no web
 framework: fastapi and uvicorn (extra `serve`) load only in `app` and `server`.
 """

@@ -30,12 +30,15 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+MAX_IN_FLIGHT = 256
+"""Requests one process handles at once; the next is answered 503 (bounded work). Stalled
+connections are not requests yet (dpmem_ref.serve.limits bounds those)."""
 MAX_BODY_BYTES = 65_536
 """A request body past this is refused with 413 before it is parsed."""
 PRINCIPAL = "dpmem.principal"
 """The ASGI scope key holding the authenticated Principal of a /v1/ request."""
 PROTECTED_PREFIX = "/v1/"
-PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json"})
+PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json", "/docs"})
 log = logging.getLogger("dpmem.serve")
 
 
@@ -98,9 +101,11 @@ def _declared_length(scope: Scope) -> int | None:
 class Gate:
     """Wraps the service's ASGI application (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, keys: Keys) -> None:
+    def __init__(self, app: ASGIApp, keys: Keys, max_in_flight: int = MAX_IN_FLIGHT) -> None:
         self.app = app
         self.keys = keys
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -123,7 +128,8 @@ class Gate:
         finally:
             route = scope.get("route")
             path = str(scope.get("path", ""))
-            template = getattr(route, "path", None) or (
+            mounted = str(scope.get("root_path", "")) if getattr(route, "path", None) else ""  # /v1/mcp for the MCP mount
+            template = mounted + getattr(route, "path", "") or (
                 path if path in PUBLIC_PATHS else "(unauthenticated)" if status["code"] == 401 else "(no route)"
             )
             log.info(
@@ -158,4 +164,11 @@ class Gate:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send)
+        if self.in_flight >= self.max_in_flight:  # counted once the body is in: a stalled body holds no slot
+            await _respond(send, 503, error_body("server busy"), ((b"retry-after", b"1"),))
+            return
+        self.in_flight += 1  # one event loop: no lock needed
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            self.in_flight -= 1

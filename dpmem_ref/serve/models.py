@@ -30,12 +30,22 @@ class TurnRequest(_Strict):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="free text")
 
 
+class ReleasedView(BaseModel):
+    """One released view v_t: its slot, its name and the text a model is conditioned on (public)."""
+
+    slot: str
+    view: str
+    text: str
+
+
 class TurnResponse(BaseModel):
     """What the application observes of one turn (Eq. 2's response and the public control)."""
 
     response: str = Field(description="the response LLM's output, conditioned on the released views only")
     control: Any = Field(description="the observable control c_t as JSON (public, C6)")
     remaining: dict[str, str] = Field(description="attribute -> exact fraction left in this application's scope")
+    route: str | None = Field(default=None, description="the catalogue query the text was routed to (null: no match, generic views)")
+    views: list[ReleasedView] = Field(default_factory=list, description="the released views, in slot order")
 
 
 class MemoryAdd(_Strict):
@@ -77,3 +87,33 @@ class ErrorBody(BaseModel):
 
     error: str
     field: str | None = None
+
+
+class ViewsTurnRequest(TurnRequest):
+    """A turn that may skip the service's own answer (`respond: false`: views only)."""
+
+    respond: bool = Field(default=True, description="false: release the views without calling the service's LLM (response \"\")")
+
+
+class Budget(BaseModel):
+    """The calling application's own budget scope (user, application): what it may still spend."""
+
+    user: str
+    app: str
+    remaining: dict[str, str] = Field(description="attribute -> exact fraction left in this application's scope")
+
+
+class MemoryItemOut(BaseModel):
+    """A memory item as the owner sees it (owner routes only; never shown to an application)."""
+
+    id: str
+    slot: str
+    position: int
+    text: str
+    tags: list[str]
+    user: str | None = None
+
+
+class MemoryItems(BaseModel):
+    user: str
+    items: list[MemoryItemOut]

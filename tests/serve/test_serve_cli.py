@@ -44,6 +44,11 @@ def dpmem(*args: str) -> tuple[int, str, str]:
         (["--replicas", "0"], "dpmem: error: --replicas: expected 1..64, found 0"),
         (["--port", "70000"], "dpmem: error: --port: expected 0..65535, found 70000"),
         (["--tls-cert", "cert.pem"], "dpmem: error: --tls-cert/--tls-key: expected both or neither, found 'only one'"),
+        (["--release-deadline", "0"], "dpmem: error: --release-deadline: expected a number of seconds in (0, 10.0], found 0.0"),
+        (["--header-timeout", "0"], "dpmem: error: --header-timeout: expected seconds in (0, 3600], found 0.0"),
+        (["--body-timeout", "nan"], "dpmem: error: --body-timeout: expected seconds in (0, 3600], found nan"),
+        (["--max-connections-per-client", "0"], "dpmem: error: --max-connections-per-client: expected 1..1000000, found 0"),
+        (["--workers", "0"], "dpmem: error: --workers: expected 1..1024, found 0"),
     ],
 )
 def test_bad_options_are_one_line_exit_2(tmp_path: Path, extra: list[str], message: str) -> None:

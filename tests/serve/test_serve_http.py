@@ -172,7 +172,7 @@ def _turn(client: Any, token: str, user: str, interaction: str, query: str) -> d
     response = client.post("/v1/turns", headers=auth(token), json={"user": user, "interaction": interaction, "query": query})
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
-    assert set(body) == {"response", "control", "remaining"}
+    assert set(body) == {"response", "control", "remaining", "route", "views"}
     return body
 
 
@@ -273,12 +273,23 @@ def test_the_openapi_schema_names_every_route_and_token_kind(served: Any) -> Non
         schema = client.get("/openapi.json").json()
     assert set(schema["paths"]) == {
         "/v1/turns",
+        "/v1/turns/stream",
+        "/v1/budget",
+        "/v1/chat/completions",
         "/v1/users/{user}/memory",
         "/v1/users/{user}/memory/{item_id}",
+        "/v1/users/{user}/export",
         "/v1/users/{user}/ledgers",
         "/healthz",
     }
     assert set(schema["components"]["securitySchemes"]) == {"applicationToken", "ownerToken"}
-    assert schema["paths"]["/v1/turns"]["post"]["security"] == [{"applicationToken": []}]
-    for path, method in [("/v1/users/{user}/memory", "post"), ("/v1/users/{user}/ledgers", "get")]:
+    for path, method in [("/v1/turns", "post"), ("/v1/turns/stream", "post"), ("/v1/budget", "get"), ("/v1/chat/completions", "post")]:
+        assert schema["paths"][path][method]["security"] == [{"applicationToken": []}]
+    for path, method in [
+        ("/v1/users/{user}/memory", "post"),
+        ("/v1/users/{user}/memory", "get"),
+        ("/v1/users/{user}/memory/{item_id}", "get"),
+        ("/v1/users/{user}/export", "get"),
+        ("/v1/users/{user}/ledgers", "get"),
+    ]:
         assert schema["paths"][path][method]["security"] == [{"ownerToken": []}]
