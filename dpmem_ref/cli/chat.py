@@ -28,6 +28,7 @@ MAX_LINES = 100_000
 
 def command_chat(args: argparse.Namespace) -> int:
     from dpmem_ref.ledger import LedgerStoreError
+    from dpmem_ref.ledger.chain import ChainKey, dev_key_notice
     from dpmem_ref.runtime.agent import AgentRuntime
     from dpmem_ref.runtime.memory import check_memory_file
     from dpmem_ref.runtime.scopes import check_scope_id
@@ -57,6 +58,10 @@ def command_chat(args: argparse.Namespace) -> int:
         fresh = f", {len(report['fresh_budget_epochs'])} over an unchanged interface" if report["fresh_budget_epochs"] else ""
         total = ", ".join(f"{a} <= {v}" for a, v in report["per_application"].items())
         sys.stderr.write(f"dpmem chat: budget epoch {runtime.epoch} ({report['epochs']} epochs{fresh}); per application over all epochs: {total}\n")
+    key = getattr(runtime.ledger_store, "key", None)
+    notice = dev_key_notice(key) if isinstance(key, ChainKey) else None
+    if notice is not None:  # keys are explicit: the development key is announced at start
+        sys.stderr.write(notice + "\n")
     if args.ephemeral:  # said at start (once everything opened: an error stays one line)
         sys.stderr.write("dpmem chat: --ephemeral: ledgers live in this process only; a restart grants every budget again\n")
         sys.stderr.flush()

@@ -56,3 +56,24 @@ def test_a_keyed_run_prints_no_notice(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("DPMEM_LEDGER_KEY", "a-real-key-0123456789abcdef")
     code, out, err = _run(tmp_path, str(tmp_path / "l.db"))
     assert code == 0 and "development key" not in err, (code, out, err)
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_chat_announces_the_development_key_at_start_and_only_then(keyed: bool, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.kernel_fixtures import ROOT
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DPMEM_LEDGER_")}
+    env["PYTHONPATH"] = f"{ROOT}:{ROOT / 'eval'}"
+    env["DPMEM_LEDGER_KEY" if keyed else "DPMEM_LEDGER_DEV_KEY"] = "k" * 32 if keyed else "1"
+    command = [sys.executable, "-m", "dpmem_ref.cli", "chat", str(ROOT / "examples/agent/assistant.toml"),
+               "--memory", str(ROOT / "examples/agent/memory.jsonl"), "--user", "alice", "--app", "recipes",
+               "--store-url", f"sqlite:///{tmp_path / 'l.db'}"]
+    done = subprocess.run(command, input="dinner?\n", capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["query"] == "dinner?"
+    warned = [line for line in done.stderr.splitlines() if "DPMEM_LEDGER_DEV_KEY=1" in line]
+    assert len(warned) == (0 if keyed else 1)
