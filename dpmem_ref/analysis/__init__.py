@@ -25,6 +25,8 @@ Modules, one job each:
 - `witness`: results and witness transcripts;
 - `replay`: one transcript's exact likelihood, and the naive enumeration;
 Every probability comes from `plan_slot`, the description the sampler draws from.
+
+May import: every floor up to `turn/` (never `config/`, `audit/`, the runtime or the command line).
 """
 
 from __future__ import annotations

@@ -14,4 +14,6 @@ broken or not certified, or a contract violation (`dpmem check` would report it)
 bound unguaranteed beyond the audited horizon; 2 malformed input; 3 no guarantee applies
 (the stores differ outside every protected group, kappa = inf). `dpmem check`: 0 ok, 1
 violations, 2 malformed input.
+
+May import: every floor up to `schemas/`.
 """

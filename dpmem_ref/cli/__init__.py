@@ -7,6 +7,8 @@ exits (exit codes: `dpmem_ref.core.exits`; the one error printer: `dpmem_ref.cli
 
 Nothing else imports this package; the console script `dpmem` (pyproject.toml) and
 `python -m dpmem_ref.cli` are its entry points.
+
+May import: every floor (nothing imports it but its entry points).
 """
 
 from dpmem_ref.cli.dpmem import main

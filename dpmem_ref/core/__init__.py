@@ -3,4 +3,7 @@
 `ContractViolation` raised), `rational` (parsing and printing exact rationals), `transcript`
 (queries, reads, turn records, the public prefix), `ledgers` (exact integer ledgers), `policy`
 (layout, attributes, groups, caps, store), `views` (vocabularies), `memo` and `limits` (the
-documented bounds on the work any input can cause)."""
+documented bounds on the work any input can cause).
+
+May import: the standard library and attrs only (the floor everything stands on).
+"""

@@ -11,6 +11,8 @@
   explicit recorded rollback, and migration of legacy files.
 
 See docs/durability.md.
+
+May import: `core/`, `channel/`, `mechanism/`, `parts/`, `interface`, `contract` (and psycopg, lazily, for PostgreSQL).
 """
 
 from dpmem_ref.core.lazy import TYPE_CHECKING, attach

@@ -4,4 +4,7 @@ release distribution from scores, and the C3 check of its arguments), `bernoulli
 Bernoulli samplers and proposal rounds the sampler runs, Canonne-Kamath-Steinke 2020),
 `em_sampler` (the exact integer tables behind the sampler), `randomness` (integer random
 sources: seeded, OS entropy, record/replay) and `timing` (the sampler's timing side channel and
-the fixed release deadline)."""
+the fixed release deadline).
+
+May import: `core/` and `channel/` (and numpy, a kernel dependency, for the exact tables).
+"""

@@ -6,4 +6,6 @@ included.
 which condition it breaks); `routers`, `selectors`, `caps` and `controls` hold the
 contract-abiding parts; `broken` holds the deliberately contract-breaking variants that
 counterexamples and audits run through the same engine (the strict kernel refuses them).
+
+May import: `core/`, `channel/` and `mechanism/`.
 """

@@ -65,6 +65,8 @@ own items and the public ones; ids are compared exactly). Ids (user, app, intera
 [A-Za-z0-9._-]. Thread-safe for concurrent turns of different scopes (the stores lock;
 memory changes are serialised). Modules: scopes, router, tagger, similarity, memory,
 evolution, binding, settings, langchain (the adapter); `dpmem chat` is dpmem_ref.cli.chat.
+
+May import: every floor up to `audit/` (heavy parts, the MiniLM encoder and SmolLM2, only through the channel registry's entry points).
 """
 
 from dpmem_ref.core.lazy import TYPE_CHECKING, attach

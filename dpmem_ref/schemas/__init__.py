@@ -6,6 +6,8 @@ Every JSON document `dpmem check --json`, `dpmem audit --json`, `dpmem run --jso
 `tool_version` (the installed dpmem-ref). `schema(kind)` is the JSON Schema (draft 2020-12)
 of that document, `dpmem_ref/schemas/<kind>.schema.json`; the tests validate real outputs
 against it.
+
+May import: every floor up to `config/` (the JSON Schemas are data files beside it).
 """
 
 from __future__ import annotations

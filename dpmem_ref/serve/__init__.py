@@ -15,4 +15,6 @@ OpenAI-compatible facade), `mcp_server` (the MCP server), `server` (uvicorn on a
 `graph` (the application-side LangGraph node; stdlib HTTP); the subcommand and the replica
 supervisor are `dpmem_ref.cli.serve`. Importing this package imports no web
 framework: fastapi and uvicorn (extra `serve`) load only in `app` and `server`.
+
+May import: every floor up to `runtime/` (and fastapi, uvicorn, mcp, langgraph, imported only when serving).
 """

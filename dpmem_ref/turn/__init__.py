@@ -6,6 +6,8 @@
 - `runner`: `run_turn` / `run_interaction`, sampling through the planner;
 - `channel`: where the LLM channel (Eq. 2, `dpmem_ref.channel`) is called; `state`: `InterfaceState`;
 - `durable`: `DurableSession`, the turn loop over a ledger store (C5 across processes).
+
+May import: `core/`, `channel/`, `mechanism/`, `parts/`, `interface`, `contract`, `ledger/`.
 """
 
 from dpmem_ref.channel.protocol import LLMChannel
