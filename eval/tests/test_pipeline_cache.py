@@ -83,7 +83,7 @@ def test_precedence_cli_over_file_over_preset(tmp_path):
 @pytest.mark.parametrize("preset, overrides, message", [
     ("nope", {}, "--preset: expected one of ['cpu', 'paper', 'smoke'], found 'nope'"),
     ("smoke", {"horizon": 40}, "horizon: expected an integer in 1..32, found 40"),
-    ("smoke", {"judge": "claude"}, "judge: expected proxy, local:MODEL or openai:URL#MODEL, found 'claude'"),
+    ("smoke", {"judge": "claude"}, "judge: expected proxy, checklist, local:MODEL or openai:URL#MODEL, found 'claude'"),
     ("smoke", {"seeds": "x"}, "seeds: expected an integer, found 'x'"),
     ("smoke", {"test_pairs": "0"}, "test_pairs: expected at least one pair per attribute (the auditor needs train, validation and test), found 0"),
 ])
