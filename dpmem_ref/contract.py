@@ -2,9 +2,8 @@
 
 Each finding is a `Violation` with a stable code (`dpmem_ref.core.errors.VIOLATION_CODES`):
 callers branch on `code`, `condition` or `part_level`, never on the message.
-`contract_violations(interface)` is the memoized check (formerly the method
-`Interface.contract_violations`); `require_contract(interface)` raises the first finding as a
-`ContractViolation` (the strict kernel; formerly `Interface.require_contract`).
+`contract_violations(interface)` is the memoized check; `require_contract(interface)` raises the first finding as a
+`ContractViolation` (the strict kernel).
 """
 
 from __future__ import annotations

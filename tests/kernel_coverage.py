@@ -1,4 +1,4 @@
-"""Branch coverage of the kernel inside the default test command (issue 27).
+"""Branch coverage of the kernel inside the default test command.
 
 A pytest plugin, loaded by `scripts/run_tests.sh` as `-p tests.kernel_coverage`. It runs
 coverage.py (`[tool.coverage.run]` in pyproject.toml: branch coverage of `dpmem_ref`) in the

@@ -16,7 +16,7 @@ plans' exact release distributions (`StepTable.best`, the engine's own step), an
 they add along the witness because each crashed session is a fresh run of the same plan.
 A kernel extension point that would make this a part: an explicit commit step (plan ->
 commit charge -> sample -> release) with a pluggable persistence order, which the durable
-ledger work (issue 6) needs anyway.
+ledger work needs anyway.
 """
 
 from __future__ import annotations

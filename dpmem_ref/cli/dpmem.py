@@ -311,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # strerror only: the path itself may be huge or hold a secret (a store URL), so it is not echoed.
         say(f"dpmem: error: a path given on the command line cannot be used: {error.strerror or type(error).__name__}")
         return EXIT_BAD_INPUT
-    except (Exception, RecursionError) as error:  # noqa: BLE001  # never a traceback (issue 13.4)
+    except (Exception, RecursionError) as error:  # noqa: BLE001  # never a traceback
         # The type and where it was raised, never its message: a message may quote a value.
         say(f"dpmem: error: internal error {type(error).__name__} at {error_origin(error)}; please report it")
         return EXIT_BAD_INPUT

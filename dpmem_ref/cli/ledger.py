@@ -1,4 +1,4 @@
-"""`dpmem ledger backup | verify | restore | migrate` (issues 13.7, 21), and the
+"""`dpmem ledger backup | verify | restore | migrate`, and the
 `--store-url` option of `dpmem run`. `dpmem_ref.cli.dpmem` calls `add_ledger_commands`.
 
 Exit codes as everywhere in `dpmem`: 0 ok, 1 a verified file breaks a ledger invariant,

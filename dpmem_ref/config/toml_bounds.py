@@ -1,4 +1,4 @@
-"""TOML read with bounded work: a linear pre-scan, then the standard parser (issue 21, class 8).
+"""TOML read with bounded work: a linear pre-scan, then the standard parser.
 
 `tomllib` does work quadratic in the number of dotted parts of one key or table header
 (each prefix of the key is looked up again): a 200 KB file whose header has 100,000

@@ -127,7 +127,7 @@ def _plain_unit_scores(scores: Sequence[object]) -> bool:
         if numerator < 0 or numerator > score.denominator:
             return False
     return True
-# ------------------------------------------------------------ printing (formerly core/fmt.py)
+# ------------------------------------------------------------ printing
 # The kernel's one formatter of exact rationals for humans and JSON.
 #
 # `fraction_text` writes "2" or "4/3" (exact); `decimal_text` writes a decimal rounded to

@@ -1,4 +1,4 @@
-"""Online backup and verification of SQLite ledger files (issues 13.7 and 21.3, 21.5).
+"""Online backup and verification of SQLite ledger files.
 
 A committed charge can live only in the `-wal` file: after a crash, before the next
 checkpoint, copying the `.db` file alone loses it, and with it the guarantee (a restored

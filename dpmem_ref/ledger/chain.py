@@ -1,4 +1,4 @@
-"""The tamper-evident ledger: an HMAC hash chain over every committed row (issue 21.5).
+"""The tamper-evident ledger: an HMAC hash chain over every committed row.
 
 Every write transaction of a durable store appends ONE event to a single append-only
 table (`chain` in SQLite, `dpmem_chain` in PostgreSQL), in the same transaction as the rows

@@ -106,7 +106,7 @@ def id_used_before(field: str, value: str) -> InputError:
 
 
 def interface_mismatch(database: str, stored: str, given: str) -> InputError:
-    """The one line that refuses a second interface on a bound ledger database (issue 13.1)."""
+    """The one line that refuses a second interface on a bound ledger database."""
     return InputError(
         f"ledger database {database}",
         f"the interface it was created with (fingerprint {stored[:12]})",
@@ -115,8 +115,8 @@ def interface_mismatch(database: str, stored: str, given: str) -> InputError:
 
 
 def needs_migration(database: str, why: str) -> LedgerStoreError:
-    """The one line that refuses a ledger written before the chain or the fingerprint
-    (issue 21.6): the operator binds it once, naming the interface it was written by."""
+    """The one line that refuses a ledger written before the chain or the fingerprint:
+    the operator binds it once, naming the interface it was written by."""
     return LedgerStoreError(
         f"ledger database {database}: {why}; bind it once to the interface that wrote it: "
         f"dpmem ledger migrate {database} --interface FILE"

@@ -1,4 +1,4 @@
-"""The canonical interface fingerprint a ledger database is bound to (issue 13.1).
+"""The canonical interface fingerprint a ledger database is bound to.
 
 Two interface files with equal caps but different groups I_a (or read sets, charge
 declarations, budget rules, ...) would otherwise share one ledger and charge each other's
@@ -18,7 +18,7 @@ everything that decides a charge or its amount:
 Fractions are written "p/q", sets sorted, keys sorted: equal interfaces give equal text.
 Memory contents never enter it (a store is not part of the interface).
 
-View order within a slot (issue 21.6). The exponential mechanism's release distribution
+View order within a slot. The exponential mechanism's release distribution
 gives each view a probability that depends on its own score only (Eq. 7), and the scorers
 score each view by name, so reordering a slot's views changes neither a distribution nor a
 charge; only the seeded sampler's map from random draws to views reads the order (which
@@ -39,7 +39,7 @@ import attrs
 
 from dpmem_ref.interface import Interface
 
-FINGERPRINT_VERSION = 2  # 2: view order canonical under the EM (issue 21.6)
+FINGERPRINT_VERSION = 2  # 2: view order canonical under the EM
 
 
 def _canonical(value: object) -> Any:

@@ -1,4 +1,4 @@
-"""`dpmem ledger migrate DB|URL --interface FILE`: bind and chain a legacy ledger (issue 21.6).
+"""`dpmem ledger migrate DB|URL --interface FILE`: bind and chain a legacy ledger.
 
 A database written before the chain (schema 1: every file of the old main) or whose
 charges were written without an interface fingerprint is refused on open; the operator

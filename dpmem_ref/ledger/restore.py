@@ -1,4 +1,4 @@
-"""`dpmem ledger restore` and `dpmem ledger migrate` for SQLite ledger files (issue 21.4, 21.6).
+"""`dpmem ledger restore` and `dpmem ledger migrate` for SQLite ledger files.
 
 Restore. Every commit raises the database's high-water mark `DB.hwm` (the newest chain
 seq and MAC, sealed with the key; `dpmem_ref.ledger.chain`), a file a restore does not

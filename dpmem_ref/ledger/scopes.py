@@ -1,4 +1,4 @@
-"""Budget scopes in the ledger stores (issue 23, docs/agent.md): one charge debiting several
+"""Budget scopes in the ledger stores (docs/agent.md): one charge debiting several
 sessions in one transaction, caps carried over an interface change, extra meta rows.
 
 Kept apart from `contract` so the single-scope contract reads as before; every backend

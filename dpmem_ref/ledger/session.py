@@ -98,7 +98,7 @@ class LedgerBackend(ABC, Generic[Tx, S]):
             if fingerprint is not None:
                 stored = self._read_fingerprint(tx)
                 if stored is None:
-                    if self._has_history(tx):  # issue 21.6: charges of an unknown interface
+                    if self._has_history(tx):  # charges of an unknown interface
                         raise needs_migration(self._where, "charges without an interface fingerprint")
                     self._write_fingerprint(tx, fingerprint)
                     if self.CHAINED:
@@ -131,7 +131,7 @@ class LedgerBackend(ABC, Generic[Tx, S]):
             stored = self._read_fingerprint(tx)
             if stored != expected:
                 raise interface_mismatch(self._where, stored or "", fingerprint)
-            if stored is None and self._has_history(tx):  # issue 21.6: charges of an unknown interface
+            if stored is None and self._has_history(tx):  # charges of an unknown interface
                 raise needs_migration(self._where, "charges without an interface fingerprint")
             carried = [] if caps_for is None else self._carried(tx, caps_for)
             for key, spent, caps in carried:

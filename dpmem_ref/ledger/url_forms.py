@@ -2,7 +2,7 @@
 their one redaction. `dpmem_ref.ledger.urls` opens a store from them; the PostgreSQL backend
 checks and redacts its URL here (so neither backend imports the opener).
 
-The documented forms, and nothing else (issue 21.2: anything else is refused in one line):
+The documented forms, and nothing else (anything else is refused in one line):
 
 - `memory:` — in-process ledgers (forgotten on exit);
 - `sqlite:///relative/path.db`, `sqlite:////absolute/path.db` or a plain file path — one

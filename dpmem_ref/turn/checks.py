@@ -1,4 +1,4 @@
-"""Checks at the public boundary of the turn kernel (issue 21, class 7).
+"""Checks at the public boundary of the turn kernel.
 
 `begin_turn`, `plan_slot`, `run_turn`, `run_interaction` and the cursor's `rebase` /
 `release(view, ledgers=...)` take values from callers; they check types and ranges here,

@@ -121,7 +121,7 @@ class DurableSession:
     ) -> DurableSession:
         """Open (or resume) the session; refuses a contract-breaking interface (strict).
 
-        The validated boundary (issue 21.7): every argument is checked, with an `InputError`
+        The validated boundary: every argument is checked, with an `InputError`
         naming it, before the ledger store is touched, so a refused call writes nothing."""
         if not isinstance(interface, Interface):
             raise InputError("interface", "a dpmem_ref Interface", type(interface).__name__)
@@ -142,10 +142,10 @@ class DurableSession:
         if turn_deadline_s is not None:
             check_deadline(turn_deadline_s, "turn_deadline_s")
         require_contract(interface)
-        # Exact ledgers stay exact over MAX_TURNS_PER_INTERACTION turns (issue 13.4): an
+        # Exact ledgers stay exact over MAX_TURNS_PER_INTERACTION turns: an
         # interface built in code gets the same static size check as a loaded file.
         check_ledger_size(interface, MAX_TURNS_PER_INTERACTION)
-        # The ledger database is bound to this interface's fingerprint (issue 13.1): the
+        # The ledger database is bound to this interface's fingerprint: the
         # ledgers count charges of one set of groups, routes and budget rule only.
         fingerprint = interface_fingerprint(interface)
         session = ledger_store.open_session(user, interaction, interface.caps, fingerprint=fingerprint)

@@ -2,7 +2,7 @@
 
 `pytest --hypothesis-show-statistics proofs_as_tests` prints, per test, the share of
 examples carrying each event; `scripts/proof_coverage.py` runs the suite under the `ci`
-profile and checks the shares against the acceptance floors of issue 15. The labels
+profile and checks the shares against the acceptance floors. The labels
 are constants so the script and the tests cannot drift apart.
 """
 

@@ -1,4 +1,4 @@
-"""Issue 27 (class 3): the fast audit vs the general search vs the replayed witness, as a
+"""The fast audit vs the general search vs the replayed witness, as a
 property over generated interfaces, not on one hand-written example.
 
 The ledger programme (`dpmem_ref.analysis.ledger`, the `auto` search wherever it applies)
@@ -233,7 +233,7 @@ def _check_witness(
 
 @given(st.integers(0, 2**32 - 1), st.integers(0, 3))
 def test_lattice_equals_the_sparse_programme_and_the_general_search(seed: int, kind: int) -> None:
-    """Issue 26: the lattice programme (analysis/lattice.py) on generated deployments of its
+    """The lattice programme (analysis/lattice.py) on generated deployments of its
     shape (tests/audit_generators.py `lattice_case`; kind 0: preallocated plans with C_a of
     16-64 and horizons up to 256) against the sparse ledger programme and, below those
     sizes, the general search, to 40 digits both ways; its witness replays to its loss."""

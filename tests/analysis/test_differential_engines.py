@@ -1,4 +1,4 @@
-"""Issue 27 (class 3): the runner vs the durable session vs the proofs' transcript walker,
+"""The runner vs the durable session vs the proofs' transcript walker,
 on the same random tape, over generated interfaces (multi-slot turns, history routers,
 observable controls, online and preallocated budgets, LLM channels).
 

@@ -1,5 +1,5 @@
 """The exact engine's one loss type (dpmem_ref.analysis.loss): impossible / finite interval /
-infinite, with exact zeros, outward rounding and exact certificates (issue 14)."""
+infinite, with exact zeros, outward rounding and exact certificates."""
 
 from __future__ import annotations
 

@@ -103,7 +103,7 @@ def test_adjacency_decision(
 
 
 def test_not_coverable_pair_is_stated(capsys: pytest.CaptureFixture[str]) -> None:
-    """kappa = inf (issue 26.4): no `holds`, the positions outside every group named, no
+    """kappa = inf: no `holds`, the positions outside every group named, no
     guarantee claimed, the loss still printed, exit 3 (docs/config-format.md)."""
     code, report = audit_json(capsys, EVALUATION, "neutral", "neutral_non_runner", 2)
     assert report["adjacency"] == "not coverable" and report["bound"] == "inf"
@@ -187,7 +187,7 @@ def test_human_output_has_table_and_witness(capsys: pytest.CaptureFixture[str]) 
     assert "metformin" not in out  # raw memory never appears
 
 
-# ---------------------------------------------------------------- round 2 verdicts (issue 12)
+# ---------------------------------------------------------------- round 2 verdicts
 
 CHEAPER_COVER = """
 name = "cheaper-cover"

@@ -35,7 +35,7 @@ def test_shipped_examples_pass(name: str, capsys: pytest.CaptureFixture[str]) ->
     assert main(["check", str(EXAMPLES / name), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is True and report["violations"] == []
-    # Issue 22.4: the envelope, and the sensitivity proofs the text prints.
+    # The envelope, and the sensitivity proofs the text prints.
     assert (report["schema"], report["schema_version"], report["tool"]) == ("dpmem-check", "1", "dpmem-ref")
     assert report["sensitivity"] and all(p["holds"] and p["z3"] == "proved" for p in report["sensitivity"])
 
@@ -46,7 +46,7 @@ def test_broken_variant_is_flagged_with_its_condition(
 ) -> None:
     assert main(["check", str(EXAMPLES / "broken" / name), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert {"ok", "violations"} <= set(report)  # the stable keys (DESIGN.md); issue 22.4 adds the envelope
+    assert {"ok", "violations"} <= set(report)  # the stable keys (DESIGN.md); plus the envelope
     assert report["ok"] is False
     assert {v["condition"] for v in report["violations"]} == {condition}
     for violation in report["violations"]:

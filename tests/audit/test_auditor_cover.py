@@ -1,4 +1,4 @@
-"""kappa (Eq. 8) by branch and bound (issue 26.3): cross-checked against exhaustive search for
+"""kappa (Eq. 8) by branch and bound: cross-checked against exhaustive search for
 A <= 12 and against z3, and each rule (dominance, bound) pinned by a case that a broken
 variant of it gets wrong. Its speed for A = 1..40 is measured in benchmarks/bench_audit.py
 (--kappa), not asserted here."""

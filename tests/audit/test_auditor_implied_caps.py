@@ -121,7 +121,7 @@ def test_evaluation_pair_keeps_one_ledger_and_the_same_loss() -> None:
 
 
 def test_twelve_attribute_cell_is_estimated_under_the_default_limit() -> None:
-    """Issue 26.2: the 12-attribute round-3 cell (every group differs, K = 3, T = 32) was
+    """The 12-attribute round-3 cell (every group differs, K = 3, T = 32) was
     estimated at 4^12 = 16.8M states (34,930 built) and needed --max-states 20000000; with
     the implied caps dropped its estimate is 4^7 = 16,384, an upper bound on what is built."""
     sys.path.insert(0, str(ROOT / "benchmarks"))

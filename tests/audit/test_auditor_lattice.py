@@ -202,7 +202,7 @@ def test_a_class_counts_its_largest_step() -> None:
 
 
 def test_k64_cell_is_exact_fast_and_estimated_by_its_box() -> None:
-    """Issue 26.1, the cell 3 coupled attributes, K = 64, T = 256: the loss main 1c454c6's
+    """The cell 3 coupled attributes, K = 64, T = 256: the loss main 1c454c6's
     sparse programme computed (274,674 states, 20-47 CPU-s: recorded here, to 45 digits),
     from the lattice (its box, 65^3 cells) in about a second, and from the frontier
     programme (the auditor's choice: a few thousand table entries) to the same digits; a
@@ -238,7 +238,7 @@ def test_k64_cell_is_exact_fast_and_estimated_by_its_box() -> None:
 
 
 def test_pathological_audit_is_refused_within_a_second() -> None:
-    """Issue 26.2: 12 coupled attributes with K = 64 (an upper bound of 4.9e12 ledger
+    """12 coupled attributes with K = 64 (an upper bound of 4.9e12 ledger
     states) are refused before any state is built, within one CPU second, in one line giving
     a lower bound on the states (over 10^7: the work is real) and the flag."""
     from audit_interfaces import all_differing_dict

@@ -1,5 +1,5 @@
-"""`dpmem audit` verdicts a CI gate can trust (issue 26.4) and work refused before it starts
-(issue 26.2): contract violations, kappa = inf, what the early stop claims, every printed
+"""`dpmem audit` verdicts a CI gate can trust and work refused before it starts:
+contract violations, kappa = inf, what the early stop claims, every printed
 digit proved, the witness replay to the same digits, the --max-states bounds."""
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def test_estimate_bounds_the_states_the_programme_builds() -> None:
 
 
 def test_z3_time_out_renders_in_text_and_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 21 class 8: a z3 verdict "unproved" (budget spent) once crashed the text renderer."""
+    """A z3 verdict "unproved" (budget spent) once crashed the text renderer."""
     import dpmem_ref.audit.check as check
 
     monkeypatch.setattr(check, "z3_deadline", lambda: time.monotonic_ns())  # no time left

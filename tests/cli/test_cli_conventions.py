@@ -1,4 +1,4 @@
-"""Issue 22.3: the command-line conventions users expect: --version on both commands, help
+"""The command-line conventions users expect: --version on both commands, help
 on a bare command, --log-level, and the line number of a bad --queries line."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Interface files are pre-scanned before parsing: bounded work on any TOML (issue 21, class 8).
+"""Interface files are pre-scanned before parsing: bounded work on any TOML.
 
 Generated pathological TOML, as an attacker would write it: table headers, array-of-tables
 headers, dotted keys and inline-table keys with more dotted parts than MAX_KEY_PARTS (bare,

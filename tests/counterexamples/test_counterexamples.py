@@ -181,7 +181,7 @@ def test_table4_dp_bound_column() -> None:
         assert trace.dp_bound == bound
     assert rows["IncompleteCharge"].trace.omitted_charges == 3
     assert f"{float(rows['NoCap'].trace.dp_bound or 0):.2f}" == "5.33"
-    # Issue 22.4: the `table4 --json` rows carry the envelope and validate against the shipped schema.
+    # The `table4 --json` rows carry the envelope and validate against the shipped schema.
     import jsonschema
 
     from counterexamples.__main__ import _row_json
@@ -315,7 +315,7 @@ def test_dpmem_audit_reproduces_the_ratio(path: Path) -> None:
 
 def test_witness_table_is_the_audit_table(capsys: pytest.CaptureFixture[str]) -> None:
     """`--witness` renders the audit's own witness records: release and control columns,
-    eps charged per slot, the step per turn (issue 26.5)."""
+    eps charged per slot, the step per turn."""
     from counterexamples.__main__ import main as counterexamples_main
 
     assert counterexamples_main(["--witness", "--only", "c2-incomplete-charging"]) == 0

@@ -1,4 +1,4 @@
-"""The kernel's public Python API checks its inputs at the boundary (issue 21, class 7).
+"""The kernel's public Python API checks its inputs at the boundary.
 
 Written as an attacker would call it: every numeric type that is not an exact rational
 (float, NaN, infinities, Decimal, str, bool, numpy scalars, None, containers), every
@@ -187,7 +187,7 @@ def test_ledgers_with_oversized_denominators_are_refused(name: str, extra: int, 
 
 
 def test_negative_ledgers_no_longer_buy_selections_past_the_cap() -> None:
-    """The attack of issue 21: start a turn from L_a = -5 and be admitted until the true
+    """The attack: start a turn from L_a = -5 and be admitted until the true
     spend exceeds B_a. Refused before the first plan."""
     state = _state((Fraction(-5), Fraction(-5)))
     refused(lambda: run_turn(INTERFACE, state, QUERY, STORE, SeededRandomSource(0)), "state.ledgers[0]")

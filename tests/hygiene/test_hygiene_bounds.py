@@ -1,4 +1,4 @@
-"""Bounded work and no tracebacks on every input (issue 13.3, 13.4): special and oversized
+"""Bounded work and no tracebacks on every input: special and oversized
 files, query-line limits, coprime caps (exact-ledger digit bound), huge keys, undecodable
 names, newlines in arguments, the z3 budget, and linear `dpmem run`."""
 

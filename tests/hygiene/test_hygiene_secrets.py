@@ -214,7 +214,7 @@ def test_errors_carry_no_memory(tmp_path: Path) -> None:
     assert_clean([str(info.value), repr(other), repr(other.items[0])], "a durable error")
 
 
-# ------------------------------------------------------------------ malformed files (issue 13.2)
+# ------------------------------------------------------------------ malformed files
 
 MALFORMED_VALUES = [
     '"{m} has type-2 diabetes"',

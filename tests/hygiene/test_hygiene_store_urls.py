@@ -1,4 +1,4 @@
-"""Issue 21.1 and 21.2: a store URL's secrets are never echoed; the URL grammar is strict.
+"""A store URL's secrets are never echoed; the URL grammar is strict.
 
 Written as an attacker (or a careless operator) would: a password in every place libpq
 reads one (userinfo, the `password` / `sslpassword` / `passfile` query parameters, a

@@ -153,7 +153,7 @@ def test_deadline_closes_the_side_channel() -> None:
 
 
 def test_durable_callbacks_and_log_records_wait_for_the_deadline(caplog: pytest.LogCaptureFixture) -> None:
-    """Issue 13.6: nothing observable about a turn (callback, DEBUG record, return) happens
+    """Nothing observable about a turn (callback, DEBUG record, return) happens
     before its deadline; the deadline is on by default."""
 
     loaded = load_interface_file(Path(__file__).resolve().parents[2] / "examples" / "figure2.toml")

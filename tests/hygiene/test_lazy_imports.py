@@ -1,4 +1,4 @@
-"""`import dpmem_ref` and `dpmem --help` stay light (issue 25): the face imports its public
+"""`import dpmem_ref` and `dpmem --help` stay light: the face imports its public
 names on first use (PEP 562), and the command line imports a subcommand's machinery only
 when that subcommand runs."""
 

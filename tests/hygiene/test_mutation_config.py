@@ -1,5 +1,5 @@
-"""The committed mutation-testing artefacts agree with their configuration (issue 15,
-point 3): every equivalence judgement names a mutant of a mutated module and gives one
+"""The committed mutation-testing artefacts agree with their configuration:
+every equivalence judgement names a mutant of a mutated module and gives one
 line of reason, and the committed report meets the score floor with no unexplained or
 stale judgement. (The run itself is `make mutation`, too long for the default suite.)"""
 

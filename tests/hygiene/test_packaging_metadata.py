@@ -1,4 +1,4 @@
-"""Issue 22.3: the two distributions as published libraries: one LICENSE for the code,
+"""The two distributions as published libraries: one LICENSE for the code,
 py.typed, authors and classifiers, ranges (not pins) in dpmem-eval's install requirements
 (the pins live in requirements/constraints.txt), and `counterexamples` declared."""
 

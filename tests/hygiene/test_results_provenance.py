@@ -1,4 +1,4 @@
-"""Issue 22.6: every directory under results/ names its commit and command (results/README.md,
+"""Every directory under results/ names its commit and command (results/README.md,
 "Provenance"), and the table agrees with the run.json the directory carries."""
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ def check_every_release_charged(snapshot: SessionSnapshot, caps: Mapping[str, Fr
 
 @pytest.fixture(autouse=True)
 def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The chain on, keyed (issue 21.5): forked workers inherit the key."""
+    """The chain on, keyed: forked workers inherit the key."""
     monkeypatch.setenv("DPMEM_LEDGER_KEY", "crash-and-race-key-0123456789abcdef")
     monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
 
@@ -195,7 +195,7 @@ def test_sigkill_240_trials(tmp_path: Path) -> None:
     assert set(POINTS) <= set(outcomes)
 
 
-# Issue 27: a kill at the SECOND slot of a multi-slot turn (affordable-dinner: food, then
+# A kill at the SECOND slot of a multi-slot turn (affordable-dinner: food, then
 # finance), at every slot-level point; the rows committed by then are exactly the slots
 # whose charge transaction had committed, each charged, and a new session continues.
 SECOND_SLOT_ROWS = {

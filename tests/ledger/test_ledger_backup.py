@@ -1,4 +1,4 @@
-"""Issue 13.7: `dpmem ledger backup` keeps the charges that live only in the -wal file.
+"""`dpmem ledger backup` keeps the charges that live only in the -wal file.
 
 A process commits charges and is SIGKILLed before any checkpoint: its commits are durable
 (in the WAL) but not yet in the .db file. Copying the .db alone loses them; the online
@@ -128,7 +128,7 @@ def tamper(path: Path, statement: str) -> None:
 @pytest.mark.parametrize(
     ("statement", "words"),
     [
-        # Issue 21.5: the chain is replayed first and names the first row that differs from it.
+        # The chain is replayed first and names the first row that differs from it.
         ("UPDATE ledgers SET spent = '3/1' WHERE attribute = 'diabetes'", "ledgers row (u, i, diabetes): differs"),
         ("UPDATE ledgers SET spent = '1/1' WHERE attribute = 'diabetes'", "ledgers row (u, i, diabetes): differs"),
         ("UPDATE ledgers SET spent = '0/1' WHERE attribute = 'debt'", "ledgers row (u, i, debt): differs"),

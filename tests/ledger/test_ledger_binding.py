@@ -1,4 +1,4 @@
-"""Issue 21.6: binding. A ledger without a fingerprint is refused; migration names the interface.
+"""Binding. A ledger without a fingerprint is refused; migration names the interface.
 
 The issue's run: a ledger written before the fingerprint existed (same schema version,
 no fingerprint row) was bound by whichever interface opened it first, and an interface

@@ -1,4 +1,4 @@
-"""Issue 21.5: the tamper-evident ledger. Plain-SQL edits of committed rows FAIL verify.
+"""The tamper-evident ledger. Plain-SQL edits of committed rows FAIL verify.
 
 An attacker who can write the database but does not hold the HMAC key edits, deletes,
 inserts and reorders rows of every table with plain SQL, on SQLite and on PostgreSQL,
@@ -396,7 +396,7 @@ def test_a_corrupted_store_stops_dpmem_run_with_one_line(template: Path, tmp_pat
 
 
 def test_multi_scope_charges_and_rebinds_replay_and_their_forgeries_fail(tmp_path: Path) -> None:
-    """The event kinds budget scopes need (issue 23): a charge that debits several sessions
+    """The event kinds budget scopes need: a charge that debits several sessions
     in one transaction, and an interface change carrying the ledgers over with meta rows.
     Written here as a store primitive would write them, under the key; then forged."""
     from dpmem_ref.ledger import SessionKey, SlotRelease

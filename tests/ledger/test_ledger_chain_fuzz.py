@@ -1,4 +1,4 @@
-"""Issue 21.5, written broadly: ANY single plain-SQL change to ANY committed row fails verify.
+"""ANY single plain-SQL change to ANY committed row fails verify.
 
 Hypothesis picks a table (ledgers, releases, turns, meta, chain), a row, a column and a
 new value (text, integer, a fraction, a JSON list, raw bytes), or deletes a row, or

@@ -66,7 +66,7 @@ def _worker(path: str, seed: int, barrier: Barrier, results: Any) -> None:
 
 @pytest.fixture(autouse=True)
 def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The chain on, keyed (issue 21.5): forked workers inherit the key."""
+    """The chain on, keyed: forked workers inherit the key."""
     monkeypatch.setenv("DPMEM_LEDGER_KEY", "crash-and-race-key-0123456789abcdef")
     monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
 

@@ -1,4 +1,4 @@
-"""Issue 13.1: a ledger database is bound to ONE interface by its canonical fingerprint.
+"""A ledger database is bound to ONE interface by its canonical fingerprint.
 
 Every part that decides a charge or its amount changes the fingerprint; equal interfaces
 (however written) give equal ones. A second interface on a bound database is refused with

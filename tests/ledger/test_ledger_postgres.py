@@ -1,4 +1,4 @@
-"""PostgresLedgerStore against a real server (issue 17): races, faults, restarts, misuse.
+"""PostgresLedgerStore against a real server: races, faults, restarts, misuse.
 
 - races: P processes x N charged selections on a tight cap (B = 2, eps = 2/3): exactly
   floor(B / eps) = 3 admitted, 0 overruns at any prefix of the commit order, in every
@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The chain on, keyed (issue 21.5): forked workers inherit the key."""
+    """The chain on, keyed: forked workers inherit the key."""
     monkeypatch.setenv("DPMEM_LEDGER_KEY", "crash-and-race-key-0123456789abcdef")
     monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
 

@@ -140,7 +140,7 @@ def test_a_refused_rebind_writes_nothing(ledger_store: LedgerStore, case: str) -
 
 @pytest.mark.parametrize("history", ["a charge", "a turn"])
 def test_binding_history_of_an_unknown_interface_needs_the_migration(ledger_store: LedgerStore, history: str) -> None:
-    """issue 21.6: releases or turns written without a fingerprint are never bound by a rebind
+    """Releases or turns written without a fingerprint are never bound by a rebind
     (the databases; an in-process store cannot hold rows from before its binding)."""
     session = ledger_store.open_session("u", "i", CAPS)
     if history == "a charge":

@@ -1,4 +1,4 @@
-"""Issue 21.3 and 21.4: backups never touch their source; restore never silently rewinds B_a.
+"""Backups never touch their source; restore never silently rewinds B_a.
 
 Backup: the destination may not be the live database, its -wal / -shm / -journal, its
 .hwm, or a name SQLite would take for a side file; an existing file named like a

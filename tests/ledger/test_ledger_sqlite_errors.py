@@ -1,4 +1,4 @@
-"""Issue 13.4 (SQLite): a broken ledger file is refused with the store's own one line.
+"""SQLite: a broken ledger file is refused with the store's own one line.
 
 Classes: not a database (random bytes, text, zeroed header, truncated), corrupted pages,
 foreign schema (other tables, our tables with other columns, another schema version), a

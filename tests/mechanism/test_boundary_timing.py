@@ -1,4 +1,4 @@
-"""The timing bound helpers (dpmem_ref.mechanism.timing) validate every input (issue 21, class 8).
+"""The timing bound helpers (dpmem_ref.mechanism.timing) validate every input.
 
 Before: an eps / (2 Delta) past ~745 made exp(-gap) underflow to 0 and `public_round_bound`
 divide by zero; past 1e308 the float conversion overflowed; a huge int failure probability

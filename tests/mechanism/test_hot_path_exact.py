@@ -1,5 +1,5 @@
-"""The hot path's integer shortcuts compute exactly what the Fraction arithmetic computes
-(issue 25): a release distribution built over one common denominator has the same
+"""The hot path's integer shortcuts compute exactly what the Fraction arithmetic computes:
+a release distribution built over one common denominator has the same
 exponents, gaps, proposal choice and integer gap splits as the per-view Fraction
 construction it replaced, on every route (small denominators, a common denominator past
 the bound, the public constructor), and the same draws from the same tape."""
@@ -19,7 +19,7 @@ from dpmem_ref.mechanism import bernoulli, construction, em
 
 
 def reference(views: tuple[str, ...], scores: list[Fraction], epsilon: Fraction, sensitivity: Fraction) -> dict[str, object]:
-    """The construction before issue 25, one Fraction operation per view."""
+    """The plain construction, one Fraction operation per view."""
     factor = epsilon / (2 * sensitivity)
     exponents = tuple(factor * u for u in scores)
     top = max(exponents)

@@ -1,4 +1,4 @@
-"""Issue 22.4: every JSON output carries its schema and tool version, validates against the
+"""Every JSON output carries its schema and tool version, validates against the
 JSON Schema shipped in the package (dpmem_ref/schemas), has structured controls and
 violations, and `python -m counterexamples` shares the audit's witness record."""
 

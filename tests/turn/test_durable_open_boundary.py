@@ -1,4 +1,4 @@
-"""Issue 21.7 (the DurableSession.open part): one validated boundary, nothing half-written.
+"""DurableSession.open: one validated boundary, nothing half-written.
 
 Every argument of `DurableSession.open` is checked before the ledger store is touched: a
 wrong type or range raises `InputError` naming the argument (one line), and the database

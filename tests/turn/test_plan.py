@@ -178,7 +178,7 @@ def test_a_turn_frame_is_strict_by_default():
 def test_the_c5_assertion_checks_the_ledgers_it_moved():
     """A ledger the selection does not charge is not re-checked (it did not move): an
     over-cap uncharged ledger does not turn into a C5 at this read. The public entry points
-    refuse such a ledger at the boundary (InputError, issue 21), so the planner's inner
+    refuse such a ledger at the boundary (InputError), so the planner's inner
     function is driven directly, on integer counts over scale 2."""
     from dpmem_ref.core.ledgers import LedgerVector
     from dpmem_ref.turn import TurnFrame, plan_units

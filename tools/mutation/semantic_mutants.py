@@ -172,7 +172,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "c5-recheck-first-attribute",
         "the store's C5 re-check at commit looks at the first charged attribute only"
-        " (tests/ledger/test_paths_ledger.py: joint charges whose later attribute is full)",
+        " (tests/ledger/test_ledger_request_sequences.py: joint charges whose later attribute is full)",
         (
             (
                 "ledger/contract.py",
@@ -184,14 +184,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "release-row-first-slot",
         "the committed release row records every slot as the turn's first (slot index 0)"
-        " (tests/ledger/test_paths_ledger.py: later slots of a turn)",
+        " (tests/ledger/test_ledger_request_sequences.py: later slots of a turn)",
         (("ledger/contract.py", r"index=request\.index,", "index=0,"),),
     ),
     # (2) a seeded test whose seed drew the outcome that hides the bug
     Mutation(
         "lost-race-releases-candidate",
         "after a lost race (the store refused the charge) the privately drawn candidate is released"
-        " (tests/turn/test_paths_durable.py: eps large enough that every admitted draw is specific)",
+        " (tests/turn/test_durable_race_and_retry.py: eps large enough that every admitted draw is specific)",
         (
             (
                 "turn/durable.py",
@@ -229,13 +229,13 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "fingerprint-ignores-generic",
         "the ledger fingerprint leaves out each slot's generic view (two interfaces share a ledger)"
-        " (tests/ledger/test_paths_fingerprint.py)",
+        " (tests/ledger/test_fingerprint_variant_table.py)",
         (("ledger/fingerprint.py", r'^\s*"generic": vocabulary\.generic,\n', ""),),
     ),
     Mutation(
         "fingerprint-ignores-uncharged-epsilon",
         "the ledger fingerprint leaves out the eps of uncharged reads"
-        " (tests/ledger/test_paths_fingerprint.py)",
+        " (tests/ledger/test_fingerprint_variant_table.py)",
         (("ledger/fingerprint.py", r'^\s*"uncharged_epsilon": _canonical\(interface\.uncharged_epsilon\),\n', ""),),
     ),
     # (5) paths only non-strict (contract-breaking) interfaces reach
@@ -249,7 +249,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "retry-resolve-releases-candidate",
         "PostgreSQL's retry after a lost COMMIT answer releases the request's candidate, not the committed row"
-        " (tests/turn/test_paths_durable.py: lost answer on a refused commit)",
+        " (tests/turn/test_durable_race_and_retry.py: lost answer on a refused commit)",
         (
             (  # the session template's resolve_charge, which PostgreSQL's retry runs
                 "ledger/session.py",

@@ -1,4 +1,4 @@
-"""Issue 27 (class 4): the fingerprint's variant table is derived from the records.
+"""The fingerprint's variant table is derived from the records.
 
 `dpmem_ref.ledger.fingerprint` binds a ledger database to one interface. A hand-written
 list of variants can miss a field; here the fields are walked: every (record, field) the

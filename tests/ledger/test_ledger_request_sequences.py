@@ -1,4 +1,4 @@
-"""Issue 27 (class 1): the ledger-store contract over generated request sequences, on every
+"""The ledger-store contract over generated request sequences, on every
 backend (memory, SQLite, PostgreSQL), against a reference model of Algorithm 1, line 15.
 
 tests/ledger/test_ledger_contract.py pins hand-picked cases with one request builder (first slot

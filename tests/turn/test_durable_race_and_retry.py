@@ -1,4 +1,4 @@
-"""Issue 27 (classes 1 and 5): the durable session's race and retry paths, reached at every
+"""The durable session's race and retry paths, reached at every
 slot of a multi-slot turn and on every ledger backend (memory, SQLite, PostgreSQL).
 
 Each test names a path and asserts that it was taken (`turn.plans`, the committed rows):
