@@ -101,7 +101,8 @@ class AgentRuntime:
             raise InputError("budget.period", "a recorded period origin exactly when the interface declares a period", period_origin)
         self.turn_deadline_s = turn_deadline_s
         self._lock = threading.RLock()
-        self._sessions: dict[tuple[str, str, int | None], tuple[ScopedLedgers, DurableSession]] = {}
+        self._sessions: dict[tuple[str, str], tuple[ScopedLedgers, DurableSession]] = {}
+        self._session_period: dict[tuple[str, str], int] = {}  # the period of a cached scope (absent: none)
         self._transcripts: dict[tuple[str, str], list[tuple[str, Hashable, str]]] = {}
         self._recorded: dict[tuple[str, str, str], RecordedTurn] = {}
         self.channel_name = channel_name(channel)
@@ -188,12 +189,10 @@ class AgentRuntime:
         return self._scope_at(user, app, self.period())
 
     def _scope_at(self, user: str, app: str, period: int | None) -> tuple[ScopedLedgers, DurableSession]:
-        key = (check_scope_id(user, "user"), check_scope_id(app, "app"), period)
+        key = (check_scope_id(user, "user"), check_scope_id(app, "app"))
         with self._lock:
-            found = self._sessions.get(key)
-            if found is None:
-                for old in [k for k in self._sessions if k[:2] == key[:2]]:
-                    del self._sessions[old]  # an earlier period's scope: never served again
+            found = self._sessions.get(key) if self._session_period.get(key) == period else None
+            if found is None:  # (an earlier period's cached scope is replaced: never served again)
                 interface = self.interface
                 share = self.share(app)
                 app_session = self.ledger_store.open_session(user, app_scope(self.epoch, app, period), share)
@@ -208,6 +207,10 @@ class AgentRuntime:
                     turn_deadline_s=self.turn_deadline_s,
                 )
                 found = self._sessions[key] = (scoped, session)
+                if period is None:
+                    self._session_period.pop(key, None)
+                else:
+                    self._session_period[key] = period
             return found
 
     def share(self, app: str) -> Mapping[str, Fraction]:
