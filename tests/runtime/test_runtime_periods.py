@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
 from dpmem_ref.runtime.agent import AgentRuntime
 from dpmem_ref.runtime.periods import period_index
@@ -291,3 +292,25 @@ def test_chat_prints_the_guarantee_composed_over_the_periods(tmp_path: Path) -> 
     for a, cap in USER_CAPS.items():
         assert ComposedGuarantee(1, period, cap).line(f"U_{a}") in done.stderr
     assert "share(finance" not in done.stderr  # the other application's share is not this chat's
+
+
+def test_an_edited_origin_is_refused_not_served(tmp_path: Path) -> None:
+    """Moving the recorded origin back one period would hand every scope a fresh period:
+    the edited binding log is refused when the runtime opens (the meta rows are bound into
+    the ledger's chain), in one line, and nothing is served."""
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock)
+    _spend(runtime, clock, 6, 0)
+    runtime.close()
+    database = tmp_path / "ledgers.db"
+    with sqlite3.connect(database) as connection:
+        (log,) = connection.execute("SELECT value FROM meta WHERE key = 'runtime.epochs'").fetchone()
+        edited = str(log).replace(f'"origin":{ORIGIN}', f'"origin":{ORIGIN - P}')
+        assert edited != log
+        connection.execute("UPDATE meta SET value = ? WHERE key = 'runtime.epochs'", (edited,))
+    connection.close()
+    with pytest.raises((InputError, LedgerStoreError)) as caught:
+        _open(tmp_path, clock)
+
+    assert "runtime.epochs" in str(caught.value) and "\n" not in str(caught.value)
