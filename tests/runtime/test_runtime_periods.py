@@ -254,10 +254,17 @@ def test_a_period_change_needs_a_new_epoch(first: str | None, second: str | None
     with pytest.raises(InputError) as caught:
         _open(tmp_path, clock)
     assert "budget-period-changed" in str(caught.value) and "\n" not in str(caught.value)
-    clock.now = T0 + DAY
+    clock.now = T0 + P + DAY  # epoch 0 ends in its second period (if it had one)
     runtime = _open(tmp_path, clock, new_epoch="renew the caps per period")
     assert runtime.epoch == 1
     assert runtime.period_origin == (None if second is None else math.floor(clock.now))
+    # The total over epochs and periods: epoch 0 counts 2 periods with a period, else 1;
+    # epoch 1 counts 1 (its first period, or its lifetime caps).
+    report = runtime.guarantee()
+    first_epoch = 1 if first is None else 2
+    for a, cap in runtime.interface.caps.items():
+        assert Fraction(report["per_application"][a]) == (first_epoch + 1) * cap
+    assert ("current_epoch" in report) == (second is not None)
     runtime.close()
 
 
