@@ -3,6 +3,10 @@
     dpmem chat CONFIG --memory FILE --user U --app A [--interaction I] (--store-url URL | --ephemeral)
                [--llm echo|smollm2|hf:ID|openai:URL#MODEL] [--seed N] [--new-epoch REASON]
 
+With a budget period declared by the interface (`[budget] period = "30 days"`), chat
+prints at start the current period and the guarantee composed over the periods elapsed
+(k x the application's share, k x U_a, with the caveat; docs/agent.md).
+
 Safe defaults: without a durable ledger (--store-url sqlite:///... or postgresql://...)
 chat refuses to run unless --ephemeral says so (printed at start: a restart grants every
 budget again); a --memory file that does not exist is an error. Chat never writes the
@@ -53,11 +57,8 @@ def command_chat(args: argparse.Namespace) -> int:
         )
     except LedgerStoreError as error:
         raise InputError("--store-url", "a usable ledger database", str(error)) from None
-    if runtime.epoch > 0:  # the owner sees what epochs cost: the caps add up over them
-        report = runtime.guarantee()
-        fresh = f", {len(report['fresh_budget_epochs'])} over an unchanged interface" if report["fresh_budget_epochs"] else ""
-        total = ", ".join(f"{a} <= {v}" for a, v in report["per_application"].items())
-        sys.stderr.write(f"dpmem chat: budget epoch {runtime.epoch} ({report['epochs']} epochs{fresh}); per application over all epochs: {total}\n")
+    if runtime.epoch > 0 or runtime.interface.period is not None:
+        _print_guarantee(runtime, args.app)
     key = getattr(runtime.ledger_store, "key", None)
     notice = dev_key_notice(key) if isinstance(key, ChainKey) else None
     if notice is not None:  # keys are explicit: the development key is announced at start
@@ -83,6 +84,29 @@ def command_chat(args: argparse.Namespace) -> int:
     finally:
         runtime.close()
     return 0
+
+
+def _print_guarantee(runtime: Any, app: str) -> None:
+    """What epochs and periods cost, on stderr at start: the caps add up over epochs, and
+    over the k budget periods elapsed (k x share, k x U_a; the kernel's ComposedGuarantee
+    lines, each with its caveat)."""
+    report = runtime.guarantee()
+    if runtime.epoch > 0:
+        fresh = f", {len(report['fresh_budget_epochs'])} over an unchanged interface" if report["fresh_budget_epochs"] else ""
+        total = ", ".join(f"{a} <= {v}" for a, v in report["per_application"].items())
+        over = "epochs and periods" if "periods_per_epoch" in report else "epochs"
+        sys.stderr.write(f"dpmem chat: budget epoch {runtime.epoch} ({report['epochs']} epochs{fresh}); per application over all {over}: {total}\n")
+    current = report.get("current_epoch")
+    if current is not None:
+        sys.stderr.write(
+            f"dpmem chat: budget period {current['period_index']} of {current['period']} since the recorded origin "
+            f"(epoch {current['epoch']}); the guarantee composed over the {current['periods']} elapsed:\n"
+        )
+        mine = f"application {app}, "
+        for line in current["lines"]:
+            if line.startswith(mine) or not line.startswith("application "):
+                sys.stderr.write(f"  {line}\n")
+    sys.stderr.flush()
 
 
 def add_chat_command(sub: Any) -> None:

@@ -34,6 +34,8 @@ API (stable; additions only)
         check_channel: call the LLM channel once at start-up (ChannelUnavailable if it
                    fails); None = only for openai: endpoints
         fresh_budget: with new_epoch over an unchanged interface: reset every budget (logged)
+        clock:     () -> seconds (default time.time): the public calendar time that selects
+                   the budget period when the interface declares one (runtime.periods)
     rt.turn(user, app, interaction, query, respond=True, turn_id=None) -> AgentTurn
         turn_id: an idempotency key; after ChannelUnavailable a retry with the same id
         regenerates from the recorded views at no new charge
@@ -49,9 +51,12 @@ API (stable; additions only)
     rt.memory_items(user) -> list[MemoryEntry]                  (trusted side only)
     rt.ledgers(user) -> list[dict]   every scope of that user:
         {"scope": {"user", "app" | None, "epoch"}, "ledgers": {a: "p/q"}, "caps": {a: "p/q"}}
-    rt.remaining(user, app) -> dict[str, str]
+    rt.remaining(user, app) -> dict[str, str]   (with a period: the current period's room)
+    rt.period() -> int | None        the current budget period (None: no period declared)
     rt.epochs() -> list[dict]        the recorded binding log (epochs, carried-over changes)
-    rt.guarantee() -> dict           the total guarantee over epochs, fresh-budget epochs
+    rt.guarantee() -> dict           the total guarantee over epochs and periods, fresh-budget
+                                     epochs; with a period, "current_epoch": k x share,
+                                     k x B_a, k x U_a, one line each with the caveat
     rt.share(app) -> caps            the caps of `app`'s scopes (its share, or B_a)
     rt.view_texts(turn) -> [(slot, view text)]   the public conditioning text of a turn
     rt.interface -> the kernel Interface served (the one the auditor audits)
@@ -64,7 +69,7 @@ Memory is per subject: each user id has its own store over the interface's layou
 own items and the public ones; ids are compared exactly). Ids (user, app, interaction) are 1..128 of
 [A-Za-z0-9._-]. Thread-safe for concurrent turns of different scopes (the stores lock;
 memory changes are serialised). Modules: scopes, router, tagger, similarity, memory,
-evolution, binding, settings, langchain (the adapter); `dpmem chat` is dpmem_ref.cli.chat.
+evolution, binding, periods, settings, langchain (the adapter); `dpmem chat` is dpmem_ref.cli.chat.
 
 May import: every floor up to `audit/` (heavy parts, the MiniLM encoder and SmolLM2, only through the channel registry's entry points).
 """

@@ -12,7 +12,9 @@ the generic view of every slot, reads no memory and charges nothing.
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections.abc import Hashable, Mapping
 from fractions import Fraction
 from pathlib import Path
@@ -31,6 +33,7 @@ from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, Sys
 from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
 from dpmem_ref.runtime.binding import bind, epoch_guarantee, epoch_log
 from dpmem_ref.runtime.memory import MemoryBook, MemoryEntry
+from dpmem_ref.runtime.periods import Clock, epoch_origins, period_index, read_clock
 from dpmem_ref.runtime.router import FreeTextRouter
 from dpmem_ref.runtime.scopes import (
     ScopedLedgers,
@@ -38,7 +41,7 @@ from dpmem_ref.runtime.scopes import (
     app_scope,
     check_scope_id,
     durable_turn_id,
-    parse_scope,
+    parse_scope_name,
     remaining,
 )
 from dpmem_ref.runtime.settings import AgentFile, check_shares, check_user_caps, load_agent_file
@@ -79,6 +82,8 @@ class AgentRuntime:
         epoch: int,
         turn_deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S,
         shares: Mapping[str, Mapping[str, Fraction]] | None = None,
+        clock: Clock = time.time,
+        period_origin: int | None = None,
     ) -> None:
         self.agent = agent
         self.interface: Interface = agent.loaded.interface
@@ -90,9 +95,14 @@ class AgentRuntime:
         self.user_caps = user_caps
         self.shares = shares
         self.epoch = epoch
+        self.clock = clock  # public calendar time: the only input of the period index
+        self.period_origin = period_origin  # the epoch's recorded origin (with a period)
+        if (self.interface.period is None) != (period_origin is None):
+            raise InputError("budget.period", "a recorded period origin exactly when the interface declares a period", period_origin)
         self.turn_deadline_s = turn_deadline_s
         self._lock = threading.RLock()
         self._sessions: dict[tuple[str, str], tuple[ScopedLedgers, DurableSession]] = {}
+        self._session_period: dict[tuple[str, str], int] = {}  # the period of a cached scope (absent: none)
         self._transcripts: dict[tuple[str, str], list[tuple[str, Hashable, str]]] = {}
         self._recorded: dict[tuple[str, str, str], RecordedTurn] = {}
         self.channel_name = channel_name(channel)
@@ -111,10 +121,13 @@ class AgentRuntime:
         shares: Mapping[str, Mapping[str, Fraction | int | str]] | None = None,
         check_channel: bool | None = None,
         fresh_budget: bool = False,
+        clock: Clock = time.time,
     ) -> AgentRuntime:
         """Bind the agent file's interface, the memory file, the ledger store and the LLM
         channel. Refuses an interface change that cannot carry the ledgers over unless
-        `new_epoch` (a reason, recorded) starts a new budget epoch."""
+        `new_epoch` (a reason, recorded) starts a new budget epoch. `clock` (seconds, like
+        time.time): the public calendar time that selects the budget period when the
+        interface declares one; the epoch's origin is recorded at its first binding."""
         agent = config if isinstance(config, AgentFile) else load_agent_file(config)
         interface = agent.loaded.interface
         require_contract(interface)  # strict: the served interface satisfies C1-C6
@@ -146,34 +159,58 @@ class AgentRuntime:
         source: RandomSource = SystemRandomSource() if seed is None else SeededRandomSource(seed)
         ledger_store = open_ledger_store(store_url or "memory:")
         try:
-            epoch, _ = bind(ledger_store, interface, caps, new_epoch, app_shares, fresh_budget)
+            now = math.floor(read_clock(clock))
+            epoch, _ = bind(ledger_store, interface, caps, new_epoch, app_shares, fresh_budget, now=now)
+            origin = None
+            if interface.period is not None:
+                origin, label = epoch_origins(epoch_log(ledger_store))[epoch]
+                if label != interface.period.label:  # a period change needs a new epoch (binding)
+                    raise InputError("budget.period", f"the period epoch {epoch} recorded ({label})", interface.period.label)
+            runtime = cls(
+                agent, book, ledger_store, channel, source, router, caps, epoch, turn_deadline_s, app_shares, clock, origin
+            )
         except BaseException:
             ledger_store.close()
             raise
-        runtime = cls(agent, book, ledger_store, channel, source, router, caps, epoch, turn_deadline_s, app_shares)
         runtime.channel_name = channel_name(llm)
         return runtime
 
     # ------------------------------------------------------------ scopes
+    def period(self) -> int | None:
+        """The current budget period k (None: the interface declares none): a function of
+        the clock and the recorded origin only (`runtime.periods`), never of memory or of a
+        ledger, so no boundary can reveal anything."""
+        if self.interface.period is None or self.period_origin is None:
+            return None
+        return period_index(self.period_origin, read_clock(self.clock), self.interface.period)
+
     def _scope(self, user: str, app: str) -> tuple[ScopedLedgers, DurableSession]:
+        """The (user, app) scope of the current period."""
+        return self._scope_at(user, app, self.period())
+
+    def _scope_at(self, user: str, app: str, period: int | None) -> tuple[ScopedLedgers, DurableSession]:
         key = (check_scope_id(user, "user"), check_scope_id(app, "app"))
         with self._lock:
-            found = self._sessions.get(key)
-            if found is None:
+            found = self._sessions.get(key) if self._session_period.get(key) == period else None
+            if found is None:  # (an earlier period's cached scope is replaced: never served again)
                 interface = self.interface
                 share = self.share(app)
-                app_session = self.ledger_store.open_session(user, app_scope(self.epoch, app), share)
+                app_session = self.ledger_store.open_session(user, app_scope(self.epoch, app, period), share)
                 scoped = ScopedLedgers(app_session, interface.caps, share)
                 session = DurableSession.open(
                     interface,
                     ScopedLedgerStore(self.ledger_store, scoped),
                     user,
-                    app_scope(self.epoch, app),
+                    app_scope(self.epoch, app, period),
                     self.memory.store(user),
                     self.source,
                     turn_deadline_s=self.turn_deadline_s,
                 )
                 found = self._sessions[key] = (scoped, session)
+                if period is None:
+                    self._session_period.pop(key, None)
+                else:
+                    self._session_period[key] = period
             return found
 
     def share(self, app: str) -> Mapping[str, Fraction]:
@@ -190,37 +227,55 @@ class AgentRuntime:
 
     def remaining(self, user: str, app: str) -> dict[str, str]:
         """Attribute -> exact "p/q" that `app` may still spend for `user`: its scope's caps
-        minus its own ledger (a function of its own released history only, C6)."""
+        minus its own ledger (a function of its own released history only, C6); with a
+        budget period, the current period's room."""
         scoped, _ = self._scope(user, app)
         ledgers = scoped.load().ledger_map()
         return {a: fraction_to_text(v) for a, v in remaining(ledgers, self.interface.caps).items()}
 
     def ledgers(self, user: str) -> list[dict[str, Any]]:
-        """Every scope of `user` in the database (all epochs): {"scope": {"user", "app"
-        (None for the per-user scope), "epoch"}, "ledgers": {a: "p/q"}, "caps": {a: "p/q"}}."""
+        """Every scope of `user` in the database (all epochs and periods): {"scope": {"user",
+        "app" (None for the per-user scope), "epoch"[, "period"]}, "ledgers": {a: "p/q"},
+        "caps": {a: "p/q"}}. The per-user row (with user caps) sums the current epoch's (and
+        period's) application scopes and carries `guarantee()` as "over_epochs". With a
+        budget period, each application row of the current period carries "over_periods":
+        the composed bound k x share per attribute over the k periods elapsed, with the caveat."""
         check_scope_id(user, "user")
         out = []
         total: dict[str, Fraction] = {a: Fraction(0) for a in self.interface.caps}
         opened = False
+        period = self.period()
+        report = self.guarantee() if period is not None or self.user_caps is not None else {}
+        now = report.get("current_epoch")
         for interaction, spent, caps in self.ledger_store.user_ledgers(user):
-            parsed = parse_scope(interaction)
-            if parsed is None or (parsed[1] is None and parsed[0] == self.epoch and self.user_caps is not None):
+            name = parse_scope_name(interaction)
+            if name is None or (name.app is None and name.epoch == self.epoch and self.user_caps is not None):
                 continue  # the current epoch's per-user row is the sum below
-            if parsed[0] == self.epoch and parsed[1] is not None:
+            scope: dict[str, Any] = {"user": user, "app": name.app, "epoch": name.epoch}
+            if name.period is not None:
+                scope["period"] = name.period
+            current = name.epoch == self.epoch and name.period == period and name.app is not None
+            if current and name.app is not None:
                 opened = True
                 for a, v in spent.items():
                     total[a] = total.get(a, Fraction(0)) + v
+                if now is not None:  # k x share (or k x B_a) over the periods elapsed
+                    composed = (now["per_share"] or {}).get(name.app) or now["per_application"]
+                    scope["over_periods"] = {"periods": now["periods"], "composed": composed, "caveat": now["caveat"]}
             out.append(
                 {
-                    "scope": {"user": user, "app": parsed[1], "epoch": parsed[0]},
+                    "scope": scope,
                     "ledgers": {a: fraction_to_text(v) for a, v in sorted(spent.items())},
                     "caps": {a: fraction_to_text(v) for a, v in sorted(caps.items())},
                 }
             )
         if self.user_caps is not None and opened:  # the per-user total: the sum of this epoch's application scopes
+            total_scope: dict[str, Any] = {"user": user, "app": None, "epoch": self.epoch, "over_epochs": report}
+            if period is not None:
+                total_scope["period"] = period
             out.append(
                 {
-                    "scope": {"user": user, "app": None, "epoch": self.epoch, "over_epochs": self.guarantee()},
+                    "scope": total_scope,
                     "ledgers": {a: fraction_to_text(v) for a, v in sorted(total.items())},
                     "caps": {a: fraction_to_text(v) for a, v in sorted(self.user_caps.items())},
                 }
@@ -234,7 +289,8 @@ class AgentRuntime:
     def guarantee(self) -> dict[str, Any]:
         """The total guarantee over every epoch started (the caps add up), and the epochs
         started over an unchanged interface (`fresh_budget_epochs`)."""
-        return epoch_guarantee(self.epochs(), self.interface, self.user_caps)
+        now = None if self.interface.period is None else read_clock(self.clock)
+        return epoch_guarantee(self.epochs(), self.interface, self.user_caps, now, self.shares)
 
     # ------------------------------------------------------------ turns
     def turn(
@@ -248,9 +304,10 @@ class AgentRuntime:
         check_scope_id(interaction, "interaction")
         text = _text_of_query(query)
         key = None if turn_id is None else (user, app, check_scope_id(turn_id, "turn_id"))
-        scoped, base = self._scope(user, app)
+        period = self.period()  # once per turn: the turn charges one period's scope
+        scoped, base = self._scope_at(user, app, period)
         interface = self.interface
-        durable = None if turn_id is None else durable_turn_id(user, app_scope(self.epoch, app), turn_id)
+        durable = None if turn_id is None else durable_turn_id(user, app_scope(self.epoch, app, period), turn_id)
         with self._lock:
             found = None if key is None else self._recorded.get(key)
         if found is None and durable is not None:  # recorded by another process (a restart, a replica)

@@ -66,6 +66,7 @@ RULES: dict[str, tuple[bool, str]] = {
     "share-removed": (False, "its spending still counts towards U_a, which later shares would not leave room for"),
     "share-lowered": (True, "as cap-lowered, for one application's share"),
     "share-raised": (False, "as cap-raised, for one application's share"),
+    "budget-period-changed": (False, "a period added, changed or removed moves the budget to other scopes: each would start fresh"),
     "unknown-record": (False, "the database holds no interface record to compare with"),
 }
 
@@ -118,6 +119,8 @@ def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Chan
     out += _slots(_by(a["slots"], "slot"), _by(b["slots"], "slot"))
     out += _user_caps(old.get("user_caps"), new.get("user_caps"))
     out += _shares(old.get("shares"), new.get("shares"))
+    if old.get("period") != new.get("period"):
+        out.append(Change("budget-period-changed", f"budget.period ({old.get('period')} -> {new.get('period')})"))
     return out
 
 

@@ -16,7 +16,9 @@ subject (docs/agent.md, "Budget scopes"). A per-user ledger shared dynamically b
 applications would leak one application's spending into another's admissions.
 
 In the ledger store a scope is one session: (subject, "e<epoch>:app:<app>"), where the
-epoch counts the recorded budget epochs of the database (`binding`). Scope ids are
+epoch counts the recorded budget epochs of the database (`binding`); when the interface
+declares a budget period, (subject, "e<epoch>:p<k>:app:<app>"), one scope per public
+period k (`periods`: k is a function of the injected clock only). Scope ids are
 restricted to [A-Za-z0-9._-] so these names never collide. (Databases written before
 shares may also hold per-user sessions "e<epoch>:user"; they are listed, never read.)
 
@@ -60,9 +62,12 @@ def check_scope_id(value: object, field: str) -> str:
     return value
 
 
-def app_scope(epoch: int, app: str) -> str:
-    """The ledger-store interaction id of the (user, application) scope."""
-    return f"e{epoch}:app:{check_scope_id(app, 'app')}"
+def app_scope(epoch: int, app: str, period: int | None = None) -> str:
+    """The ledger-store interaction id of the (user, application) scope: "e<epoch>:app:<app>",
+    or "e<epoch>:p<period>:app:<app>" when the interface declares a budget period (one
+    fresh scope per public period, `runtime.periods`)."""
+    name = check_scope_id(app, "app")
+    return f"e{epoch}:app:{name}" if period is None else f"e{epoch}:p{period}:app:{name}"
 
 
 def user_scope(epoch: int) -> str:
@@ -70,12 +75,33 @@ def user_scope(epoch: int) -> str:
     return f"e{epoch}:user"
 
 
-def parse_scope(interaction: str) -> tuple[int, str | None] | None:
-    """(epoch, app or None for the per-user scope), or None for a non-runtime session."""
-    match = re.fullmatch(r"e(0|[1-9][0-9]*):(?:app:([A-Za-z0-9][A-Za-z0-9._-]*)|user)", interaction)
+@attrs.frozen
+class ScopeName:
+    """A parsed runtime scope name: its epoch, its period (None: no period) and its
+    application (None: a per-user scope of a database written before shares)."""
+
+    epoch: int
+    period: int | None
+    app: str | None
+
+
+_SCOPE_NAME = re.compile(r"e(0|[1-9][0-9]*):(?:(?:p(0|[1-9][0-9]*):)?app:([A-Za-z0-9][A-Za-z0-9._-]*)|user)")
+
+
+def parse_scope_name(interaction: str) -> ScopeName | None:
+    """The one parser of the names `app_scope` and `user_scope` build; None for a
+    non-runtime session (a `dpmem run` session of the same database)."""
+    match = _SCOPE_NAME.fullmatch(interaction)
     if match is None:
         return None
-    return int(match.group(1)), match.group(2)
+    period = match.group(2)
+    return ScopeName(int(match.group(1)), None if period is None else int(period), match.group(3))
+
+
+def parse_scope(interaction: str) -> tuple[int, str | None] | None:
+    """(epoch, app or None for the per-user scope), or None for a non-runtime session."""
+    name = parse_scope_name(interaction)
+    return None if name is None else (name.epoch, name.app)
 
 
 def durable_turn_id(user: str, interaction: str, turn_id: str) -> str:

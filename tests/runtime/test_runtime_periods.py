@@ -1,0 +1,323 @@
+"""Budget periods in the runtime: each (subject, application) scope has fresh ledgers per
+public calendar period, never within one; the period index is a function of the injected
+clock and the origin recorded at first binding only (never of memory or of the ledgers);
+the origin survives restarts; and the guarantee composed over the k periods elapsed is
+printed as k x share (k x U_a), exactly, through the kernel's ComposedGuarantee."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+import sqlite3
+import subprocess
+import sys
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
+from dpmem_ref.runtime.agent import AgentRuntime
+from dpmem_ref.runtime.periods import period_index
+from tests.runtime_fixtures import ROOT, copy_example, open_runtime
+
+DAY = 86_400
+P = 30 * DAY  # the period below: "30 days"
+T0 = 1_700_000_000.75  # the first binding's clock time; the origin is floor(T0)
+ORIGIN = math.floor(T0)
+DINNER = "What should I cook for dinner tonight?"
+QUERIES = [DINNER, "Budget tips please", "Any advice before my doctor check-up?"]
+SHARES = {"recipes": {"diabetes": Fraction(2), "debt": Fraction(1)}, "finance": {"diabetes": Fraction(1), "debt": Fraction(2)}}
+USER_CAPS = {"diabetes": Fraction(3), "debt": Fraction(3)}
+# The SQL check below parses the interaction ids itself (no runtime code).
+PERIOD_SCOPE = re.compile(r"^e(0|[1-9][0-9]*):p(0|[1-9][0-9]*):app:([A-Za-z0-9][A-Za-z0-9._-]*)$")
+
+
+class FakeClock:
+    """A public clock the test moves by hand (seconds since the epoch, like time.time)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _with_period(tmp_path: Path, period: str | None = "30 days") -> tuple[Path, Path]:
+    agent, memory = copy_example(tmp_path)
+    if period is not None:
+        interface = tmp_path / "interface.toml"
+        text = interface.read_text()
+        assert "K = 4\n" in text
+        interface.write_text(text.replace("K = 4\n", f'K = 4\nperiod = "{period}"\n', 1))
+    return agent, memory
+
+
+def _open(tmp_path: Path, clock: FakeClock, **options: object) -> AgentRuntime:
+    agent, memory = tmp_path / "assistant.toml", tmp_path / "memory.jsonl"
+    return open_runtime(agent, memory, f"sqlite:///{tmp_path / 'ledgers.db'}", clock=clock, **options)
+
+
+def _room(runtime: AgentRuntime, app: str = "recipes") -> dict[str, Fraction]:
+    return {a: Fraction(v) for a, v in runtime.remaining("alice", app).items()}
+
+
+def _spend(runtime: AgentRuntime, clock: FakeClock, turns: int, step: float, app: str = "recipes") -> list[dict[str, Fraction]]:
+    """`turns` rounds of the three queries, the clock moving `step` seconds before each
+    round; the room after each turn."""
+    rooms = []
+    for n in range(turns):
+        clock.now += step
+        for query in QUERIES:
+            turn = runtime.turn("alice", app, f"i{n}", query)
+            rooms.append({a: Fraction(v) for a, v in turn.remaining.items()})
+    return rooms
+
+
+def test_each_period_has_fresh_budget_and_never_within_one(tmp_path: Path) -> None:
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock)
+    share = SHARES["recipes"]
+    start = _room(runtime)
+    assert start == share  # the room of a fresh scope: its share
+    # Period 0: ten turns spread over the whole period (the last one second before its end).
+    rooms = _spend(runtime, clock, 9, (P - 2) / 9)
+    clock.now = ORIGIN + P - 1
+    rooms += _spend(runtime, clock, 1, 0)
+    assert runtime.period() == 0
+    spent = {a: start[a] - rooms[-1][a] for a in start}
+    assert spent == share  # the share is reached exactly, within the period...
+    assert all(rooms[k][a] <= rooms[k - 1][a] for k in range(1, len(rooms)) for a in start)  # ...and never renewed in it
+    assert all(spent[a] <= share[a] for a in share)
+    # The boundary is origin + P, exactly: fresh ledgers from there, whatever was spent.
+    clock.now = ORIGIN + P - 0.25
+    assert runtime.period() == 0 and _room(runtime) == rooms[-1]
+    clock.now = ORIGIN + P
+    assert runtime.period() == 1 and _room(runtime) == start
+    rooms = _spend(runtime, clock, 9, DAY)
+    assert {a: start[a] - rooms[-1][a] for a in start} == share
+    clock.now = ORIGIN + 2 * P + DAY  # period 2: fresh again
+    assert runtime.period() == 2 and _room(runtime) == start
+    runtime.close()
+
+
+def test_origin_is_fixed_at_first_bind_and_survives_restarts(tmp_path: Path) -> None:
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock)
+    assert runtime.period_origin == ORIGIN and runtime.period() == 0
+    spent = _spend(runtime, clock, 3, DAY)[-1]
+    runtime.close()
+    for later in (T0 + 2 * DAY, T0 + 3 * P + 5, T0 + 7 * P):  # restarts at later times
+        clock = FakeClock(later)
+        runtime = _open(tmp_path, clock)
+        assert runtime.period_origin == ORIGIN  # recorded once; a restart never moves it
+        assert runtime.period() == (later - ORIGIN) // P
+        if runtime.period() == 0:
+            assert _room(runtime) == spent  # the same period's ledger: no fresh budget on restart
+        runtime.close()
+    # The origin is in the binding log (an epoch entry), not a function of the restart's time.
+    with sqlite3.connect(tmp_path / "ledgers.db") as connection:
+        (log,) = connection.execute("SELECT value FROM meta WHERE key = 'runtime.epochs'").fetchone()
+    connection.close()
+    assert f'"origin":{ORIGIN}' in log and '"period":"30 days"' in log
+
+
+def test_only_a_new_recorded_epoch_starts_another_origin(tmp_path: Path) -> None:
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    _open(tmp_path, clock).close()
+    clock.now = T0 + P + 10 * DAY
+    runtime = _open(tmp_path, clock, new_epoch="renew on purpose", fresh_budget=True)
+    assert runtime.epoch == 1 and runtime.period_origin == math.floor(clock.now) and runtime.period() == 0
+    report = runtime.guarantee()
+    # Epoch 0 lived 2 periods (up to epoch 1's logged start), epoch 1 one so far: 3 x B_a in all.
+    assert report["periods_per_epoch"] == {"0": 2, "1": 1}
+    for a, cap in runtime.interface.caps.items():
+        assert Fraction(report["per_application"][a]) == 3 * cap
+        assert Fraction(report["per_user"][a]) == 3 * USER_CAPS[a]
+    runtime.close()
+
+
+@pytest.mark.parametrize("periods", [1, 2, 5])
+def test_the_composed_guarantee_is_k_times_the_share_exactly(periods: int, tmp_path: Path) -> None:
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock)
+    runtime.turn("alice", "recipes", "i", DINNER)
+    clock.now = ORIGIN + (periods - 1) * P + 12 * DAY  # inside period k - 1: k periods elapsed
+    runtime.turn("alice", "recipes", "i", DINNER)
+    report = runtime.guarantee()
+    current = report["current_epoch"]
+    period = BudgetPeriod.parse("30 days")
+    assert current["periods"] == periods and current["period_index"] == periods - 1 and current["period"] == "30 days"
+    for app, share in SHARES.items():
+        for a, cap in share.items():
+            assert Fraction(current["per_share"][app][a]) == periods * cap == ComposedGuarantee(periods, period, cap).composed
+            assert any(line.startswith(f"application {app}, {a}: ") and ComposedGuarantee(periods, period, cap).line(f"share({app}, {a})") in line for line in current["lines"])
+    for a, cap in USER_CAPS.items():
+        assert Fraction(current["per_user"][a]) == periods * cap == Fraction(report["per_user"][a])
+    for a, cap in runtime.interface.caps.items():
+        assert Fraction(current["per_application"][a]) == periods * cap == Fraction(report["per_application"][a])
+    assert report["caveat"] == CAVEAT and all(line.endswith(f"({CAVEAT})") for line in current["lines"])
+    # The owner's listing: the current period's scope carries k x share, the per-user row k x U_a.
+    rows = runtime.ledgers("alice")
+    (mine,) = [r for r in rows if r["scope"]["app"] == "recipes" and r["scope"].get("period") == periods - 1]
+    assert {a: Fraction(v) for a, v in mine["scope"]["over_periods"]["composed"].items()} == {a: periods * c for a, c in SHARES["recipes"].items()}
+    assert mine["scope"]["over_periods"]["caveat"] == CAVEAT
+    (total,) = [r for r in rows if r["scope"]["app"] is None]
+    assert total["scope"]["period"] == periods - 1 and total["scope"]["over_epochs"] == report
+    runtime.close()
+
+
+def test_sql_sums_per_period_stay_within_the_share(tmp_path: Path) -> None:
+    """An independent check straight from the database: per (subject, application, period),
+    the committed charges (summed exactly from the release rows) are within the share; over
+    the periods they exceed one share (fresh budget per period) and stay within k x share."""
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock)
+    for k in range(3):
+        for n in range(6):
+            clock.now = ORIGIN + k * P + n * 4 * DAY + 1
+            for user in ("alice", "bob"):
+                for app in SHARES:
+                    for q, query in enumerate(QUERIES):
+                        runtime.turn(user, app, f"i{k}", query, turn_id=f"t{k}-{n}-{q}")
+    runtime.close()
+    with sqlite3.connect(tmp_path / "ledgers.db") as connection:
+        rows = connection.execute("SELECT user, interaction, charge_set, epsilon FROM releases WHERE admitted = 1").fetchall()
+    connection.close()
+    per_period: dict[tuple[str, str, int], dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    for user, interaction, charge_set, epsilon in rows:
+        match = PERIOD_SCOPE.fullmatch(str(interaction))
+        assert match is not None, "every runtime release row is in a period's scope"
+        for attribute in re.findall(r"[A-Za-z0-9_.-]+", str(charge_set)):
+            per_period[(str(user), match.group(3), int(match.group(2)))][attribute] += Fraction(str(epsilon))
+    assert {k for (_, _, k) in per_period} == {0, 1, 2}
+    lifetime: dict[tuple[str, str], dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    for (user, app, _), spent in per_period.items():
+        for a, v in spent.items():
+            assert v <= SHARES[app][a], (user, app, a, v)
+            lifetime[(user, app)][a] += v
+    for (_, app), spent in lifetime.items():
+        for a, v in spent.items():
+            assert v <= 3 * SHARES[app][a]
+    assert any(v > SHARES[app][a] for (_, app), spent in lifetime.items() for a, v in spent.items())
+
+
+def test_the_period_is_a_function_of_the_clock_only(tmp_path: Path) -> None:
+    """The index's inputs are the recorded origin, the clock's time and the declared period:
+    spending a scope to exhaustion, or changing the memory, moves no boundary (an early reset
+    when the budget runs out would be a data-dependent reset)."""
+    assert list(inspect.signature(period_index).parameters) == ["origin", "now", "period"]
+    _with_period(tmp_path)
+    clock = FakeClock(T0 + 3 * DAY)
+    runtime = _open(tmp_path, clock)
+    before = runtime.period()
+    _spend(runtime, clock, 12, 0)  # far past the share: the ledger is exhausted
+    assert _room(runtime) == {"diabetes": 0, "debt": 0}
+    item = runtime.add_memory("alice", "health", "metformin twice a day, blood sugar checks")
+    runtime.delete_memory("alice", item)
+    assert runtime.period() == before == 0
+    origin = runtime.period_origin
+    assert origin == math.floor(T0 + 3 * DAY)  # the first binding's time
+    clock.now = origin + P - 1
+    assert runtime.period() == 0 and _room(runtime) == {"diabetes": 0, "debt": 0}  # exhausted: still period 0
+    clock.now = origin + P
+    assert runtime.period() == 1
+    runtime.close()
+    # A runtime over another ledger and memory, same origin and clock: the same period.
+    other = tmp_path / "other"
+    other.mkdir()
+    _with_period(other)
+    twin = _open(other, FakeClock(T0))
+    twin.clock = clock
+    assert twin.period_origin == ORIGIN
+    assert twin.period() == period_index(ORIGIN, Fraction(clock.now), BudgetPeriod.parse("30 days")) == 1
+    twin.close()
+
+
+@pytest.mark.parametrize(("first", "second"), [(None, "30 days"), ("30 days", "7 days"), ("30 days", None)])
+def test_a_period_change_needs_a_new_epoch(first: str | None, second: str | None, tmp_path: Path) -> None:
+    _with_period(tmp_path, first)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock)
+    runtime.turn("alice", "recipes", "i", DINNER)
+    runtime.close()
+    _with_period(tmp_path, second)  # the interface file rewritten with another period
+    with pytest.raises(InputError) as caught:
+        _open(tmp_path, clock)
+    assert "budget-period-changed" in str(caught.value) and "\n" not in str(caught.value)
+    clock.now = T0 + P + DAY  # epoch 0 ends in its second period (if it had one)
+    runtime = _open(tmp_path, clock, new_epoch="renew the caps per period")
+    assert runtime.epoch == 1
+    assert runtime.period_origin == (None if second is None else math.floor(clock.now))
+    # The total over epochs and periods: epoch 0 counts 2 periods with a period, else 1;
+    # epoch 1 counts 1 (its first period, or its lifetime caps).
+    report = runtime.guarantee()
+    first_epoch = 1 if first is None else 2
+    for a, cap in runtime.interface.caps.items():
+        assert Fraction(report["per_application"][a]) == (first_epoch + 1) * cap
+    assert ("current_epoch" in report) == (second is not None)
+    runtime.close()
+
+
+@pytest.mark.parametrize("value", [T0 - 1, -1.0, float("nan"), "now", True])
+def test_an_unusable_clock_is_refused_in_one_line(value: object, tmp_path: Path) -> None:
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock)
+    clock.now = value  # type: ignore[assignment]
+    with pytest.raises(InputError) as caught:
+        runtime.turn("alice", "recipes", "i", DINNER)
+    assert str(caught.value).startswith("clock") and "\n" not in str(caught.value)
+    runtime.close()
+
+
+def test_chat_prints_the_guarantee_composed_over_the_periods(tmp_path: Path) -> None:
+    agent, memory = _with_period(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "dpmem_ref.cli", "chat", str(agent), "--memory", str(memory), "--user", "alice", "--app", "recipes", "--ephemeral", "--seed", "0"],
+        input=DINNER + "\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "budget period 0 of 30 days" in done.stderr
+    period = BudgetPeriod.parse("30 days")
+    for a, cap in SHARES["recipes"].items():
+        assert ComposedGuarantee(1, period, cap).line(f"share(recipes, {a})") in done.stderr
+    for a, cap in USER_CAPS.items():
+        assert ComposedGuarantee(1, period, cap).line(f"U_{a}") in done.stderr
+    assert "share(finance" not in done.stderr  # the other application's share is not this chat's
+
+
+def test_an_edited_origin_is_refused_not_served(tmp_path: Path) -> None:
+    """Moving the recorded origin back one period would hand every scope a fresh period:
+    the edited binding log is refused when the runtime opens (the meta rows are bound into
+    the ledger's chain), in one line, and nothing is served."""
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock)
+    _spend(runtime, clock, 6, 0)
+    runtime.close()
+    database = tmp_path / "ledgers.db"
+    with sqlite3.connect(database) as connection:
+        (log,) = connection.execute("SELECT value FROM meta WHERE key = 'runtime.epochs'").fetchone()
+        edited = str(log).replace(f'"origin":{ORIGIN}', f'"origin":{ORIGIN - P}')
+        assert edited != log
+        connection.execute("UPDATE meta SET value = ? WHERE key = 'runtime.epochs'", (edited,))
+    connection.close()
+    with pytest.raises((InputError, LedgerStoreError)) as caught:
+        _open(tmp_path, clock)
+
+    assert "runtime.epochs" in str(caught.value) and "\n" not in str(caught.value)
