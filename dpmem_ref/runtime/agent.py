@@ -54,8 +54,8 @@ from dpmem_ref.runtime.turns import (
     RecordedTurn,
     channel_name,
     check_channel_answers,
-    public_json,
 )
+from dpmem_ref.schemas import json_value
 from dpmem_ref.turn.channel import view_texts
 from dpmem_ref.turn.durable import DurableSession
 
@@ -330,7 +330,7 @@ class AgentRuntime:
                 with scoped.turn_id(durable):  # the turn's rows are stored under the durable id
                     done = attrs.evolve(base, memory=memory).run_turn(route.query)
                 released = done.record.views
-                control = public_json(done.record.control)
+                control = json_value(done.record.control)  # the one JSON converter (dpmem run --json too)
                 ledgers = done.state.ledger_map(interface)
             recorded = RecordedTurn(query=text, route=route.query, released=tuple(released), control=control)
             if key is not None:
@@ -404,4 +404,4 @@ class AgentRuntime:
         self.ledger_store.close()
 
 
-__all__ = ["MAX_QUERY_CHARS", "AgentRuntime", "AgentTurn", "ChannelUnavailable", "public_json"]
+__all__ = ["MAX_QUERY_CHARS", "AgentRuntime", "AgentTurn", "ChannelUnavailable"]

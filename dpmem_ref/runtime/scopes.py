@@ -49,7 +49,8 @@ from dpmem_ref.ledger.contract import (
     SessionKey,
     SessionSnapshot,
 )
-from dpmem_ref.runtime.turns import RecordedTurn, public_json
+from dpmem_ref.runtime.turns import RecordedTurn
+from dpmem_ref.schemas import json_value
 
 _SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -181,7 +182,7 @@ class ScopedLedgers:
         rows = tuple((r.slot, r.view) for r in snapshot.releases if r.turn_id == turn_id)
         if tuple(record.views) != rows:
             return None
-        return RecordedTurn(query=text, route=record.query, released=rows, control=public_json(record.control))
+        return RecordedTurn(query=text, route=record.query, released=rows, control=json_value(record.control))
 
     def spent(self) -> dict[str, Fraction]:
         """The committed ledgers of the scope."""

@@ -1,20 +1,19 @@
 """What an application observes of one runtime turn (`AgentTurn`), and what a retry needs.
 
-`public_json` turns the kernel's public control into JSON data; `ChannelUnavailable` is the
-error of an LLM channel that failed after the turn was charged (its released views are
+Controls are turned into JSON data by the one converter every JSON output uses
+(`dpmem_ref.schemas.json_value`: `dpmem run --json`, `dpmem audit --json`, `dpmem chat`,
+`dpmem serve`). `ChannelUnavailable` is the error of an LLM channel that failed after the turn was charged (its released views are
 recorded under the turn id: a retry regenerates from them at no new charge).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from fractions import Fraction
 from typing import Any
 
 import attrs
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.ledger.contract import fraction_to_text
 
 MAX_RECORDED_TURNS = 4096  # turns kept for retries by turn id (per runtime process; oldest dropped)
 
@@ -54,19 +53,6 @@ class RecordedTurn:
     control: Any
 
 
-def public_json(value: object) -> Any:
-    """A public control value as JSON data: tuples -> lists, sets -> sorted lists, p/q text."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, Fraction):
-        return fraction_to_text(value) if value >= 0 else "-" + fraction_to_text(-value)
-    if isinstance(value, tuple | list):
-        return [public_json(v) for v in value]
-    if isinstance(value, frozenset | set):
-        return sorted((public_json(v) for v in value), key=repr)
-    return repr(value)
-
-
 @attrs.frozen
 class AgentTurn:
     """One served turn, as the application sees it (everything here is public).
@@ -102,4 +88,4 @@ class AgentTurn:
         }
 
 
-__all__ = ["MAX_RECORDED_TURNS", "AgentTurn", "ChannelUnavailable", "RecordedTurn", "channel_name", "check_channel_answers", "public_json"]
+__all__ = ["MAX_RECORDED_TURNS", "AgentTurn", "ChannelUnavailable", "RecordedTurn", "channel_name", "check_channel_answers"]
