@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 
-def add_data_parser(subparsers) -> None:
+def add_data_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     data = subparsers.add_parser("data", help="build or inspect PairedMem and the transfer track")
     sub = data.add_subparsers(dest="data_command", required=True)
     build = sub.add_parser("build", help="generate all data files from a seed",

@@ -19,7 +19,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", dest="progress", action="store_false", default=None, help="no progress bars")
 
 
-def add_pipeline_parsers(subparsers: argparse._SubParsersAction) -> None:
+def add_pipeline_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from dpmem_eval.pipeline import cli
 
     run = subparsers.add_parser("run", help="run the benchmark end to end (Tables 2-4)", epilog=EPILOG,
