@@ -175,7 +175,7 @@ def iter_jsonl(path: str | Path, *, limit: int = MAX_JSONL_BYTES, gzip_sibling: 
     source = jsonl_source(path) if gzip_sibling else Path(path)
     name = display(source)
     raw = open_regular(source)
-    handle: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if source.name.endswith(".gz") else raw
+    handle: IO[bytes] | gzip.GzipFile = gzip.GzipFile(fileobj=raw, mode="rb") if source.name.endswith(".gz") else raw
     total = 0
     with raw, handle:
         lineno = 0
