@@ -6,9 +6,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dpmem_eval.cli import OneLineParser
 
 
-def add_data_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_data_parser(subparsers: argparse._SubParsersAction[OneLineParser]) -> None:
     data = subparsers.add_parser("data", help="build or inspect PairedMem and the transfer track")
     sub = data.add_subparsers(dest="data_command", required=True)
     build = sub.add_parser("build", help="generate all data files from a seed",
