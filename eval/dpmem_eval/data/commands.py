@@ -54,13 +54,13 @@ def run_export_interface(args: argparse.Namespace) -> int:
 
 def run_build(args: argparse.Namespace) -> int:
     from dpmem_eval.data import build_dataset, write_dataset
-    from dpmem_eval.data.corpora import CorpusError
     from dpmem_eval.data.export import datacard
+    from dpmem_eval.errors import UserError
 
     start = time.perf_counter()
     try:
         dataset = build_dataset(args.seed, args.corpora)
-    except CorpusError as exc:
+    except UserError as exc:  # a missing or unreadable corpus file (CorpusError), a bad data file
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:

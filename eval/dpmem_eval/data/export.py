@@ -24,13 +24,14 @@ from dpmem_eval.data.records import (
     QueryRecord,
 )
 from dpmem_eval.data.scaffold import ATTRIBUTES, LAYOUT, SLOTS, UNION_GROUPS
+from dpmem_eval.errors import UserError
 from dpmem_eval.readers import Record, display, iter_jsonl, read_json, write_atomic
 
 FILES = ("stores.jsonl", "pairs.jsonl", "trajectories.jsonl", "gold.jsonl", "splits.jsonl")
 PAIR_ID = re.compile(r"[a-z]{2}-[a-z_]{1,20}-[0-9]{1,6}")
 
 
-class DataError(ValueError):
+class DataError(UserError):
     """A data directory that `dpmem-eval data build` did not write (or that was damaged since)."""
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpmem_eval.pipeline.errors import UserError, input_errors, is_data_error
+from dpmem_eval.pipeline.errors import UserError, input_errors
 
 if TYPE_CHECKING:
     from dpmem_eval.pipeline.config import RunConfig
@@ -44,7 +44,7 @@ def _guarded(run: Callable[[], int]) -> int:
     try:
         return run()
     except Exception as exc:  # one line, no traceback, for the errors a user can fix
-        if isinstance(exc, input_errors()) or is_data_error(exc):
+        if isinstance(exc, input_errors()):
             return fail(str(exc))
         raise
 

