@@ -10,8 +10,8 @@ VENV="${DPMEM_VENV:-.venv}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
 echo "== ruff (whole tree)"
 "$VENV/bin/ruff" check .
-echo "== mypy --strict (kernel)"
-"$VENV/bin/mypy" --strict dpmem_ref
+echo "== mypy --strict (kernel and eval)"
+"$VENV/bin/mypy" --strict dpmem_ref eval/dpmem_eval
 echo "== API reference (pdoc, warnings are errors)"
 "$VENV/bin/python" scripts/build_docs.py --out runs/api-docs
 if [ "${DPMEM_SKIP_SMOKE:-0}" != "1" ]; then

@@ -28,6 +28,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from dpmem_eval.errors import UserError
+from dpmem_eval.errors import one_line as one_line  # re-exported: the readers' callers import it from here
+
 MiB = 1024 * 1024
 MAX_JSON_BYTES = 64 * MiB
 """run.json, audit.json, judge.json, datacard.json, a --config TOML."""
@@ -37,18 +40,11 @@ MAX_LINE_BYTES = 64 * MiB
 """One JSONL line."""
 
 
-class InputFileError(ValueError):
+class InputFileError(UserError):
     """A file the pipeline reads is unusable: one line, `<file>[:line]: <field>: <problem>`."""
 
     def __init__(self, where: str, problem: str) -> None:
-        super().__init__(one_line(f"{where}: {problem}"))
-
-
-def one_line(text: str, limit: int = 500) -> str:
-    """Collapse control characters (a newline in a file name or argument) and cap the length."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # undecodable file-name bytes
-    flat = "".join(ch if ch.isprintable() else " " for ch in text)
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+        super().__init__(f"{where}: {problem}")
 
 
 def display(path: str | Path) -> str:
@@ -175,7 +171,7 @@ def iter_jsonl(path: str | Path, *, limit: int = MAX_JSONL_BYTES, gzip_sibling: 
     source = jsonl_source(path) if gzip_sibling else Path(path)
     name = display(source)
     raw = open_regular(source)
-    handle: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if source.name.endswith(".gz") else raw
+    handle: IO[bytes] | gzip.GzipFile = gzip.GzipFile(fileobj=raw, mode="rb") if source.name.endswith(".gz") else raw
     total = 0
     with raw, handle:
         lineno = 0

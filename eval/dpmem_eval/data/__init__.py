@@ -59,7 +59,8 @@ def build_dataset(seed: int = 0, corpora_dir: str | Path | None = None, *, trans
     from dpmem_eval.data.transfer import build_transfer
 
     pairedmem = build_pairedmem(seed)
-    pairs, stats = ([], {})
+    pairs: list[PairRecord] = []
+    stats: dict[str, object] = {}
     if transfer:
         corpora = resolve_corpora(str(corpora_dir) if corpora_dir is not None else None)
         pairs, stats = build_transfer(pairedmem, corpora, seed)

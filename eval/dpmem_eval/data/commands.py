@@ -6,9 +6,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dpmem_eval.cli import OneLineParser
 
 
-def add_data_parser(subparsers) -> None:
+def add_data_parser(subparsers: argparse._SubParsersAction[OneLineParser]) -> None:
     data = subparsers.add_parser("data", help="build or inspect PairedMem and the transfer track")
     sub = data.add_subparsers(dest="data_command", required=True)
     build = sub.add_parser("build", help="generate all data files from a seed",
@@ -50,13 +54,13 @@ def run_export_interface(args: argparse.Namespace) -> int:
 
 def run_build(args: argparse.Namespace) -> int:
     from dpmem_eval.data import build_dataset, write_dataset
-    from dpmem_eval.data.corpora import CorpusError
     from dpmem_eval.data.export import datacard
+    from dpmem_eval.errors import UserError
 
     start = time.perf_counter()
     try:
         dataset = build_dataset(args.seed, args.corpora)
-    except CorpusError as exc:
+    except UserError as exc:  # a missing or unreadable corpus file (CorpusError), a bad data file
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:

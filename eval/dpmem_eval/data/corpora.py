@@ -19,9 +19,10 @@ from pathlib import Path
 from dpmem_eval.data.corpus_files import CHATDOCTOR, ED_SITUATIONS, LOCOMO, MEDICAL_XML, corpora_origin
 from dpmem_eval.data.scaffold import ATTRIBUTES, SLOTS
 from dpmem_eval.data.validation import cues, names
+from dpmem_eval.errors import UserError
 
 
-class CorpusError(Exception):
+class CorpusError(UserError):
     """A corpus file is missing or unreadable; the message is one line for the CLI."""
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from dpmem_eval.data.corpus_files import SOURCES_AND_LICENCES
 from dpmem_eval.data.records import (
@@ -22,21 +24,22 @@ from dpmem_eval.data.records import (
     QueryRecord,
 )
 from dpmem_eval.data.scaffold import ATTRIBUTES, LAYOUT, SLOTS, UNION_GROUPS
+from dpmem_eval.errors import UserError
 from dpmem_eval.readers import Record, display, iter_jsonl, read_json, write_atomic
 
 FILES = ("stores.jsonl", "pairs.jsonl", "trajectories.jsonl", "gold.jsonl", "splits.jsonl")
 PAIR_ID = re.compile(r"[a-z]{2}-[a-z_]{1,20}-[0-9]{1,6}")
 
 
-class DataError(ValueError):
+class DataError(UserError):
     """A data directory that `dpmem-eval data build` did not write (or that was damaged since)."""
 
 
-def _line(obj: dict) -> str:
+def _line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def pair_rows(pair: PairRecord) -> dict[str, dict]:
+def pair_rows(pair: PairRecord) -> dict[str, dict[str, Any]]:
     """The five JSONL rows of one pair, keyed by file name."""
     head = {"version": DATA_VERSION, "pair_id": pair.pair_id}
     return {
@@ -151,19 +154,21 @@ def read_datacard_seed(directory: Path) -> int | None:
     if not path.exists():
         return None
     card = Record(read_json(path), display(path))
-    return card.integer("seed", 0, 2**63, nullable=True)
+    seed: int | None = card.integer("seed", 0, 2**63, nullable=True)
+    return seed
 
 
-def datacard(pairs: list[PairRecord], seed: int, transfer_stats: dict) -> dict:
+def datacard(pairs: list[PairRecord], seed: int | None, transfer_stats: dict[str, object]) -> dict[str, Any]:
     """Counts per attribute / split / template / overlap, validation results, sources."""
     pm = [p for p in pairs if p.track == "pairedmem"]
     tr = [p for p in pairs if p.track == "transfer"]
     selected = [p for p in pm if p.selected]
 
-    def count(items, key):
+    def count(items: Iterable[PairRecord], key: Callable[[PairRecord], object]) -> dict[Any, int]:
         return dict(sorted(Counter(key(p) for p in items).items()))
 
-    def corpus_share(items, positions):
+    def corpus_share(items: Iterable[PairRecord],
+                     positions: Callable[[PairRecord], Iterable[int]]) -> dict[str, int]:
         used = [p.store_m[i - 1].source for p in items for i in positions(p)]
         return {"corpus": sum(not s.startswith("tpl:") for s in used),
                 "pairedmem_fallback": sum(s.startswith("tpl:") for s in used)}
@@ -211,7 +216,7 @@ def datacard(pairs: list[PairRecord], seed: int, transfer_stats: dict) -> dict:
     }
 
 
-def datacard_markdown(card: dict) -> str:
+def datacard_markdown(card: dict[str, Any]) -> str:
     pm, tr = card["pairedmem"], card["transfer"]
     lines = [f"# PairedMem datacard ({card['version']}, seed {card['seed']})", "",
              "Built by `dpmem-eval data build`; paper Appendix C.1-C.3. All counts are computed.", "",

@@ -10,6 +10,7 @@ stores (`interface.toml` beside the data). docs/eval-data.md describes both.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from dpmem_eval.data.queries import ALL_FAMILIES
 from dpmem_eval.data.records import DATA_VERSION, MemoryItem, PairRecord
@@ -20,7 +21,7 @@ def _toml_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _toml_list(items) -> str:
+def _toml_list(items: Iterable[object]) -> str:
     return "[" + ", ".join(_toml_str(i) if isinstance(i, str) else str(i) for i in items) + "]"
 
 

@@ -67,24 +67,25 @@ def fill(template: str, rng: random.Random) -> str:
     return out[0].upper() + out[1:]
 
 
-def _item(kind: str, key: tuple, index: int, tags, templates, rng) -> MemoryItem:
+def _item(kind: str, key: tuple[object, ...], index: int, tags: tuple[str, ...], templates: tuple[str, ...],
+          rng: random.Random) -> MemoryItem:
     key_text = ":".join(str(k) for k in key)
     return MemoryItem(tuple(sorted(tags)), fill(templates[index], rng), f"tpl:{kind}:{key_text}:{index}")
 
 
-def _evidence(attribute: str, position: int, index: int | None, rng) -> MemoryItem:
+def _evidence(attribute: str, position: int, index: int | None, rng: random.Random) -> MemoryItem:
     tags, templates = EVIDENCE[(position, attribute)]
     if index is None:
         index = rng.randrange(len(templates))
     return _item("evidence", (attribute, position), index, tags, templates, rng)
 
 
-def _neutral(position: int, rng) -> MemoryItem:
+def _neutral(position: int, rng: random.Random) -> MemoryItem:
     tags, templates = NEUTRAL[position]
     return _item("neutral", (position,), rng.randrange(len(templates)), tags, templates, rng)
 
 
-def _background(position: int, rng) -> MemoryItem:
+def _background(position: int, rng: random.Random) -> MemoryItem:
     tags, templates = BACKGROUND[position]
     return _item("background", (position,), rng.randrange(len(templates)), tags, templates, rng)
 
@@ -96,14 +97,15 @@ def realize_stores(spec: PairSpec, rng: random.Random) -> tuple[Store, Store]:
     evidence (template `spec.template_id`) and M' gets slot-compatible neutral content; at the
     shared overlap position M gets target + partner evidence and M' the partner's only."""
     i_target = set(spec.groups[spec.attribute])
-    shared_pos = OVERLAP_PARTNER[spec.attribute][1] if spec.overlap_partner else None
-    partner_positions = set(BASE_GROUPS[spec.overlap_partner]) if spec.overlap_partner else set()
+    partner = spec.overlap_partner
+    shared_pos = OVERLAP_PARTNER[spec.attribute][1] if partner else None
+    partner_positions = set(BASE_GROUPS[partner]) if partner else set()
     m: list[MemoryItem] = []
     mp: list[MemoryItem] = []
     for pos in range(1, N_POSITIONS + 1):
-        if pos == shared_pos:
+        if pos == shared_pos and partner:
             target_item = _evidence(spec.attribute, pos, spec.template_id, rng)
-            partner_item = _evidence(spec.overlap_partner, pos, None, rng)
+            partner_item = _evidence(partner, pos, None, rng)
             m.append(MemoryItem(tuple(sorted(set(target_item.tags) | set(partner_item.tags))),
                                 f"{target_item.text} {partner_item.text}",
                                 f"{target_item.source}+{partner_item.source}"))
@@ -112,8 +114,8 @@ def realize_stores(spec: PairSpec, rng: random.Random) -> tuple[Store, Store]:
             m.append(_evidence(spec.attribute, pos, spec.template_id, rng))
             mp.append(_neutral(pos, rng))
         else:
-            if pos in partner_positions:
-                item = _evidence(spec.overlap_partner, pos, None, rng)
+            if pos in partner_positions and partner:
+                item = _evidence(partner, pos, None, rng)
             elif pos in NEUTRAL:
                 item = _neutral(pos, rng)
             else:

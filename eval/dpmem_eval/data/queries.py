@@ -25,12 +25,14 @@ class QueryFamily:
     behaviour: str = ""  # target-specific gold behaviour (target families only)
 
 
-def _t(attribute, slot, intent, reads, view, behaviour, *phrasings):
+def _t(attribute: str, slot: str, intent: str, reads: tuple[int, ...], view: str,
+       behaviour: str, *phrasings: str) -> QueryFamily:
     return QueryFamily(f"{attribute}.{intent}", "target", attribute, slot, intent,
                        tuple(reads), ((view, "1"),), tuple(phrasings), behaviour)
 
 
-def _n(slot, intent, reads, view, *phrasings):
+def _n(slot: str, intent: str, reads: tuple[int, ...], view: str,
+       *phrasings: str) -> QueryFamily:
     return QueryFamily(f"{slot}.{intent}", "neutral", None, slot, intent, tuple(reads),
                        ((view, "1"),), tuple(phrasings))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol
 
-from dpmem_eval.data.records import MemoryItem, PairRecord
+from dpmem_eval.data.records import MemoryItem, PairRecord, Store
 from dpmem_eval.data.validation import validate_pair
 
 REWRITE_PROMPT = (
@@ -36,7 +36,7 @@ def llm_rewrite_pair(pair: PairRecord, generator: Generator) -> PairRecord:
         raise ValueError(f"generator returned {len(outputs)} outputs for {len(texts)} prompts")
     rewritten = {t: " ".join(o.split()) or t for t, o in zip(texts, outputs, strict=True)}
 
-    def side(store):
+    def side(store: Store) -> Store:
         return tuple(MemoryItem(i.tags, rewritten[i.text], f"{i.source}+llm-rewrite") for i in store)
 
     out = replace(pair, store_m=side(pair.store_m), store_m_prime=side(pair.store_m_prime))

@@ -7,6 +7,7 @@ their `to_json` forms. Positions are 1-based everywhere.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dpmem_eval.readers import Record
 
@@ -27,7 +28,7 @@ class MemoryItem:
     text: str
     source: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"tags": list(self.tags), "text": self.text, "source": self.source}
 
     @staticmethod
@@ -54,7 +55,7 @@ class QueryRecord:
     read_positions: tuple[int, ...]
     text: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"query_id": self.query_id, "block": self.block, "kind": self.kind,
                 "family": self.family, "slot": self.slot,
                 "read_positions": list(self.read_positions), "text": self.text}
@@ -79,7 +80,7 @@ class GoldRecord:
     target_required: tuple[str, ...]
     unsupported_target_specific: tuple[str, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"query_id": self.query_id, "target_required": list(self.target_required),
                 "unsupported_target_specific": list(self.unsupported_target_specific)}
 

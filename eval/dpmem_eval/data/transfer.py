@@ -15,7 +15,7 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from dpmem_eval.data.corpora import EvidenceSentence, History, evidence_pools, locomo_histories
+from dpmem_eval.data.corpora import BackgroundSentence, EvidenceSentence, History, evidence_pools, locomo_histories
 from dpmem_eval.data.corpus_files import corpora_origin
 from dpmem_eval.data.records import GoldRecord, MemoryItem, PairRecord, QueryRecord
 from dpmem_eval.data.scaffold import ATTRIBUTES, BASE_GROUPS, LAYOUT, N_POSITIONS, OVERLAP_PARTNER
@@ -37,7 +37,7 @@ def _transfer_pair(pair_id: str, base: PairRecord, history: History, pool: list[
     partner_positions = set(BASE_GROUPS[base.overlap_partner]) if base.overlap_partner else set()
     shared = OVERLAP_PARTNER[base.attribute][1] if base.overlap_partner else None
     evidence = rng.sample(pool, min(len(pool), len(i_target)))
-    by_slot: dict[str, list] = {}
+    by_slot: dict[str, list[BackgroundSentence]] = {}
     for sentence in history.sentences:
         by_slot.setdefault(sentence.slot, []).append(sentence)
     for sentences in by_slot.values():
@@ -76,7 +76,7 @@ def _transfer_pair(pair_id: str, base: PairRecord, history: History, pool: list[
     return replace(pair, validation=validate_pair(pair))
 
 
-def build_transfer(pairedmem: list[PairRecord], corpora: Path, seed: int) -> tuple[list[PairRecord], dict]:
+def build_transfer(pairedmem: list[PairRecord], corpora: Path, seed: int) -> tuple[list[PairRecord], dict[str, object]]:
     """The 80 transfer pairs and corpus statistics for the datacard."""
     histories = locomo_histories(corpora)
     if len(histories) < HISTORIES:
@@ -86,7 +86,7 @@ def build_transfer(pairedmem: list[PairRecord], corpora: Path, seed: int) -> tup
     for attribute in ATTRIBUTES:
         for h, base in enumerate(_matching_pairs(pairedmem, attribute, seed)):
             pairs.append(_transfer_pair(f"tr-{attribute}-{h:02d}", base, histories[h], pools[attribute], seed))
-    stats = {
+    stats: dict[str, object] = {
         "corpora": corpora_origin(corpora),  # "excerpt": the records shipped in the package (excerpt.py)
         "evidence_pool_sizes": {a: len(pools[a]) for a in ATTRIBUTES},
         "evidence_rejected": rejected,

@@ -9,7 +9,10 @@ Only the fields that decide shapes and numerics are kept; transformers fills the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 # Qwen/Qwen2.5-7B-Instruct, config.json
 QWEN25_7B: dict[str, Any] = {
@@ -116,7 +119,7 @@ class Shape:
 
 def build_model(
     config: dict[str, Any], dtype: Any = None, device: Any = None, attn_implementation: str | None = None, seed: int = 0
-):
+) -> PreTrainedModel:
     """A random-weight causal LM from a config dict (transformers' own class for its
     `model_type`), created directly on `device` in `dtype` (no fp32 copy on the host).
     The weights are drawn from `seed` (the caller's torch RNG state is restored), so a
@@ -136,8 +139,9 @@ def build_model(
     try:
         with torch.random.fork_rng(devices=forked), target:
             torch.manual_seed(seed)
-            model = AutoModelForCausalLM.from_config(hf_config)
+            # transformers leaves from_config and eval unannotated (here and below).
+            model: PreTrainedModel = AutoModelForCausalLM.from_config(hf_config)  # type: ignore[no-untyped-call]
     finally:
         torch.set_default_dtype(previous)
-    model.eval()
+    model.eval()  # type: ignore[no-untyped-call]
     return model

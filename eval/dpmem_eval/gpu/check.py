@@ -27,6 +27,7 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from dpmem_eval.gpu import memory_plan as plan
@@ -39,7 +40,7 @@ TINY_SHAPE = plan.PromptShape(system=12, query=4, per_message=8, max_new=8, turn
 TINY_DEVICE_BYTES = 2 * 1024**2  # a nominal device for the tiny run's token budget
 
 
-def _torch():
+def _torch() -> ModuleType:
     import torch
 
     return torch

@@ -18,6 +18,7 @@ bandwidth-bound) with stated efficiencies: it is PROJECTED, NOT MEASURED.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from dpmem_eval.gpu.archs import ALL_ARCHS, PAIRWISE_ARCHS, PAPER_ARCHS, Shape
 
@@ -70,9 +71,9 @@ PAPER_TEST_PAIRS = 64
 PAPER_JUDGED_PAIRS = 144  # test + transfer
 
 
-def eager_attention(config: dict) -> bool:
+def eager_attention(config: dict[str, Any]) -> bool:
     """transformers runs Gemma-2 with eager attention (its soft-capping needs it)."""
-    return config["model_type"] == "gemma2"
+    return bool(config["model_type"] == "gemma2")
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class StagePlan:
                 gb(self.kv_bytes), gb(self.activation_bytes), gb(self.total_bytes)]
 
 
-def per_sequence_bytes(config: dict, prompt_tokens: int, new_tokens: int, dtype_bytes: int = 2) -> int:
+def per_sequence_bytes(config: dict[str, Any], prompt_tokens: int, new_tokens: int, dtype_bytes: int = 2) -> int:
     """Memory one more sequence of the batch costs: its KV cache, its share of one layer's
     prefill transient, eager attention's scores, its fp32 last-token logits."""
     shape = Shape.of(config)
@@ -130,7 +131,7 @@ def paper_plans(prompts: PromptShape = PAPER_PROMPTS, batch: int = PAPER_BATCH) 
     return plans
 
 
-def max_batch(config: dict, memory_bytes: int, prompt_tokens: int, new_tokens: int, dtype_bytes: int = 2,
+def max_batch(config: dict[str, Any], memory_bytes: int, prompt_tokens: int, new_tokens: int, dtype_bytes: int = 2,
               usable_fraction: float = 0.9) -> int:
     """The largest batch of `prompt_tokens`-token prompts that fits in `memory_bytes` (0: the
     weights alone do not fit)."""
@@ -139,7 +140,7 @@ def max_batch(config: dict, memory_bytes: int, prompt_tokens: int, new_tokens: i
     return max(free // per_sequence_bytes(config, prompt_tokens, new_tokens, dtype_bytes), 0)
 
 
-def token_budget(config: dict, free_bytes: int, prompt_tokens: int, new_tokens: int, dtype_bytes: int = 2,
+def token_budget(config: dict[str, Any], free_bytes: int, prompt_tokens: int, new_tokens: int, dtype_bytes: int = 2,
                  usable_fraction: float = 0.9) -> int:
     """Tokens (prompt + new, padded to the batch's longest prompt) that fit in `free_bytes`
     of device memory left after the weights, at prompts of about `prompt_tokens` tokens."""
@@ -169,7 +170,7 @@ def markdown_table(plans: list[StagePlan], gpus: tuple[str, ...] = ("H200", "A10
 # --- throughput projection (roofline) -------------------------------------------------------
 
 
-def generation_seconds(config: dict, prompt_tokens: int, new_tokens: int, batch: int,
+def generation_seconds(config: dict[str, Any], prompt_tokens: int, new_tokens: int, batch: int,
                        flops: float = H200_BF16_FLOPS, bandwidth: float = H200_BANDWIDTH, cached_tokens: int = 0) -> float:
     """Seconds for one batch: prefill at PREFILL_EFFICIENCY of peak FLOP/s (2 x params per
     token + causal attention 2 x layers x heads x head_dim x P^2), then `new_tokens` decode

@@ -31,8 +31,9 @@ def word_tokenizer(vocab_size: int) -> Any:
     core = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
     core.pre_tokenizer = WhitespaceSplit()
     core.decoder = decoders.WordPiece(prefix="##", cleanup=False)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>",
-                                        additional_special_tokens=list(SPECIALS[3:]))
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]  # transformers leaves __init__ unannotated
+        tokenizer_object=core, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>",
+        additional_special_tokens=list(SPECIALS[3:]))
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 

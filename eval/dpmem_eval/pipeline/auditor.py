@@ -15,8 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 CHANCE_AUC = 0.5
 CHANCE_TPR = 0.05
@@ -90,7 +94,7 @@ def bootstrap_ci(pairs: Sequence[ScoredPair], n_boot: int = 1000, seed: int = 0,
         by_attribute.setdefault(p.attribute, []).append(p)
     aucs, tprs = [], []
     for _ in range(n_boot):
-        sample = []
+        sample: list[ScoredPair] = []
         for group in by_attribute.values():
             idx = rng.integers(0, len(group), len(group))
             sample.extend(group[i] for i in idx)
@@ -116,7 +120,7 @@ class Sample:
     features: np.ndarray = field(repr=False)  # (T, d)
 
 
-def _fit_one(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y_val: np.ndarray, seed: int):
+def _fit_one(x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, y_val: np.ndarray, seed: int) -> Any:
     """LogisticRegression on train, sigmoid calibration on validation (prefit model frozen)."""
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.frozen import FrozenEstimator
@@ -211,7 +215,7 @@ class Encoder:
         self.ref = ref
         self.cache_dir = cache_dir
         self.device = device
-        self._model = None
+        self._model: SentenceTransformer | None = None
         self._memo: dict[str, np.ndarray] = {}
         self.load_seconds = 0.0
 
@@ -219,7 +223,7 @@ class Encoder:
     def name(self) -> str:
         return self.ref
 
-    def _load(self):
+    def _load(self) -> SentenceTransformer:
         import time
         from pathlib import Path
 

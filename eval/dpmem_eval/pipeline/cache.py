@@ -16,6 +16,8 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from dpmem_eval.errors import UserError
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
@@ -31,7 +33,7 @@ CREATE TABLE IF NOT EXISTS responses (
 COLUMNS = ("key", "model", "decoding", "prompt", "response", "new_tokens")
 
 
-class CacheError(ValueError):
+class CacheError(UserError):
     """The response cache file is unusable (not SQLite, corrupt, another program's database,
     or not a regular file): one line naming the file; delete it to start a fresh cache."""
 

@@ -30,12 +30,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dpmem_eval.pipeline.errors import UserError
 from dpmem_eval.pipeline.judge import JudgeItem, Judgement, ProxyJudge
+
+if TYPE_CHECKING:
+    from dpmem_eval.pipeline.auditor import Encoder
 
 FEATURES = ("cos_behaviour", "cos_query", "lexical")
 DEV_METHOD = "raw_read_set"
@@ -75,7 +79,7 @@ def development_set(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any],
     """Labelled turns from RawReadSet transcripts of `split` pairs (train or validation only)."""
     if split not in ("train", "validation"):
         raise ValueError(f"development set: split {split!r} is not train or validation (test pairs are never used)")
-    out = []
+    out: list[Example] = []
     for row in rows:
         if row["method"] != DEV_METHOD or row["split"] != split or not row["responses"]:
             continue
@@ -93,7 +97,7 @@ def development_set(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any],
 class Features:
     """Unit embeddings of every text once; the three features of a (response, behaviour, query)."""
 
-    def __init__(self, encoder) -> None:
+    def __init__(self, encoder: Encoder) -> None:
         self.encoder = encoder
         self.unit: dict[str, np.ndarray] = {}
 
@@ -136,8 +140,9 @@ class Calibration:
     threshold: float
     agreement: dict[str, float]
 
-    def probability(self, features: np.ndarray) -> np.ndarray:
-        return 1.0 / (1.0 + np.exp(-(features @ np.array(self.weights) + self.intercept)))
+    def probability(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        logits: npt.NDArray[np.float64] = features @ np.array(self.weights, dtype=np.float64) + self.intercept
+        return 1.0 / (1.0 + np.exp(-logits))
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(FEATURES), "weights": list(self.weights), "intercept": self.intercept,
@@ -188,7 +193,7 @@ class ChecklistJudge:
 
     name = "checklist-judge"
 
-    def __init__(self, encoder) -> None:
+    def __init__(self, encoder: Encoder) -> None:
         self.encoder = encoder
         self.features = Features(encoder)
         self.proxy = ProxyJudge(encoder)

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dpmem_eval.pipeline.errors import UserError, input_errors, is_data_error
+from dpmem_eval.pipeline.errors import UserError, input_errors
+
+if TYPE_CHECKING:
+    from dpmem_eval.pipeline.config import RunConfig
 
 RUN_FIELDS = ("methods", "models", "backend", "encoder", "judge", "horizon", "seeds", "caps", "ks", "max_new_tokens",
               "batch_size", "history_turns", "train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "data_dir",
@@ -33,19 +37,19 @@ def fail(message: str) -> int:
     return 2
 
 
-def _guarded(run) -> int:
+def _guarded(run: Callable[[], int]) -> int:
     from dpmem_eval.pipeline.models import set_thread_waiting
 
     set_thread_waiting()  # before anything imports torch
     try:
         return run()
     except Exception as exc:  # one line, no traceback, for the errors a user can fix
-        if isinstance(exc, input_errors()) or is_data_error(exc):
+        if isinstance(exc, input_errors()):
             return fail(str(exc))
         raise
 
 
-def _preflight(config, dry_run: bool) -> int | None:
+def _preflight(config: RunConfig, dry_run: bool) -> int | None:
     """Exit status 2 with one line per missing artefact; 0 after a clean dry run; None: go on."""
     from dpmem_eval.pipeline.preflight import cautions, check
     from dpmem_eval.readers import one_line
@@ -89,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     return run_stages(config, out, getattr(args, "argv", None))
 
 
-def _rerun_handler(stage: str):
+def _rerun_handler(stage: str) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         def rerun() -> int:
             from dpmem_eval.pipeline.stages import rerun_stage

@@ -23,16 +23,17 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from dpmem_eval.errors import UserError, short
+
 PAPER_RESPONSE_MODELS = ("Qwen/Qwen2.5-7B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "google/gemma-2-9b-it")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A bad configuration value: names the field, what was expected and what was found."""
 
     def __init__(self, field_name: str, expected: str, found: object) -> None:
-        shown = repr(found)  # bounded: a value can be as long as the file it came from
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        super().__init__(" ".join(f"{field_name}: expected {expected}, found {shown}".splitlines()))
+        self.field, self.expected, self.found = field_name, expected, found
+        super().__init__(" ".join(f"{field_name}: expected {expected}, found {short(found)}".splitlines()))
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpmem_eval.cli import OneLineParser
 
 BASE_TURNS = 16  # the paper's T: each pair's trajectory, repeated
 
@@ -205,16 +208,16 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                     split = split_of(pair)
                     for seed in config.seeds:
                         for side, store in stores.items():
-                            run = run_side(interface, pair, store, names, seed, key)
-                            features = auditor.prefix_features(view_features(run.views, index))[-1:]
+                            side_run = run_side(interface, pair, store, names, seed, key)
+                            features = auditor.prefix_features(view_features(side_run.views, index))[-1:]
                             samples.append(auditor.Sample(pair.pair_id, pair.attribute, split, side, seed, features))
-                            ledgers.append(run.target_ledger)
+                            ledgers.append(side_run.target_ledger)
                             if side == "M" and split == "test":
                                 best = best_views(interface, store)
-                                personal.append(sum(any(v != generic[s] for s, v in t) for t in run.views))
+                                personal.append(sum(any(v != generic[s] for s, v in t) for t in side_run.views))
                                 hits = [
                                     any(v != generic[s] and v == best[name] for s, v in t)
-                                    for name, t in zip(names, run.views, strict=True)
+                                    for name, t in zip(names, side_run.views, strict=True)
                                 ]
                                 matched.append(sum(hits))
                                 guarded = [protected[name] for name in names]
@@ -226,10 +229,10 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                                     / len(interface.vocabulary(interface.query(name).reads[0].slot).names)
                                     for name in names if protected[name]
                                 ) / max(1, sum(guarded)))
-                                fresh.append(sum(k.count("fresh") for k in run.kinds))
-                                charged.append(sum(bool(c) for r in run.records for (_, c, _), ok in zip(r.charges, r.admitted, strict=True) if ok))
-                                reused.append(sum(k.count("reused") for k in run.kinds))
-                                losses.append(exact_loss(interface, stores["M"], stores["M'"], run.records))
+                                fresh.append(sum(k.count("fresh") for k in side_run.kinds))
+                                charged.append(sum(bool(c) for r in side_run.records for (_, c, _), ok in zip(r.charges, r.admitted, strict=True) if ok))
+                                reused.append(sum(k.count("reused") for k in side_run.kinds))
+                                losses.append(exact_loss(interface, stores["M"], stores["M'"], side_run.records))
                 result = auditor.audit(samples, attributes, 1, seed=0, n_boot=200)
                 test = result.at("test")
                 rows.append({
@@ -333,7 +336,7 @@ def command_long_horizon(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_horizon_parser(sub: Any) -> None:
+def add_horizon_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
     parser = sub.add_parser("long-horizon", help="personalisation over T = 16..128 turns, with and without reuse (kernel only)",
                             description=__doc__.split("\n\n", 1)[0] if __doc__ else None)
     parser.add_argument("--preset", choices=sorted(PRESETS), default="long-cpu")

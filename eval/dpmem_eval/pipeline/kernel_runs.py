@@ -36,10 +36,10 @@ def kernel_store(policy: PublicPolicy, store: Sequence[Any], name: str) -> Any:
 def planned_counts(pair: Any, horizon: int, groups: Mapping[str, Sequence[int]] | None = None) -> dict[str, int]:
     """C_a: charged selections of a planned over the first T queries (public: the trajectory
     and the groups are fixed before the interaction, C4)."""
-    groups = {a: set(g) for a, g in (groups.items() if groups is not None else pair.groups)}
+    sets = {a: set(g) for a, g in (groups.items() if groups is not None else pair.groups)}
     counts: dict[str, int] = {}
     for query in pair.queries[:horizon]:
-        for attribute, group in groups.items():
+        for attribute, group in sets.items():
             if group & set(query.read_positions):
                 counts[attribute] = counts.get(attribute, 0) + 1
     return counts

@@ -170,7 +170,8 @@ def task_min_positions(pair: Any) -> frozenset[int]:
 
 
 def _store(pair: Any, side: str) -> Sequence[Any]:
-    return pair.store_m if side == "M" else pair.store_m_prime
+    store: Sequence[Any] = pair.store_m if side == "M" else pair.store_m_prime
+    return store
 
 
 def baseline_conditioning(method: MethodSpec, pair: Any, side: str, policy: PublicPolicy, horizon: int) -> tuple[TurnConditioning, ...]:

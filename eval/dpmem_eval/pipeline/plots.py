@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dpmem_eval.pipeline import methods as M
-from dpmem_eval.pipeline.tables import metric
+from dpmem_eval.pipeline.tables import Metric, metric
 
 # One colour and marker per series; no colour repeats (matplotlib's default cycle has ten).
 STYLES: dict[str, tuple[str, str]] = {
@@ -122,7 +122,7 @@ def _offsets(points: dict[str, tuple[float, float]], span_x: float, span_y: floa
 def _privacy_utility(plt: Any, config: dict[str, Any], audit: dict[str, Any], judge: dict[str, Any], model: str,
                      name: str, grid: Sequence[M.MethodSpec]) -> Any:
     fig, ax = plt.subplots(figsize=(7.2, 4.2))
-    found = {}
+    found: dict[str, tuple[M.MethodSpec, Metric]] = {}
     for method in M.MAIN_METHODS + M.ABLATIONS:
         m = metric(audit, judge, model, method.key, "pairedmem")
         if _finite(m["auc"], m["tRec"]):
@@ -215,12 +215,12 @@ def _budget(plt: Any, config: dict[str, Any], audit: dict[str, Any], judge: dict
         for v in values:
             cap, k = (v, 3) if sweep == "cap" else (2, v)
             method = main if (cap, k) == (2, 3) else next((g for g in grid if g.cap == cap and g.K == k), None)
-            m = metric(audit, judge, model, method.key, "pairedmem") if method else {}
-            aucs.append(m.get("auc", math.nan))
-            lows.append(m.get("auc_lo", math.nan))
-            highs.append(m.get("auc_hi", math.nan))
-            trecs.append(m.get("tRec", math.nan))
-            t_ci = m.get("tRec_ci", [math.nan, math.nan])
+            m = metric(audit, judge, model, method.key, "pairedmem") if method else None
+            aucs.append(m["auc"] if m else math.nan)
+            lows.append(m["auc_lo"] if m else math.nan)
+            highs.append(m["auc_hi"] if m else math.nan)
+            trecs.append(m["tRec"] if m else math.nan)
+            t_ci = m["tRec_ci"] if m else [math.nan, math.nan]
             t_lows.append(t_ci[0])
             t_highs.append(t_ci[1])
         positions = list(range(len(values)))  # evenly spaced, labelled with the integer values

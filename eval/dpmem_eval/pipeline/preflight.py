@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dpmem_eval.pipeline.models import (
     MINILM_ALIAS,
@@ -25,6 +25,9 @@ from dpmem_eval.pipeline.models import (
     SMOLLM2_DISTRIBUTION,
     default_cache_dir,
 )
+
+if TYPE_CHECKING:
+    from dpmem_eval.pipeline.config import RunConfig
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 
@@ -86,7 +89,7 @@ def encoder_missing(ref: str, cache_dir: Path) -> str | None:
     return None
 
 
-def wants_cuda(config: Any) -> bool:
+def wants_cuda(config: RunConfig) -> bool:
     """CUDA is needed for vLLM, for an explicit GPU device map, and for the paper preset's
     hf path unless `--device-map cpu` forces a CPU."""
     if config.backend == "vllm":
@@ -98,10 +101,10 @@ def wants_cuda(config: Any) -> bool:
     return config.preset == "paper" and config.backend == "hf"
 
 
-def check(config: Any) -> list[str]:
+def check(config: RunConfig) -> list[str]:
     """One line per missing artefact (empty: the run can start)."""
     cache_dir = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
-    problems: list[str] = []
+    problems: list[str | None] = []  # None: that artefact is present (dropped below)
     engines = {config.backend} | ({"hf" if config.backend == "echo" else config.backend} if config.judge.startswith("local:") else set())
     if "vllm" in engines and importlib.util.find_spec("vllm") is None:
         problems.append("backend vllm: vLLM is not installed; install the GPU extra (docs/eval.md, 'GPU install')")
@@ -122,7 +125,7 @@ def check(config: Any) -> list[str]:
     return [p for p in dict.fromkeys(problems) if p]
 
 
-def cautions(config: Any) -> list[str]:
+def cautions(config: RunConfig) -> list[str]:
     """What a run can do but should not pass off as the paper's setting (printed, not fatal)."""
     out = []
     if config.preset == "paper" and config.judge == "proxy":
@@ -132,7 +135,7 @@ def cautions(config: Any) -> list[str]:
     return out
 
 
-def _cuda_problems(config: Any) -> list[str]:
+def _cuda_problems(config: RunConfig) -> list[str]:
     import torch
 
     if not torch.cuda.is_available():

@@ -8,8 +8,12 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpmem_eval.pipeline.config import RunConfig
 
 VERSIONED_PACKAGES = ("dpmem-ref", "dpmem-eval", "torch", "transformers", "accelerate", "gguf", "safetensors",
                       "sentence-transformers", "scikit-learn", "numpy", "scipy", "matplotlib", "tqdm", "rich",
@@ -43,7 +47,8 @@ def command_line(argv: list[str] | None = None) -> str:
     return shlex.join(["dpmem-eval", *(sys.argv[1:] if argv is None else argv)])
 
 
-def run_json(config, pairs, generation_stats, timings, judge_label, git, corpora: str | None = None,
+def run_json(config: RunConfig, pairs: Sequence[Any], generation_stats: dict[str, Any], timings: dict[str, float],
+             judge_label: str, git: dict[str, Any], corpora: str | None = None,
              argv: list[str] | None = None) -> dict[str, Any]:
     from collections import Counter
 

@@ -17,9 +17,12 @@ import math
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpmem_eval.readers import InputFileError, Record, display, iter_jsonl, jsonl_source, read_json
+
+if TYPE_CHECKING:
+    from dpmem_eval.pipeline.config import RunConfig
 
 SIDES = ("M", "M'")
 TRANSCRIPT_SPLITS = ("train", "validation", "test", "transfer")
@@ -114,12 +117,14 @@ def _metric_tree(node: Record, depth: int, leaf: Any) -> None:
 def _audit_method(entry: Record) -> None:
     by_prefix = entry.obj("by_prefix")
     for key in list(by_prefix.data) if by_prefix else []:
+        assert by_prefix is not None
         for row in by_prefix.records(key):
             row.integer("prefix", 1, 10**6)
             row.number("auc", allow_nan=True)
             row.number("tpr5", allow_nan=True)
     ci = entry.obj("ci")
     for key in list(ci.data) if ci else []:
+        assert ci is not None
         track = ci.obj(key)
         assert track is not None
         for metric in ("auc", "tpr5"):
@@ -225,7 +230,7 @@ def read_transcripts(path: Path, *, horizon: int | None = None, numeric_controls
 # --- a results directory's inputs, checked before a stage writes anything ------------------
 
 
-def check_selection(pairs: list[Any], config) -> None:
+def check_selection(pairs: list[Any], config: RunConfig) -> None:
     """The auditor needs train, validation and test pairs: an empty selection is refused, not
     turned into empty tables."""
     where = f"--data-dir {config.data_dir}" if config.data_dir else "the built dataset"
@@ -234,7 +239,7 @@ def check_selection(pairs: list[Any], config) -> None:
             raise InputFileError(where, f"no selected {split} pairs in pairs.jsonl (the auditor needs train, validation and test)")
 
 
-def read_run_transcripts(out: Path, config, name: str) -> list[dict[str, Any]]:
+def read_run_transcripts(out: Path, config: RunConfig, name: str) -> list[dict[str, Any]]:
     """A transcript file's checked rows; an empty file is refused when the run's methods
     should have written rows to it (an empty file would otherwise give empty tables)."""
     from dpmem_eval.pipeline import methods as M
@@ -249,7 +254,7 @@ def read_run_transcripts(out: Path, config, name: str) -> list[dict[str, Any]]:
     return rows
 
 
-def read_model_transcripts(out: Path, config) -> dict[str, list[dict[str, Any]]]:
+def read_model_transcripts(out: Path, config: RunConfig) -> dict[str, list[dict[str, Any]]]:
     from dpmem_eval.pipeline.runner import model_slug
 
     return {model: read_run_transcripts(out, config, f"transcripts-{model_slug(model)}.jsonl") for model in config.models}
@@ -261,7 +266,7 @@ def check_pair_ids(transcripts: dict[str, list[dict[str, Any]]], pairs_by_id: di
             raise InputFileError(f"transcripts of {model}", "a pair_id is not in the dataset (rerun with the run's --data-dir)")
 
 
-def read_stage_inputs(out: Path, config, stage: str) -> dict[str, Any]:
+def read_stage_inputs(out: Path, config: RunConfig, stage: str) -> dict[str, Any]:
     """Everything the stage and the report read, checked before anything is written."""
     inputs: dict[str, Any] = {"traces": read_run_transcripts(out, config, "traces.jsonl")}
     if stage in ("audit", "judge"):

@@ -20,12 +20,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpmem_eval.pipeline import kernel_runs as K
 from dpmem_eval.pipeline import methods as M
 from dpmem_eval.pipeline.config import RunConfig
 from dpmem_ref.channel.prompt import TurnConditioning, build_messages, window
+
+if TYPE_CHECKING:
+    from dpmem_eval.pipeline.auditor import Encoder
+    from dpmem_eval.pipeline.generation import CachedGenerator
+    from dpmem_eval.pipeline.judge import Judge
 
 SPLITS = ("train", "validation", "test")
 
@@ -133,7 +138,7 @@ def build_transcripts(config: RunConfig, pairs: Sequence[Any], methods: Sequence
     return out
 
 
-def generate_transcripts(transcripts: Sequence[Transcript], generator, config: RunConfig,
+def generate_transcripts(transcripts: Sequence[Transcript], generator: CachedGenerator, config: RunConfig,
                          postprocess: dict[str, Any] | None = None) -> None:
     """Turn-synchronous generation: at turn t every transcript's prompt is (q_t, its
     conditioning at t, its own ordinary prefix tau_<t); all prompts of a turn are batched
@@ -181,7 +186,7 @@ def identical_sides(rows: Sequence[dict[str, Any]]) -> bool:
     return all(len(v) == 2 and v["M"] == v["M'"] for v in seen.values())
 
 
-def audit_model(rows: Sequence[dict[str, Any]], encoder, config: RunConfig, attributes: Sequence[str]) -> dict[str, Any]:
+def audit_model(rows: Sequence[dict[str, Any]], encoder: Encoder, config: RunConfig, attributes: Sequence[str]) -> dict[str, Any]:
     """Embedding auditor per method; the score-channel diagnostic from exposed controls."""
     from dpmem_eval.pipeline.auditor import Sample, audit, control_features, prefix_features
 
@@ -217,7 +222,7 @@ def audit_model(rows: Sequence[dict[str, Any]], encoder, config: RunConfig, attr
 # --- judge ---------------------------------------------------------------------------------
 
 
-def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], judge, n_boot: int = 1000) -> dict[str, Any]:
+def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], judge: Judge, n_boot: int = 1000) -> dict[str, Any]:
     """U, tRec, Unsup per method and track (test pairs and transfer pairs), seeds averaged
     within a pair side before averaging over pairs (C.5); beside each mean, the per-pair
     values (`per_pair`, sorted by pair id) and a 95% percentile bootstrap CI over pairs
@@ -231,7 +236,7 @@ def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], jud
     for row in chosen:
         pair = pairs_by_id[row["pair_id"]]
         gold = {g.query_id: g for g in pair.gold}
-        behaviours = []
+        behaviours: list[tuple[int, str]] = []
         for index, query in enumerate(pair.queries[: len(row["responses"])]):
             record = gold.get(query.query_id)
             if record is None:
@@ -249,16 +254,16 @@ def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], jud
             key = "tRec" if row["side"] == "M" else "Unsup"
             per_pair[key].append(float(np.mean(verdict.behaviours)))
     out: dict[str, Any] = {}
-    for (method, track), per_pair in acc.items():
+    for (method, track), by_pair in acc.items():
         means: dict[str, Any] = {}
         cis: dict[str, list[float]] = {}
         values_by_key: dict[str, dict[str, float]] = {}
         for key in ("U", "tRec", "Unsup"):
-            values = {pid: float(np.mean(v[key])) for pid, v in sorted(per_pair.items()) if v[key]}
+            values = {pid: float(np.mean(v[key])) for pid, v in sorted(by_pair.items()) if v[key]}
             means[key] = float(np.mean(list(values.values()))) if values else float("nan")
             cis[key] = bootstrap_mean_ci(list(values.values()), n_boot)
             values_by_key[key] = values
-        out.setdefault(method, {})[track] = {**means, "n_pairs": len(per_pair), "ci": cis, "per_pair": values_by_key}
+        out.setdefault(method, {})[track] = {**means, "n_pairs": len(by_pair), "ci": cis, "per_pair": values_by_key}
     return out
 
 
@@ -274,7 +279,7 @@ def bootstrap_mean_ci(values: Sequence[float], n_boot: int = 1000, seed: int = 0
     return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
 
 
-def pairwise_audit(rows: Sequence[dict[str, Any]], generator, seed: int = 0) -> dict[str, Any]:
+def pairwise_audit(rows: Sequence[dict[str, Any]], generator: CachedGenerator, seed: int = 0) -> dict[str, Any]:
     """Pairwise LLM auditor on test pairs: accuracy of naming the M transcript (0.5 = chance)."""
     import random
 

@@ -11,10 +11,18 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpmem_eval.pipeline.errors import UserError, input_errors
+
+if TYPE_CHECKING:
+    from dpmem_eval.pipeline.auditor import Encoder
+    from dpmem_eval.pipeline.cache import ResponseCache
+    from dpmem_eval.pipeline.config import RunConfig
+    from dpmem_eval.pipeline.methods import MethodSpec, PublicPolicy
+    from dpmem_eval.pipeline.runner import Transcript
 
 
 def seed_everything(seed: int, torch_too: bool) -> None:
@@ -36,7 +44,7 @@ def cache_root(config_cache: str | None) -> Path:
     return Path(config_cache) if config_cache else default_cache_dir()
 
 
-def make_judge(spec: str, encoder, config, cache) -> Any:
+def make_judge(spec: str, encoder: Encoder, config: RunConfig, cache: ResponseCache) -> Any:
     from dpmem_eval.pipeline.backends import DecodingConfig, make_backend
     from dpmem_eval.pipeline.generation import CachedGenerator
     from dpmem_eval.pipeline.judge import GeneratorJudge, OpenAIChatBackend, ProxyJudge
@@ -60,7 +68,7 @@ def make_judge(spec: str, encoder, config, cache) -> Any:
                                           token_budget=config.token_budget))
 
 
-def load_encoder(encoder_class, config):
+def load_encoder(encoder_class: Callable[..., Encoder], config: RunConfig) -> Encoder:
     """The auditor encoder, loaded now: a path that is not a sentence-transformers model is a
     bad --encoder (one line), found before anything is written. A missing encoder (an alias
     whose package is not installed, a path without modules.json) is named as such before
@@ -84,7 +92,7 @@ def load_encoder(encoder_class, config):
 # --- the run's stages ----------------------------------------------------------------------
 
 
-def stage_data(config, timings: dict[str, float]) -> tuple[list[Any], str | None]:
+def stage_data(config: RunConfig, timings: dict[str, float]) -> tuple[list[Any], str | None]:
     """PairedMem and the transfer track (nothing written yet: a bad input leaves --out as it was)."""
     from dpmem_eval.pipeline.readers import check_selection
     from dpmem_eval.pipeline.runner import load_pairs
@@ -96,7 +104,7 @@ def stage_data(config, timings: dict[str, float]) -> tuple[list[Any], str | None
     return pairs, corpora
 
 
-def data_header(config, pairs, corpora: str | None, timings: dict[str, float]) -> None:
+def data_header(config: RunConfig, pairs: list[Any], corpora: str | None, timings: dict[str, float]) -> None:
     from dpmem_eval.pipeline.summary import note, stage
 
     stage(1, f"data: PairedMem and the transfer track ({timings['data_s']:.1f} s)")
@@ -107,7 +115,7 @@ def data_header(config, pairs, corpora: str | None, timings: dict[str, float]) -
     note(f"{len(pairs)} pairs; transfer track from {origin or 'nothing (no transfer pairs asked for)'}")
 
 
-def stage_kernel(out: Path, config, pairs, timings: dict[str, float]) -> tuple[Any, tuple[Any, ...], list[Any]]:
+def stage_kernel(out: Path, config: RunConfig, pairs: list[Any], timings: dict[str, float]) -> tuple[Any, tuple[Any, ...], list[Any]]:
     """Every interface's conditioning through the kernel; writes the charge traces and the
     score-channel controls. Returns the public policy, the methods and the transcript templates."""
     from dpmem_eval.pipeline import methods as M
@@ -127,7 +135,8 @@ def stage_kernel(out: Path, config, pairs, timings: dict[str, float]) -> tuple[A
     return policy, methods, templates
 
 
-def stage_generation(out: Path, config, policy, methods, templates, cache, timings: dict[str, float]) -> dict[str, Any]:
+def stage_generation(out: Path, config: RunConfig, policy: PublicPolicy, methods: tuple[MethodSpec, ...],
+                     templates: list[Transcript], cache: ResponseCache, timings: dict[str, float]) -> dict[str, Any]:
     """Responses of every response model (one resident at a time), then the pairwise auditor
     if asked for. Returns each model's generation statistics."""
     from dataclasses import replace
@@ -170,7 +179,7 @@ def stage_generation(out: Path, config, policy, methods, templates, cache, timin
     return generation_stats
 
 
-def stage_audit(out: Path, config, timings: dict[str, float], inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+def stage_audit(out: Path, config: RunConfig, timings: dict[str, float], inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     from dpmem_eval.data.scaffold import ATTRIBUTES
     from dpmem_eval.pipeline.auditor import Encoder
     from dpmem_eval.pipeline.readers import read_model_transcripts, read_run_transcripts
@@ -190,7 +199,7 @@ def stage_audit(out: Path, config, timings: dict[str, float], inputs: dict[str, 
     return results
 
 
-def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[str, float],
+def stage_judge(out: Path, config: RunConfig, pairs_by_id: dict[str, Any], timings: dict[str, float],
                 inputs: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
     from dpmem_eval.pipeline.auditor import Encoder
     from dpmem_eval.pipeline.cache import ResponseCache
@@ -220,7 +229,7 @@ def stage_judge(out: Path, config, pairs_by_id: dict[str, Any], timings: dict[st
     return results, label
 
 
-def stage_report(out: Path, config, timings: dict[str, float], inputs: dict[str, Any] | None = None) -> list[str]:
+def stage_report(out: Path, config: RunConfig, timings: dict[str, float], inputs: dict[str, Any] | None = None) -> list[str]:
     from dpmem_eval.pipeline import methods as M
     from dpmem_eval.pipeline import tables
     from dpmem_eval.pipeline.plots import plots
@@ -258,7 +267,7 @@ def judge_note(label: str, calibration: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def pairs_by_id(config) -> dict[str, Any]:
+def pairs_by_id(config: RunConfig) -> dict[str, Any]:
     from dpmem_eval.pipeline.runner import load_pairs
 
     return {p.pair_id: p for p in load_pairs(config)}
@@ -267,7 +276,7 @@ def pairs_by_id(config) -> dict[str, Any]:
 # --- whole runs ----------------------------------------------------------------------------
 
 
-def run_stages(config, out: Path, argv: list[str] | None) -> int:
+def run_stages(config: RunConfig, out: Path, argv: list[str] | None) -> int:
     """`dpmem-eval run` after its configuration and preflight passed: every stage, run.json,
     the closing summary."""
     from dpmem_eval.pipeline.cache import ResponseCache

@@ -7,7 +7,7 @@ import csv
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from dpmem_eval.pipeline import methods as M
 from dpmem_eval.pipeline import paper_values as P
@@ -48,7 +48,23 @@ def setting_matches(config: dict[str, Any], model: str) -> bool:
             and tuple(config["seeds"]) == (0, 1, 2))
 
 
-def metric(audit: dict[str, Any], judge: dict[str, Any], model: str, method: str, track: str) -> dict[str, float]:
+class Metric(TypedDict):
+    """One method's figures on one track, as the tables and plots read them."""
+
+    auc: float
+    tpr5: float
+    auc_lo: float
+    auc_hi: float
+    tRec: float
+    U: float
+    Unsup: float
+    dagger: bool
+    tRec_ci: list[float]
+    Unsup_ci: list[float]
+    U_ci: list[float]
+
+
+def metric(audit: dict[str, Any], judge: dict[str, Any], model: str, method: str, track: str) -> Metric:
     a = audit.get(model, {}).get(method, {})
     rows = a.get("by_prefix", {}).get("test" if track == "pairedmem" else "transfer", [])
     auc = rows[-1]["auc"] if rows else float("nan")

@@ -24,9 +24,13 @@ import difflib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from dpmem_eval.pipeline.auditor import Encoder
 
 ATTRIBUTES = ("debt", "diabetes", "job_loss", "pregnancy")
 
@@ -39,7 +43,7 @@ def _features(rows: Sequence[dict[str, Any]], unit: dict[str, np.ndarray]) -> np
     return np.array(out)
 
 
-def _auc(y: Sequence[int], s: Sequence[float]) -> float:
+def _auc(y: npt.ArrayLike, s: npt.ArrayLike) -> float:
     from sklearn.metrics import roc_auc_score
 
     return float(roc_auc_score(y, s))
@@ -50,7 +54,7 @@ def changed_words(a: str, b: str) -> int:
     return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")
 
 
-def diagnose(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], encoder, method: str = "raw_read_set") -> dict[str, Any]:
+def diagnose(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], encoder: Encoder, method: str = "raw_read_set") -> dict[str, Any]:
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 

@@ -123,7 +123,8 @@ class HFBackend:
         tokenizer = self._load_tokenizer()
         if getattr(tokenizer, "chat_template", None):
             shown = fold_system(messages) if self._fold else messages
-            return tokenizer.apply_chat_template(shown, tokenize=False, add_generation_prompt=True)
+            rendered: str = tokenizer.apply_chat_template(shown, tokenize=False, add_generation_prompt=True)
+            return rendered
         return render_plain(messages)
 
     def count_tokens(self, messages: Messages) -> int:
@@ -163,7 +164,7 @@ class HFBackend:
         rows = tokenizer(texts, add_special_tokens=False)["input_ids"] if self._prefix_sharing() else None
         shared = shared_prefix_length(rows) if rows is not None and len(rows) > 1 else 0
         with torch.inference_mode():
-            if shared >= MIN_SHARED_PREFIX:
+            if rows is not None and shared >= MIN_SHARED_PREFIX:
                 out, width = self._generate_from_prefix(rows, shared, kwargs)
             else:
                 enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
@@ -183,7 +184,7 @@ class HFBackend:
         prefill is most of the work and the prompts of a batch share the system message."""
         if self.shared_prefix is not None:
             return self.shared_prefix
-        return self._model.device.type == "cpu" and self._model.dtype == _torch().float32
+        return bool(self._model.device.type == "cpu" and self._model.dtype == _torch().float32)
 
     def _generate_from_prefix(self, rows: list[list[int]], shared: int, kwargs: dict[str, object]) -> tuple[Any, int]:
         """Generate a batch whose prompts all begin with the same `shared` tokens: those are

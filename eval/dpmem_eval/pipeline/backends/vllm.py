@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpmem_eval.pipeline.backends.base import fold_system, rejects_system_role
 from dpmem_eval.pipeline.models import ModelNotFound
+
+if TYPE_CHECKING:
+    from dpmem_eval.pipeline.backends.base import DecodingConfig
 
 
 class BackendUnavailable(ModelNotFound):
@@ -66,7 +69,7 @@ class VLLMBackend:
         self._fold = rejects_system_role(self._llm.get_tokenizer())
         self.load_seconds = time.perf_counter() - start
 
-    def generate(self, batch: Sequence[list[dict[str, str]]], decoding) -> list[tuple[str, int]]:
+    def generate(self, batch: Sequence[list[dict[str, str]]], decoding: DecodingConfig) -> list[tuple[str, int]]:
         from vllm import SamplingParams
 
         if self._llm is None:
