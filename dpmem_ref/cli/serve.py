@@ -126,17 +126,19 @@ def command_serve(args: argparse.Namespace) -> int:
 
 
 def _safe_defaults(args: argparse.Namespace) -> None:
-    """Issue 32 (safe defaults): a durable ledger unless --ephemeral (printed at start); a
+    """Safe defaults: every application of the keys file has a share in the agent file (with
+    per-user caps); a durable ledger unless --ephemeral (printed at start); a
     --memory file must exist, and one under the shipped examples/ is copied into runs/ first
     (the example is never written). The keys and TLS options are checked first, as before."""
     from pathlib import Path
 
     from dpmem_ref.runtime.memory import check_memory_file, private_copy
-    from dpmem_ref.serve.keys import load_keys
+    from dpmem_ref.serve.keys import check_shares_cover, load_keys
 
-    load_keys(args.keys)
+    keys = load_keys(args.keys)
     if (args.tls_cert is None) != (args.tls_key is None):
         return  # serve_one reports it
+    check_shares_cover(keys, args.config)  # every application has a share of the per-user caps
     memory = check_memory_file(args.memory)
     if args.store_url is None or args.store_url == "memory:":
         if not args.ephemeral:

@@ -13,7 +13,10 @@ A presented bearer token is hashed (SHA-256) and compared with EVERY stored hash
 `hmac.compare_digest`, without stopping at the first match: the time taken does not
 depend on which entry matches, nor on how many leading bytes agree. Tokens themselves
 are never stored, logged or echoed in an error; an error about the file names the
-field, never the value found there. Standard library only (tomllib, hashlib, hmac).
+field, never the value found there. The file is read bounded (MAX_KEYS_FILE_BYTES) and
+pre-scanned in linear time before tomllib parses it (`dpmem_ref.config.toml_bounds`), as every
+TOML file of dpmem is. `check_shares_cover`: with per-user caps, every application of the
+keys file has a share of them in the agent file (`dpmem serve` refuses to start otherwise).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from dpmem_ref.config.toml_bounds import prescan
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import read_bounded
 
@@ -137,14 +141,35 @@ def parse_keys(data: dict[str, Any], source: str = "keys file") -> Keys:
 
 
 def load_keys(path: str | Path) -> Keys:
-    """Read and parse a keys file (bounded size, UTF-8 TOML)."""
+    """Read and parse a keys file (bounded size, UTF-8 TOML, pre-scanned: bounded work)."""
     raw = read_bounded(path, MAX_KEYS_FILE_BYTES, "--keys", "keys file")
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("--keys", "UTF-8 TOML", "undecodable bytes") from None
+    prescan(text, "--keys")  # linear time; refuses nesting, keys and dotted parts past the limits
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         # Where, never what: the position tomllib reports, not its text about the content.
         where = re.search(r"line \d+, column \d+", str(error))
         raise InputError("--keys", "valid TOML", f"an error at {where.group(0) if where else 'an unknown position'}") from None
+    except (ValueError, RecursionError):  # integers past 4300 digits
+        raise InputError("--keys", "TOML within the parser's limits", "an oversized number or nesting") from None
     return parse_keys(data, "--keys")
+
+
+def check_shares_cover(keys: Keys, config_path: str | Path) -> None:
+    """With per-user caps (`[scopes] user_caps`), every application of the keys file must have
+    a precommitted share in the agent file's `[scopes.shares]`; otherwise its every turn would
+    be refused, so `dpmem serve` refuses to start (one line, naming the first such application).
+    The shares themselves are checked when the runtime opens."""
+    from dpmem_ref.runtime.settings import load_agent_file
+
+    agent = load_agent_file(config_path)
+    if agent.user_caps is None:
+        return  # no per-user cap: every application's scope has the interface's caps B_a
+    declared = set(agent.shares or {})
+    for name in keys.app_names:
+        if name not in declared:
+            raise InputError(f"--keys: apps.{name}", "an application with a share in the agent file's [scopes.shares]", "none")

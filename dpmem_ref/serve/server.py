@@ -146,11 +146,12 @@ def serve_one(
     The options are `dpmem serve`'s (parsed in dpmem_ref.cli.serve)."""
     uvicorn, create_app = _import_serving()
     _ListeningServer = _listening_server(uvicorn)  # noqa: N806
-    from dpmem_ref.serve.keys import load_keys
+    from dpmem_ref.serve.keys import check_shares_cover, load_keys
 
     keys = load_keys(keys_path)
     if (tls_cert is None) != (tls_key is None):
         raise InputError("--tls-cert/--tls-key", "both or neither", "only one")
+    check_shares_cover(keys, config_path)  # before the ledger store opens: nothing written
     from dpmem_ref.runtime import AgentRuntime
     from dpmem_ref.serve.limits import Limits, bounded_protocol
 

@@ -17,7 +17,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +37,19 @@ MEMORY = ROOT / "examples" / "agent" / "memory.jsonl"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 READY = re.compile(r"^dpmem serve: listening on (https?://127\.0\.0\.1:\d+)$")
-APPS = {"recipes": ["alice", "bob"], "finance": ["alice"], "stranger": []}
+APPS = {"recipes": ["alice", "bob"], "finance": ["alice"]}
+"""The shipped agent file's applications (each with its share); "bob" is a subject with no memory items."""
+EXTRA_SHARE = {"diabetes": 1, "debt": 1}
+"""The share of an application the shipped agent file does not declare (`write_keys` adds it and
+raises the per-user caps U_a by as much, so the shares still sum to at most U_a)."""
 DINNER = "What should I make for dinner tonight?"  # routed to affordable-dinner: charges debt and diabetes
 
 
 def write_keys(folder: Path, apps: Mapping[str, Sequence[str]] = APPS) -> tuple[Path, dict[str, str]]:
-    """A keys file with the owner and `apps`; returns it and the tokens by principal name."""
+    """A keys file with the owner and `apps`; returns it and the tokens by principal name. Also
+    writes the agent file the server is started with (`agent_of`): the shipped one, with a share
+    for every application of `apps` (`dpmem serve` refuses an application without one)."""
+    write_agent(folder / "agent.toml", apps)
     tokens = {"owner": f"owner-{secrets.token_urlsafe(24)}", **{name: f"{name}-{secrets.token_urlsafe(24)}" for name in apps}}
     lines = ["[owner]", f'token_sha256 = "{token_hash(tokens["owner"])}"']
     for name, users in apps.items():
@@ -48,6 +57,41 @@ def write_keys(folder: Path, apps: Mapping[str, Sequence[str]] = APPS) -> tuple[
     path = folder / "keys.toml"
     path.write_text("\n".join(lines) + "\n")
     return path, tokens
+
+
+def write_agent(path: Path, apps: Iterable[str]) -> Path:
+    """The shipped agent file (its interface by absolute path), its [scopes] extended with
+    EXTRA_SHARE for each of `apps` it does not declare; U_a grows by the same amount. With only
+    the shipped applications, the [scopes] are the shipped ones exactly."""
+    text = AGENT.read_text()
+    shipped = tomllib.loads(text)["scopes"]
+    caps = {a: Fraction(v) for a, v in shipped["user_caps"].items()}
+    shares = {app: {a: Fraction(v) for a, v in share.items()} for app, share in shipped["shares"].items()}
+    for app in apps:
+        if app not in shares:
+            shares[app] = {a: Fraction(v) for a, v in EXTRA_SHARE.items()}
+            caps = {a: caps[a] + EXTRA_SHARE[a] for a in caps}
+
+    def inline(table: Mapping[str, Fraction]) -> str:
+        return "{ " + ", ".join(f'{a} = "{v}"' for a, v in table.items()) + " }"
+
+    scopes = ["[scopes]", f"user_caps = {inline(caps)}", "[scopes.shares]", *(f"{app} = {inline(s)}" for app, s in shares.items())]
+    head, rest = text.split("[scopes]", 1)
+    head = head.replace('interface = "interface.toml"', f"interface = {json.dumps(str(AGENT.parent / 'interface.toml'))}")
+    path.write_text(head + "\n".join(scopes) + "\n\n[router]" + rest.split("[router]", 1)[1])
+    return path
+
+
+def agent_of(keys: Path) -> Path:
+    """The agent file `write_keys` wrote beside `keys`."""
+    return keys.with_name("agent.toml")
+
+
+def scopes_of(agent: Path) -> tuple[dict[str, Fraction], dict[str, dict[str, Fraction]]]:
+    """(U_a, {application: its share}) of an agent file, read with tomllib (no dpmem code)."""
+    scopes = tomllib.loads(agent.read_text())["scopes"]
+    caps = {a: Fraction(v) for a, v in scopes["user_caps"].items()}
+    return caps, {app: {a: Fraction(v) for a, v in share.items()} for app, share in scopes["shares"].items()}
 
 
 def marked_memory(folder: Path) -> tuple[Path, list[str]]:
@@ -72,7 +116,8 @@ def auth(token: str) -> dict[str, str]:
 
 
 class LiveServer:
-    """One `dpmem serve` process; `start()` returns once it listens."""
+    """One `dpmem serve` process; `start()` returns once it listens. It serves the agent file
+    `write_keys` wrote beside `keys` (`agent_of`); the store "memory:" is `--ephemeral`."""
 
     def __init__(
         self,
@@ -91,8 +136,9 @@ class LiveServer:
         self.logs: list[Path] = []
 
     def command(self) -> list[str]:
-        command = [sys.executable, "-m", "dpmem_ref.cli", "serve", str(AGENT), "--memory", str(self.memory)]
-        command += ["--keys", str(self.keys), "--store-url", self.store_url, "--host", "127.0.0.1", "--port", "0"]
+        command = [sys.executable, "-m", "dpmem_ref.cli", "serve", str(agent_of(self.keys)), "--memory", str(self.memory)]
+        store = ["--ephemeral"] if self.store_url == "memory:" else ["--store-url", self.store_url]
+        command += ["--keys", str(self.keys), *store, "--host", "127.0.0.1", "--port", "0"]
         return command + ([] if self.seed is None else ["--seed", str(self.seed)]) + self.extra
 
     def start(self) -> LiveServer:

@@ -23,6 +23,7 @@ from tests.serve.live import (
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
     LiveServer,
+    agent_of,
     auth,
     httpx,
     marked_memory,
@@ -69,11 +70,51 @@ def test_a_bad_keys_file_is_one_line_exit_2_and_never_echoes_a_token(tmp_path: P
     assert (code, out) == (2, "") and err.count("\n") == 1 and "--keys" in err
 
 
+def test_a_ledger_is_durable_unless_ephemeral_is_asked_for(tmp_path: Path) -> None:
+    keys, _ = write_keys(tmp_path)
+    assert dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0") == (
+        2,
+        "",
+        "dpmem: error: --store-url: expected a durable ledger (sqlite:///PATH, postgresql://...) or --ephemeral, found 'none'\n",
+    )
+    url = f"sqlite:///{tmp_path / 'ledgers.db'}"
+    assert dpmem("serve", str(AGENT), "--keys", str(keys), "--store-url", url, "--ephemeral", "--port", "0") == (
+        2,
+        "",
+        "dpmem: error: --ephemeral: expected no --store-url (ledgers in this process only), found 'both'\n",
+    )
+
+
+@pytest.mark.parametrize("replicas", ["1", "2"])
+def test_an_application_without_a_share_is_refused_at_start_one_line_exit_2(tmp_path: Path, replicas: str) -> None:
+    keys, _ = write_keys(tmp_path, {"recipes": ["alice"], "calendar": ["alice"]})
+    url = f"sqlite:///{tmp_path / 'ledgers.db'}"
+    argv = ["serve", str(AGENT), "--keys", str(keys), "--store-url", url, "--port", "0", "--replicas", replicas]
+    message = "dpmem: error: --keys: apps.calendar: expected an application with a share in the agent file's [scopes.shares], found 'none'\n"
+    if replicas == "1":
+        assert dpmem(*argv) == (2, "", message)
+    else:  # a process of its own, bounded: were the check missing, replicas would start serving
+        command = [sys.executable, "-m", "dpmem_ref.cli", *argv]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True)
+        try:
+            out, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:  # the whole group: the command and any replica it started
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+        assert (process.returncode, out, err) == (2, "", message)
+    assert not (tmp_path / "ledgers.db").exists()  # refused before the ledger store opens
+    # the same keys with an agent file that gives calendar a share pass the check (and reach the store)
+    absent = "sqlite:///nonexistent-dir/ledgers.db"
+    code, _, err = dpmem("serve", str(agent_of(keys)), "--keys", str(keys), "--store-url", absent, "--port", "0")
+    assert code == 2 and err.startswith("dpmem: error: --store-url: expected a ledger store that opens"), err
+
+
 def test_replicas_start_with_one_command_share_the_ledger_and_stop_together(tmp_path: Path) -> None:
     keys, tokens = write_keys(tmp_path)
     memory, _ = marked_memory(tmp_path)
     url = f"sqlite:///{tmp_path / 'ledgers.db'}"  # one host: SQLite serves several processes too
-    command = [sys.executable, "-m", "dpmem_ref.cli", "serve", str(AGENT), "--memory", str(memory), "--keys", str(keys)]
+    command = [sys.executable, "-m", "dpmem_ref.cli", "serve", str(agent_of(keys)), "--memory", str(memory), "--keys", str(keys)]
     command += ["--store-url", url, "--host", "127.0.0.1", "--port", "0", "--replicas", "2"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV, cwd=tmp_path)
     assert process.stdout is not None
@@ -95,7 +136,9 @@ def test_replicas_start_with_one_command_share_the_ledger_and_stop_together(tmp_
                 answer = client.post("/v1/turns", headers=auth(tokens["recipes"]), json=body)
                 assert answer.status_code == 200, answer.text
                 spent.append(answer.json()["remaining"]["debt"])
-        assert spent == ["3/2", "1/1"]  # the second replica continues the first one's scope
+        # recipes' share of debt is 1 (examples/agent/assistant.toml): remaining = share - spent,
+        # 1 - 1/2 then 1 - 1: the second replica continues the first one's scope
+        assert spent == ["1/2", "0/1"]
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(STOP_TIMEOUT_S * 2)

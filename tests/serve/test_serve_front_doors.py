@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.serve.live import DINNER, LiveServer, auth, httpx, marked_memory, write_keys
+from tests.serve.live import DINNER, LiveServer, agent_of, auth, httpx, marked_memory, write_keys
 from tests.serve.sqlcheck import chain_verifies, charged_slot, sqlite_check
 
 DEADLINE_S = 0.25  # long enough that 16 turns run one after another would take 4 s
@@ -254,7 +254,7 @@ def test_concurrent_turns_of_many_scopes_overlap_and_the_ledger_checks_out(serve
     serialised = 3 * len(MANY) * DEADLINE_S  # each turn answers no earlier than its deadline
     assert all(seconds >= DEADLINE_S for results in rounds for seconds, _ in results)
     assert wall < serialised / 3, (wall, serialised)  # turns of different scopes ran side by side
-    checked = sqlite_check(database, received)
+    checked = sqlite_check(database, received, agent_of(server.keys))
     assert checked["overruns"] == 0 and checked["uncharged"] == 0, checked
     assert checked["charged_received"] > 0, checked
     assert chain_verifies(database)
@@ -262,7 +262,7 @@ def test_concurrent_turns_of_many_scopes_overlap_and_the_ledger_checks_out(serve
     # (a copy of a real answer, claimed once more) is counted as uncharged.
     forged = next(item for item in received if item[2]["control"] and ["food", "released"] in item[2]["control"])
     claimed = sum(status == "released" and charged_slot(slot) for slot, status in forged[2]["control"])
-    assert claimed >= 1 and sqlite_check(database, [*received, forged])["uncharged"] == claimed
+    assert claimed >= 1 and sqlite_check(database, [*received, forged], agent_of(server.keys))["uncharged"] == claimed
     assert not any(m in json.dumps(received) for m in markers)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.serve.live import AGENT, DINNER, LiveServer, auth, marked_memory, write_keys
+from tests.serve.live import AGENT, APPS, DINNER, LiveServer, agent_of, auth, marked_memory, scopes_of, write_keys
 
 CHECKUP = "Remind me what to ask at my doctor appointment"  # routed to checkup-reminder: charges diabetes
 
@@ -33,7 +33,7 @@ def generic_text(slot: str) -> str:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, dict[str, str], list[str]]]:
     folder = tmp_path_factory.mktemp("serve")
-    keys, tokens = write_keys(folder)
+    keys, tokens = write_keys(folder, {**APPS, "stranger": []})  # stranger: authorised for no user
     memory, markers = marked_memory(folder)
     with LiveServer(folder, keys, memory, f"sqlite:///{folder / 'ledgers.db'}") as server:
         yield server, tokens, markers
@@ -186,25 +186,34 @@ def test_a_scope_continues_across_interactions_and_server_restarts(tmp_path: Pat
     keys, tokens = write_keys(tmp_path)
     memory, _ = marked_memory(tmp_path)
     store_url = f"sqlite:///{tmp_path / 'ledgers.db'}"
+    user_caps, shares = scopes_of(agent_of(keys))
+    share = shares["recipes"]  # remaining = the application's precommitted share - its own spending
     half = Fraction(1, 2)
     with LiveServer(tmp_path, keys, memory, store_url, seed=1) as server, server.client() as client:
         first = _turn(client, tokens["recipes"], "alice", "monday", DINNER)
         # food charges {debt, diabetes} 1/2, finance charges {debt} 1/2 (eps = B_a / K = 2/4)
-        assert fractions(first["remaining"]) == {"debt": 2 - 2 * half, "diabetes": 2 - half}
-        second = _turn(client, tokens["recipes"], "alice", "tuesday", DINNER)  # a new interaction id
-        assert fractions(second["remaining"]) == {"debt": Fraction(0), "diabetes": Fraction(1)}
+        assert fractions(first["remaining"]) == {"debt": share["debt"] - 2 * half, "diabetes": share["diabetes"] - half}
+        assert first["control"] == [["food", "released"], ["finance", "released"]]
+        second = _turn(client, tokens["recipes"], "alice", "tuesday", DINNER)  # a new interaction id, the same scope
+        assert second["control"] == [["food", "fallback"], ["finance", "fallback"]]  # debt's share is spent
+        assert fractions(second["remaining"]) == {"debt": Fraction(0), "diabetes": share["diabetes"] - half}
         spent, caps = _scope(client, tokens["owner"], "alice", "recipes")
-        assert spent == {"debt": Fraction(2), "diabetes": Fraction(1)} and caps == {"debt": 2, "diabetes": 2}
+        assert spent == {"debt": Fraction(1), "diabetes": half} and caps == share
     with LiveServer(tmp_path, keys, memory, store_url, seed=2) as server, server.client() as client:
         third = _turn(client, tokens["recipes"], "alice", "wednesday", CHECKUP)  # after a restart
-        assert fractions(third["remaining"]) == {"debt": Fraction(0), "diabetes": half}
+        assert fractions(third["remaining"]) == {"debt": Fraction(0), "diabetes": share["diabetes"] - 2 * half}
         spent, _ = _scope(client, tokens["owner"], "alice", "recipes")
-        assert spent == {"debt": Fraction(2), "diabetes": Fraction(3, 2)}
-        user_spent, user_caps = _scope(client, tokens["owner"], "alice", None)  # the per-user scope
-        assert user_spent == spent and user_caps == {"debt": 3, "diabetes": 3}
-        # another application's scope starts fresh, bounded by what the per-user caps leave
+        assert spent == {"debt": Fraction(1), "diabetes": Fraction(1)}
+        # another application's scope starts at its own share, whatever recipes spent (it reads
+        # nothing of another's spending); the shares sum to at most the per-user caps U_a
         other = _turn(client, tokens["finance"], "alice", "monday", CHECKUP)
-        assert fractions(other["remaining"]) == {"debt": Fraction(1), "diabetes": Fraction(1)}
+        assert fractions(other["remaining"]) == {"debt": shares["finance"]["debt"], "diabetes": shares["finance"]["diabetes"] - half}
+        finance_spent, finance_caps = _scope(client, tokens["owner"], "alice", "finance")
+        assert finance_spent == {"debt": Fraction(0), "diabetes": half} and finance_caps == shares["finance"]
+        # the per-user total: the sum of the application scopes, under U_a (the shares sum to <= U_a)
+        user_spent, listed_caps = _scope(client, tokens["owner"], "alice", None)
+        assert user_spent == {a: spent[a] + finance_spent[a] for a in spent} and listed_caps == user_caps
+        assert all(share[a] + shares["finance"][a] <= user_caps[a] for a in user_caps)
 
 
 def test_the_budget_exhausted_over_http_ends_in_generic_views_with_remaining_exactly_0(tmp_path: Path) -> None:
@@ -214,7 +223,7 @@ def test_the_budget_exhausted_over_http_ends_in_generic_views_with_remaining_exa
     with LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}", seed=3) as server:
         with server.client() as client:
             seen = []
-            for turn in range(12):  # 2 dinners then 2 check-ups exhaust both caps of 2
+            for turn in range(12):  # 2 dinners then 3 check-ups exhaust the share (debt 1, diabetes 2)
                 body = _turn(client, tokens["recipes"], "bob", f"chat{turn % 3}", DINNER if turn < 2 else CHECKUP)
                 seen.append(body)
                 if all(Fraction(v) == 0 for v in body["remaining"].values()):
@@ -227,7 +236,7 @@ def test_the_budget_exhausted_over_http_ends_in_generic_views_with_remaining_exa
                     assert body["control"] == [[s, "fallback"] for s in slots]
                     assert fractions(body["remaining"]) == {"debt": Fraction(0), "diabetes": Fraction(0)}
             spent, caps = _scope(client, tokens["owner"], "bob", "recipes")
-            assert spent == caps == {"debt": Fraction(2), "diabetes": Fraction(2)}
+            assert spent == caps == scopes_of(agent_of(keys))[1]["recipes"]  # the whole share, not B_a
             assert not any(m in str(b) for b in seen for m in markers)
 
 

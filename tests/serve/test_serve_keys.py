@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
+import time
 from pathlib import Path
 
 import pytest
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.serve.keys import MAX_TOKEN_CHARS, OWNER, Keys, load_keys, parse_keys, token_hash
+from dpmem_ref.serve.keys import MAX_TOKEN_CHARS, OWNER, Keys, check_shares_cover, load_keys, parse_keys, token_hash
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agent"
 
 OWNER_TOKEN, CAL_TOKEN, MAIL_TOKEN = "owner-secret-1", "calendar-secret-2", "mail-secret-3"
 
@@ -137,9 +141,38 @@ def test_parse_keys_takes_parsed_toml() -> None:
 
 
 def test_the_shipped_example_keys_file_parses_and_matches_its_demo_tokens() -> None:
-    keys = load_keys(Path(__file__).resolve().parents[2] / "examples" / "agent" / "keys.example.toml")
+    keys = load_keys(EXAMPLES / "keys.example.toml")
     assert keys.authenticate("demo-owner-token-change-me") == OWNER
     recipes = keys.authenticate("demo-recipes-token-change-me")
-    assert recipes is not None and recipes.name == "recipes" and recipes.users == {"alice", "bob"}
+    assert recipes is not None and recipes.name == "recipes" and recipes.users == {"alice"}
     finance = keys.authenticate("demo-finance-token-change-me")
-    assert finance is not None and finance.users == {"alice"}
+    assert finance is not None and finance.name == "finance" and finance.users == {"alice"}
+    # each application lists only the owner of the example memory's items, and has a share
+    owners = {json.loads(line)["user"] for line in (EXAMPLES / "memory.jsonl").read_text().splitlines() if line.strip()}
+    assert owners == {"alice"} and recipes.users | finance.users == owners
+    check_shares_cover(keys, EXAMPLES / "assistant.toml")
+
+
+def test_an_application_without_a_share_of_the_per_user_caps_is_refused_naming_it(tmp_path: Path) -> None:
+    keys = parse_keys({"owner": {"token_sha256": token_hash("o")}, "apps": {
+        "recipes": {"token_sha256": token_hash("r"), "users": ["alice"]},
+        "calendar": {"token_sha256": token_hash("c"), "users": ["alice"]},
+    }})  # fmt: skip
+    with pytest.raises(InputError) as refused:
+        check_shares_cover(keys, EXAMPLES / "assistant.toml")
+    assert str(refused.value) == "--keys: apps.calendar: expected an application with a share in the agent file's [scopes.shares], found 'none'"
+    uncapped = tmp_path / "agent.toml"  # no per-user cap: every scope has the interface's caps
+    text = (EXAMPLES / "assistant.toml").read_text().replace('interface = "interface.toml"', f"interface = {json.dumps(str(EXAMPLES / 'interface.toml'))}")
+    head, rest = text.split("[scopes]", 1)
+    uncapped.write_text(head + "[router]" + rest.split("[router]", 1)[1])
+    check_shares_cover(keys, uncapped)
+
+
+def test_a_keys_file_is_pre_scanned_before_it_is_parsed(tmp_path: Path) -> None:
+    dotted = "[" + ".".join(["a"] * 100_000) + "]\n"  # tomllib's work is quadratic in the parts
+    started = time.monotonic()
+    with pytest.raises(InputError) as refused:
+        load_keys(_file(tmp_path, keys_text() + dotted))
+    assert time.monotonic() - started < 5
+    assert str(refused.value).startswith("--keys: expected TOML within the documented limits")
+    assert str(refused.value).endswith("dotted parts at line 9'") and "a.a" not in str(refused.value)

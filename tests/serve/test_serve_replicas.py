@@ -2,9 +2,10 @@
 SIGKILLed while requests to it are in flight (then restarted on the same ledger); then an
 independent check that reads the
 ledger tables directly (plain SQL, exact Fractions; no dpmem code) and finds:
-- 0 overruns: in every scope, the admitted charges, summed in commit order, never pass the
-  cap, and the stored ledger equals that sum (the per-user scope: the sum over the user's
-  application scopes);
+- 0 overruns: every ledger row is an application scope whose cap is the application's share
+  in the agent file; in every scope the admitted charges, summed in commit order, never pass
+  the share, and the stored ledger equals that sum; per user, the charges of all application
+  scopes never pass the per-user cap U_a (tests.serve.sqlcheck.tally);
 - 0 uncharged releases: every view a client received as a charged release ("released" in
   the control) has an admitted, charged release row in that client's scope; every view
   received as a fallback is the slot's generic view.
@@ -16,13 +17,10 @@ on the other one, as a load balancer would. Bounded: a fixed list of turns per c
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import tomllib
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -30,7 +28,8 @@ from urllib.parse import unquote
 import pytest
 
 from tests import postgres_server
-from tests.serve.live import AGENT, DINNER, LiveServer, auth, httpx, marked_memory, write_keys
+from tests.serve.live import AGENT, DINNER, LiveServer, agent_of, auth, httpx, marked_memory, write_keys
+from tests.serve.sqlcheck import tally
 
 CLIENTS = 8
 TURNS_PER_CLIENT = 10
@@ -43,11 +42,6 @@ def view_names() -> dict[str, dict[str, str]]:
     """slot -> view text -> view name, and the generic view per slot, from the interface file."""
     data = tomllib.loads((AGENT.parent / "interface.toml").read_text())
     return {slot: {str(v["text"]): name for name, v in spec["views"].items()} for slot, spec in data["slots"].items()}
-
-
-def generic_views() -> dict[str, str]:
-    data = tomllib.loads((AGENT.parent / "interface.toml").read_text())
-    return {slot: str(spec["generic"]) for slot, spec in data["slots"].items()}
 
 
 class Clients:
@@ -105,8 +99,9 @@ class Clients:
             self.replicas[0].kill()
 
 
-def independent_check(url: str, received: list[tuple[str, str, dict[str, Any]]]) -> dict[str, int]:
-    """Read dpmem_ledgers and dpmem_releases with plain SQL; count overruns and uncharged releases."""
+def independent_check(url: str, received: list[tuple[str, str, dict[str, Any]]], agent: Path) -> dict[str, int]:
+    """Read dpmem_ledgers and dpmem_releases with plain SQL; count overruns (per application
+    scope against its share, per user against U_a) and uncharged releases (tests.serve.sqlcheck)."""
     import psycopg
 
     with psycopg.connect(url) as connection:
@@ -114,46 +109,12 @@ def independent_check(url: str, received: list[tuple[str, str, dict[str, Any]]])
         rows = connection.execute(
             "SELECT user_name, interaction, slot, view, admitted, charge_set, epsilon FROM dpmem_releases ORDER BY seq"
         ).fetchall()
-    spent = {(u, i, a): Fraction(s) for u, i, a, s, _ in ledgers}
-    caps = {(u, i, a): Fraction(c) for u, i, a, _, c in ledgers}
-    running: Counter[tuple[str, str, str]] = Counter()
-    overruns = 0
-    admitted: Counter[tuple[str, str, str, str]] = Counter()
-    for user, interaction, slot, view, was_admitted, charge_set, epsilon in rows:
-        if not was_admitted:
-            continue
-        charged = json.loads(charge_set)
-        if charged:
-            admitted[(user, interaction, slot, view)] += 1
-        for attribute in charged:
-            for scope in (interaction, interaction.split(":app:")[0] + ":user"):  # the app scope and the per-user scope
-                running[(user, scope, attribute)] += Fraction(epsilon)
-                overruns += running[(user, scope, attribute)] > caps[(user, scope, attribute)]
-    for key, value in spent.items():
-        overruns += value > caps[key]
-        assert value == running.get(key, Fraction(0)), f"stored ledger {key} is not the sum of its committed charges"
-    names, generic = view_names(), generic_views()
-    got: Counter[tuple[str, str, str, str]] = Counter()
-    uncharged = 0
-    for user, app, answer in received:
-        if answer["control"] is None:  # no match: generic views of every slot, nothing read
-            continue
-        texts = answer["response"].split(" | ")
-        for (slot, status), text in zip(answer["control"], texts, strict=True):
-            view = names[slot][text]
-            if status == "released" and charged_slot(slot):
-                got[(user, f"e0:app:{app}", slot, view)] += 1
-            elif status == "fallback":
-                uncharged += view != generic[slot]
-    uncharged += sum(max(0, count - admitted[key]) for key, count in got.items())
-    return {"overruns": overruns, "uncharged": uncharged, "charged_received": sum(got.values()), "rows": len(rows)}
-
-
-def charged_slot(slot: str) -> bool:
-    """Whether reads of the slot are charged (its positions lie in a protected group)."""
-    data = tomllib.loads((AGENT.parent / "interface.toml").read_text())
-    positions = {i + 1 for i, s in enumerate(data["positions"]) if s == slot}
-    return any(positions & set(spec["group"]) for spec in data["attributes"].values())
+    names = view_names()
+    for _, _, answer in received:  # the views named in the answer are the texts the client was sent
+        if answer["control"] is not None:
+            texts = answer["response"].split(" | ")
+            assert [names[v["slot"]][t] for v, t in zip(answer["views"], texts, strict=True)] == [v["view"] for v in answer["views"]]
+    return tally(ledgers, rows, received, agent)
 
 
 def test_two_replicas_one_killed_mid_request_no_overrun_no_uncharged_release(tmp_path: Path) -> None:
@@ -180,7 +141,7 @@ def test_two_replicas_one_killed_mid_request_no_overrun_no_uncharged_release(tmp
         for replica in replicas:
             replica.stop()
     assert len(clients.received) == CLIENTS * TURNS_PER_CLIENT + 1
-    found = independent_check(url, clients.received)
+    found = independent_check(url, clients.received, agent_of(keys))
     assert found["overruns"] == 0 and found["uncharged"] == 0, (found, f"{clients.lost} requests died with the replica")
     assert found["charged_received"] > 0, found  # the run did release charged views
     verify = pytest.importorskip("dpmem_ref.ledger.postgres_verify", reason="no ledger chain in this tree")

@@ -46,9 +46,11 @@ class Turn:
 class Runtime:
     def __init__(self, channel: Any) -> None:
         self.channel = channel
+        self.turn_ids: list[str | None] = []
 
-    def turn(self, user: str, app: str, interaction: str, query: str, respond: bool = True) -> Turn:
+    def turn(self, user: str, app: str, interaction: str, query: str, respond: bool = True, turn_id: str | None = None) -> Turn:
         assert respond is False  # the service calls the channel itself, after the deadline
+        self.turn_ids.append(turn_id)  # the runtime's signature: an idempotency key, or None
         return Turn(query=query)
 
     def view_texts(self, turn: Turn) -> list[tuple[str, str]]:
