@@ -14,7 +14,8 @@ the turns. The load average of the host is printed beside every row: the machine
 shared with other jobs.
 
 Each cell starts fresh `dpmem serve` processes (echo backend, the example agent
-examples/agent/assistant.toml, OS entropy) on 127.0.0.1, one or two replicas on one ledger:
+examples/agent/assistant.toml with its application `recipes` and its share, OS entropy, the
+ledger key of DPMEM_LEDGER_KEY / DPMEM_LEDGER_KEY_FILE or a fresh random one) on 127.0.0.1, one or two replicas on one ledger:
 SQLite (one file, WAL) or PostgreSQL (the pip-installed server of tests/postgres_server.py,
 Unix socket, fsync on). C client threads (each its own HTTP keep-alive connection; client i
 talks to replica i mod R) send `--turns` POST /v1/turns in total, every request for a user
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -47,9 +49,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.serve.live import DINNER, LiveServer, auth, httpx, marked_memory, write_keys  # noqa: E402
+from tests.serve.live import DINNER, LiveServer, agent_of, auth, httpx, marked_memory, write_keys  # noqa: E402
 
+APP = "recipes"
+"""The application the clients speak as: one with a share of the per-user caps in the shipped agent
+file (`dpmem serve` refuses to start with an application that has none)."""
 QUERIES = [DINNER, "Remind me about my doctor appointment", "Help me with my budget and bills", "Plan my weeknight evenings"]
+
+
+def ledger_key() -> dict[str, str]:
+    """The ledger chain's key for the servers (docs/durability.md): DPMEM_LEDGER_KEY or
+    DPMEM_LEDGER_KEY_FILE as set by the caller, else a fresh random key for this run, set in this
+    process too (the independent check verifies the chain with it)."""
+    if os.environ.get("DPMEM_LEDGER_KEY") or os.environ.get("DPMEM_LEDGER_KEY_FILE"):
+        return {}
+    os.environ["DPMEM_LEDGER_KEY"] = secrets.token_hex(32)
+    return {"DPMEM_LEDGER_KEY": os.environ["DPMEM_LEDGER_KEY"]}
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -82,7 +97,7 @@ def run_cell(
                 with lock:
                     latencies.append(elapsed)
                     if answers is not None:
-                        answers.append((body["user"], "bench", answer.json()))
+                        answers.append((body["user"], APP, answer.json()))
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     for thread in threads:
@@ -185,7 +200,7 @@ def bench(
         with tempfile.TemporaryDirectory(prefix="dpmem-bench-serve-") as name:
             folder = Path(name)
             users = [f"c{c}-{n}-{t}" for c in clients for n in range(c) for t in range(turns // c + 1)]
-            keys, tokens = write_keys(folder, {"bench": users})
+            keys, tokens = write_keys(folder, {APP: users})  # the served agent file: the shipped one
             memory, _ = marked_memory(folder)
             try:
                 url = store_url(kind, folder)
@@ -193,6 +208,7 @@ def bench(
                 print(f"bench_serve: {kind} unavailable ({type(error).__name__}: {error})", file=sys.stderr)
                 continue
             env = {} if checkout is None else {"PYTHONPATH": os.pathsep.join([checkout, str(Path(checkout) / "eval")])}
+            env.update(ledger_key())
             extra = [] if checkout is not None or workers is None else ["--workers", str(workers)]
             servers = [LiveServer(folder, keys, memory, url, seed=None, env=env, extra=extra) for _ in range(count)]
             for server in servers:
@@ -202,7 +218,7 @@ def bench(
                 for c in clients:
                     pids = [s.process.pid for s in servers if s.process is not None]
                     before = sum(cpu_seconds(pid) for pid in pids)
-                    row = run_cell([s.url for s in servers], tokens["bench"], c, turns, f"c{c}", answers)
+                    row = run_cell([s.url for s in servers], tokens[APP], c, turns, f"c{c}", answers)
                     spent = sum(cpu_seconds(pid) for pid in pids) - before
                     row.update(server=label, store=kind, replicas=count, cpu_ms=spent / row["turns"] * 1e3, load=load_average())
                     rows.append(row)
@@ -213,7 +229,7 @@ def bench(
             if kind == "sqlite" and label == "this":  # the independent SQL check of the whole run
                 from tests.serve.sqlcheck import chain_verifies, sqlite_check
 
-                found = sqlite_check(folder / "ledgers.db", answers)
+                found = sqlite_check(folder / "ledgers.db", answers, agent_of(keys))
                 print(
                     f"bench_serve: {label} {kind}: independent SQL check over {len(answers)} turns: "
                     f"{found['overruns']} overruns, {found['uncharged']} uncharged releases, "
