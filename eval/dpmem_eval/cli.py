@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn, Protocol
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -19,6 +19,14 @@ class OneLineParser(argparse.ArgumentParser):
         from dpmem_eval.readers import one_line
 
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+class Subcommands(Protocol):
+    """What a subcommand module needs of `add_subparsers()`'s result: `add_parser`. (Typeshed's
+    `argparse._SubParsersAction[...]` is generic only for type checkers; the API reference
+    evaluates annotations at run time, where it is not subscriptable.)"""
+
+    def add_parser(self, name: str, **kwargs: Any) -> OneLineParser: ...
 
 
 def version() -> str:

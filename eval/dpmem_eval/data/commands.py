@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dpmem_eval.cli import OneLineParser
+    from dpmem_eval.cli import Subcommands
 
 
-def add_data_parser(subparsers: argparse._SubParsersAction[OneLineParser]) -> None:
+def add_data_parser(subparsers: Subcommands) -> None:
     data = subparsers.add_parser("data", help="build or inspect PairedMem and the transfer track")
     sub = data.add_subparsers(dest="data_command", required=True)
     build = sub.add_parser("build", help="generate all data files from a seed",

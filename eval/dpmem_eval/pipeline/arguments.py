@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dpmem_eval.cli import OneLineParser
+    from dpmem_eval.cli import Subcommands
 
 EPILOG = """examples:
   dpmem-eval run --preset smoke                      # writes runs/smoke/
@@ -23,7 +23,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", dest="progress", action="store_false", default=None, help="no progress bars")
 
 
-def add_pipeline_parsers(subparsers: argparse._SubParsersAction[OneLineParser]) -> None:
+def add_pipeline_parsers(subparsers: Subcommands) -> None:
     from dpmem_eval.pipeline import cli
 
     run = subparsers.add_parser("run", help="run the benchmark end to end (Tables 2-4)", epilog=EPILOG,

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dpmem_eval.cli import OneLineParser
+    from dpmem_eval.cli import Subcommands
 
 BASE_TURNS = 16  # the paper's T: each pair's trajectory, repeated
 
@@ -336,7 +336,7 @@ def command_long_horizon(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_horizon_parser(sub: argparse._SubParsersAction[OneLineParser]) -> None:
+def add_horizon_parser(sub: Subcommands) -> None:
     parser = sub.add_parser("long-horizon", help="personalisation over T = 16..128 turns, with and without reuse (kernel only)",
                             description=__doc__.split("\n\n", 1)[0] if __doc__ else None)
     parser.add_argument("--preset", choices=sorted(PRESETS), default="long-cpu")
