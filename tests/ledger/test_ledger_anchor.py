@@ -14,7 +14,6 @@ import json
 import multiprocessing
 import shutil
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +28,14 @@ from dpmem_ref.ledger.chain import HighWater, key_from_environment
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn.durable import DurableSession
 from tests.kernel_fixtures import run_cli
+from tests.ledger_fixtures import chain_key_fixture
 
 KEY = "anchor-test-key-0123456789abcdef"
 KINDS = ["sqlite", "sqlite+anchor-dir", "postgres", "postgres+anchor-dir"]
 TABLES = ("meta", "ledgers", "releases", "turns", "chain", "checkpoint")
 
 
-@pytest.fixture(autouse=True)
-def _chain_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("DPMEM_LEDGER_KEY", KEY)
-    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
-    monkeypatch.delenv("DPMEM_LEDGER_ANCHOR_DIR", raising=False)
-    yield
+_chain_key = chain_key_fixture(KEY)
 
 
 class Ledger:

@@ -24,16 +24,12 @@ from dpmem_ref.ledger import LedgerStoreError, SQLiteLedgerStore
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn.durable import DurableSession
 from tests.kernel_fixtures import run_cli
+from tests.ledger_fixtures import chain_key_fixture
 
 KEY = "bounded-files-key-0123456789abcdef"
 
 
-@pytest.fixture(autouse=True)
-def _chain_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("DPMEM_LEDGER_KEY", KEY)
-    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
-    monkeypatch.delenv("DPMEM_LEDGER_ANCHOR_DIR", raising=False)
-    yield
+_chain_key = chain_key_fixture(KEY)
 
 
 @pytest.fixture(autouse=True)

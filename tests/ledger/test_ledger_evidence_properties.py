@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from dpmem_ref.ledger.contract import SessionKey, SlotRelease
 from dpmem_ref.ledger.restore import restore_sqlite
 from dpmem_ref.ledger.sqlite_schema import append_event
 from tests.kernel_fixtures import run_cli
+from tests.ledger_fixtures import chain_key_fixture
 
 KEY = "evidence-properties-key-0123456789"
 CAPS = {"diabetes": Fraction(2), "debt": Fraction(3)}
@@ -50,12 +50,7 @@ OPS = st.lists(OP, min_size=1, max_size=8)
 SLOW = settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=25)
 
 
-@pytest.fixture(autouse=True)
-def _chain_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("DPMEM_LEDGER_KEY", KEY)
-    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
-    monkeypatch.delenv("DPMEM_LEDGER_ANCHOR_DIR", raising=False)
-    yield
+_chain_key = chain_key_fixture(KEY)
 
 
 def build(url: str, ops: list[tuple[str, frozenset[str], Fraction]], start: int = 0) -> None:

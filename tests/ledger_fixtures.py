@@ -1,0 +1,22 @@
+"""Shared ledger-test helpers (a module, not a conftest: a second `conftest` module name would
+shadow eval/tests/conftest.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+
+def chain_key_fixture(key: str) -> Callable[..., Iterator[None]]:
+    """An autouse fixture for a test module: the chain key `key` from DPMEM_LEDGER_KEY, no key
+    file, the anchor in its default place. Assign it at module level: `_chain_key = chain_key_fixture(KEY)`."""
+
+    @pytest.fixture(autouse=True)
+    def _chain_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+        monkeypatch.setenv("DPMEM_LEDGER_KEY", key)
+        monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
+        monkeypatch.delenv("DPMEM_LEDGER_ANCHOR_DIR", raising=False)
+        yield
+
+    return _chain_key
