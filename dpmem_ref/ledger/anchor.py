@@ -91,7 +91,37 @@ def read_anchor(path: Path, key: ChainKey, identity: str, roles: Sequence[str] =
         raw = read_file(path, _HWM_BYTES, "anchor", "anchor file", missing_ok=True)
     except InputError as error:
         raise LedgerStoreError(f"anchor {path}: cannot be read (expected {error.expected}, found {error.found})") from None
-    return None if raw is None else parse_anchor(key, raw, str(path), identity, roles)
+    if raw is None:
+        return None
+    # The checks above passed (a regular file, within its size); read it again under a shared
+    # lock: a committer rewrites the anchor in place under its exclusive lock, and a read that
+    # overlapped that write could see half of each seal.
+    locked = _read_locked(path)
+    return parse_anchor(key, raw if locked is None else locked, str(path), identity, roles)
+
+
+def _read_locked(path: Path) -> bytes | None:
+    """The anchor file's bytes under a shared flock (None if it vanished meanwhile)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return None
+    except OSError:
+        raise LedgerStoreError(f"anchor {path}: cannot be read") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise LedgerStoreError(f"anchor {path}: not a regular file")
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        raw = os.pread(fd, _HWM_BYTES + 1, 0)
+    except OSError:
+        raise LedgerStoreError(f"anchor {path}: cannot be read") from None
+    finally:
+        os.close(fd)
+    if len(raw) > _HWM_BYTES:
+        raise LedgerStoreError(f"anchor {path}: cannot be read (expected at most {_HWM_BYTES} bytes, found more)")
+    return raw
 
 
 def write_anchor(

@@ -459,3 +459,35 @@ def test_an_anchor_behind_its_database_opens_as_after_a_crash(
     seq, mac = ledger.execute("SELECT seq, mac FROM chain ORDER BY seq DESC LIMIT 1")[0]
     anchored = json.loads(ledger.anchor_raw().decode())
     assert (anchored["seq"], anchored["mac"]) == (seq, mac)
+
+
+def _raise_anchor_many(path: str, identity: str, writes: int) -> None:
+    from dpmem_ref.ledger.anchor import write_anchor as write
+    from dpmem_ref.ledger.chain import ChainKey as Key
+    from dpmem_ref.ledger.chain import HighWater as Mark
+
+    key = Key(secret=KEY.encode(), keyed=True)
+    for seq in range(1, writes):
+        write(Path(path), key, identity, Mark(seq=seq, mac=f"{seq * 7919:064x}"))
+
+
+def test_a_reader_never_sees_an_anchor_half_rewritten(tmp_path: Path) -> None:
+    """Committers rewrite the anchor in place under an exclusive lock; every read (each commit
+    checks the anchor) takes a shared one, so a concurrent read never sees half of two seals."""
+    import multiprocessing
+
+    from dpmem_ref.ledger.anchor import read_anchor, write_anchor
+    from dpmem_ref.ledger.chain import ChainKey, HighWater
+
+    key = ChainKey(secret=KEY.encode(), keyed=True)
+    path, identity = tmp_path / "l.db.hwm", "d" * 32
+    write_anchor(path, key, identity, HighWater(seq=0, mac="0" * 64))
+    writer = multiprocessing.get_context("fork").Process(target=_raise_anchor_many, args=(str(path), identity, 3000))
+    writer.start()
+    seen = []
+    while writer.is_alive():
+        mark = read_anchor(path, key, identity)  # a torn read raises: the seal would not match
+        assert mark is not None
+        seen.append(mark.seq)
+    writer.join(timeout=60)
+    assert writer.exitcode == 0 and seen == sorted(seen)  # and only ever forward
