@@ -16,7 +16,7 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.files import read_file
@@ -86,33 +86,23 @@ def parse_anchor(key: ChainKey, raw: bytes | str, where: str, identity: str, rol
 
 
 def read_anchor(path: Path, key: ChainKey, identity: str, roles: Sequence[str] = (LIVE,)) -> HighWater | None:
-    """The anchor in file `path` (None when missing or empty); bounded, non-blocking read."""
-    try:
-        raw = read_file(path, _HWM_BYTES, "anchor", "anchor file", missing_ok=True)
-    except InputError as error:
-        raise LedgerStoreError(f"anchor {path}: cannot be read (expected {error.expected}, found {error.found})") from None
-    if raw is None:
-        return None
-    # The checks above passed (a regular file, within its size); read it again under a shared
-    # lock: a committer rewrites the anchor in place under its exclusive lock, and a read that
-    # overlapped that write could see half of each seal.
-    locked = _read_locked(path)
-    return parse_anchor(key, raw if locked is None else locked, str(path), identity, roles)
-
-
-def _read_locked(path: Path) -> bytes | None:
-    """The anchor file's bytes under a shared flock (None if it vanished meanwhile)."""
+    """The anchor in file `path` (None when missing or empty): one bounded, non-blocking read
+    under a shared flock (a committer rewrites the anchor in place under its exclusive lock, and
+    a read that overlapped that write could see half of each seal)."""
     import fcntl
 
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd: int | None = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         return None
     except OSError:
-        raise LedgerStoreError(f"anchor {path}: cannot be read") from None
+        fd = None
+    if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+        if fd is not None:
+            os.close(fd)
+        _refuse_unreadable(path)
+    assert fd is not None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise LedgerStoreError(f"anchor {path}: not a regular file")
         fcntl.flock(fd, fcntl.LOCK_SH)
         raw = os.pread(fd, _HWM_BYTES + 1, 0)
     except OSError:
@@ -121,7 +111,17 @@ def _read_locked(path: Path) -> bytes | None:
         os.close(fd)
     if len(raw) > _HWM_BYTES:
         raise LedgerStoreError(f"anchor {path}: cannot be read (expected at most {_HWM_BYTES} bytes, found more)")
-    return raw
+    return parse_anchor(key, raw, str(path), identity, roles)
+
+
+def _refuse_unreadable(path: Path) -> NoReturn:
+    """A FIFO, a device, a link or a folder where the anchor should be: the bounded reader's own
+    one line (it checks the type without blocking), as a store error."""
+    try:
+        read_file(path, _HWM_BYTES, "anchor", "anchor file", missing_ok=True)
+    except InputError as error:
+        raise LedgerStoreError(f"anchor {path}: cannot be read (expected {error.expected}, found {error.found})") from None
+    raise LedgerStoreError(f"anchor {path}: cannot be read (expected a regular file, found a link or another kind)")
 
 
 def write_anchor(
