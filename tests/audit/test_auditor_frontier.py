@@ -14,7 +14,7 @@ from dpmem_ref.analysis.components import ComponentSearch
 from dpmem_ref.analysis.loss import IV_DPS
 from dpmem_ref.config.load import interface_from_dict
 from dpmem_ref.mechanism.em import iv_precision
-from tests.audit.test_auditor_lattice import agree, replays
+from tests.audit.test_auditor_lattice import agree, engine_agrees_on_lattice_cases, replays
 from tests.audit_generators import coupled_case, lattice_case
 
 
@@ -34,21 +34,7 @@ def uses_frontier(interface: object, store_a: object, store_b: object, horizon: 
 def test_frontier_agrees_with_the_sparse_programme_and_the_general_search() -> None:
     """300 generated deployments: frontier vs the sparse ledger programme on every one, vs
     the general search on every tenth; the witnesses replay to the loss."""
-    used = 0
-    for seed in range(300):
-        data, a, b, horizon = lattice_case(seed)
-        loaded = interface_from_dict(data)
-        interface, store_a, store_b = loaded.interface, loaded.store(a), loaded.store(b)
-        mine = worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="frontier")
-        references = [worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="ledger")]
-        if seed % 10 == 0:
-            references.append(worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="general"))
-        for theirs in references:
-            assert agree(mine.a_over_b.value, theirs.a_over_b.value), seed
-            assert agree(mine.b_over_a.value, theirs.b_over_a.value), seed
-        assert replays(interface, store_a, store_b, mine.a_over_b, True), seed
-        assert replays(interface, store_a, store_b, mine.b_over_a, False), seed
-        used += uses_frontier(interface, store_a, store_b, horizon)
+    used = engine_agrees_on_lattice_cases("frontier", general_every=10, runs_itself=uses_frontier)
     assert used >= 150  # the frontier itself ran, not only its fallback
 
 
