@@ -194,7 +194,7 @@ def cost_table(releases: int, repeats: int, base_root: str) -> None:
     print(f"SQLite ledger, CPU ms (process time), {releases} charged turns, median of {repeats}; main = {base_root}")
     print(f"{'':>44}  {'this tree':>9}  {'main':>9}  {'difference':>10}")
     for key, label in (
-        ("release_ms", "per charged release (anchor check + raise)"),
+        ("release_ms", "per charged turn (load, charge, record)"),
         ("open_full_ms", f"open, verifying all {releases} turns' events"),
         ("open_new_ms", f"open, {max(1, releases // 10)} turns new since the checkpoint"),
         ("open_none_ms", "open, nothing new since the checkpoint"),

@@ -19,7 +19,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -28,7 +28,7 @@ from psycopg import errors as pg_errors
 
 from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
-from dpmem_ref.ledger.checkpoint import Checkpoint
+from dpmem_ref.ledger.checkpoint import Checkpoint, LiveVerification, Served
 from dpmem_ref.ledger.contract import (
     FaultHook,
     LedgerStoreError,
@@ -47,6 +47,7 @@ from dpmem_ref.ledger.postgres_schema import (
     locked_ledgers,
     missing_anchor,
     read_anchor_row,
+    read_tail,
     rewound,
     store_checkpoint,
     verify_on_open,
@@ -91,6 +92,7 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
         self._pid = -1
         self._ever_connected = False
         self._checkpoint: Checkpoint | None = None  # verified on open, not yet stored
+        self._live: LiveVerification | None = None  # what is verified, moved forward before serving
         self.run(self._create_schema)
         self.identity = self.run(identity)
         # the anchor: DPMEM_LEDGER_ANCHOR_DIR/<identity>.anchor when set (out of the database's
@@ -102,11 +104,18 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
     def _verify_on_open(self, tx: psycopg.Connection[Any]) -> None:
         """Verify from the last checkpoint to the head (O(new events)): an edited ledger is refused, never served."""
         try:
-            self._checkpoint = verify_on_open(tx, self.key, self.identity)
+            verified, stored = verify_on_open(tx, self.key, self.identity)
         except LedgerStoreError as error:
             raise LedgerStoreError(
                 f"ledger database {self.name}: refused, {error} (dpmem ledger verify URL names the row)"
             ) from None
+        self._checkpoint = None if stored else verified.checkpoint()
+        self._live = LiveVerification(self.key, self.name, verified)
+
+    def _verify_served(self, tx: psycopg.Connection[Any], scopes: Sequence[Served]) -> None:
+        """Before rows are served or a charge admitted, in the same snapshot (see the SQLite twin)."""
+        if self._live is not None:
+            self._live.check(lambda seq, release, turn: read_tail(tx, seq, release, turn), scopes)
 
     @property
     def _anchor_where(self) -> str:
@@ -159,7 +168,9 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
         """This process's connection (never shared across fork(): reopened in a child)."""
         if self._connection is None or self._pid != os.getpid() or self._connection.closed:
             self._connection = None
-            self._connection = psycopg.connect(self._url.reveal(), autocommit=True, connect_timeout=self._connect_timeout_s)
+            self._connection = psycopg.connect(
+                self._url.reveal(), autocommit=True, connect_timeout=self._connect_timeout_s
+            )
             self._pid = os.getpid()
             self._ever_connected = True
         return self._connection

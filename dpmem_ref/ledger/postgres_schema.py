@@ -13,6 +13,8 @@ from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genes
 from dpmem_ref.ledger.checkpoint import (
     Checkpoint,
     Tail,
+    TailRows,
+    Verified,
     checkpoint_after,
     checkpoint_text,
     parse_checkpoint,
@@ -190,35 +192,46 @@ def _count(connection: psycopg.Connection[Any], table: str) -> int:
     return 0 if found is None else int(found[0])
 
 
-def verify_on_open(connection: psycopg.Connection[Any], key: ChainKey, ident: str) -> Checkpoint | None:
-    """In one snapshot: verify from the last sealed checkpoint to the head (`checkpoint.verify_tail`,
-    O(new events)); the new checkpoint to store (None: unchanged). See the SQLite twin."""
-    row = connection.execute("SELECT body FROM dpmem_checkpoint WHERE id = 1").fetchone()
-    start = parse_checkpoint(key, ident, None if row is None else row[0])
-    if start is not None and not holds(connection, HighWater(start.seq, start.mac)):
-        start = None
-    seq, release, turn = checkpoint_after(start)
+def read_tail(connection: psycopg.Connection[Any], seq: int, release: int, turn: int) -> TailRows:
+    """The chain events after `seq` and the release and turn rows after `release` / `turn`
+    (see the SQLite twin)."""
 
-    def rows(sql: str, *params: int) -> tuple[tuple[object, ...], ...]:
-        return tuple(tuple(found) for found in connection.execute(sql, params))
+    def rows(sql: str, after: int) -> tuple[tuple[object, ...], ...]:
+        return tuple(tuple(found) for found in connection.execute(sql, (after,)))
 
-    counts = [_count(connection, t) for t in ("dpmem_releases", "dpmem_turns")]
-    tail = Tail(
-        chain=rows("SELECT seq, kind, body, mac FROM dpmem_chain WHERE seq > %s ORDER BY seq", seq),
-        meta=rows("SELECT key, value FROM dpmem_meta"),
-        ledgers=rows("SELECT user_name, interaction, attribute, spent, cap FROM dpmem_ledgers"),
-        releases=rows(
+    return (
+        rows("SELECT seq, kind, body, mac FROM dpmem_chain WHERE seq > %s ORDER BY seq", seq),
+        rows(
             "SELECT user_name, interaction, seq, release_id, turn_id, slot_index, slot, view, "
             "CASE WHEN admitted THEN 1 ELSE 0 END, charge_set, epsilon FROM dpmem_releases WHERE seq > %s ORDER BY seq",
             release,
         ),
-        turns=rows(
-            "SELECT user_name, interaction, seq, turn_id, record FROM dpmem_turns WHERE seq > %s ORDER BY seq", turn
+        rows("SELECT user_name, interaction, seq, turn_id, record FROM dpmem_turns WHERE seq > %s ORDER BY seq", turn),
+    )
+
+
+def verify_on_open(connection: psycopg.Connection[Any], key: ChainKey, ident: str) -> tuple[Verified, bool]:
+    """In one snapshot: verify from the last sealed checkpoint to the head (`checkpoint.verify_tail`,
+    O(new events)); what is verified, and whether the stored checkpoint covers it. See the SQLite twin."""
+    row = connection.execute("SELECT body FROM dpmem_checkpoint WHERE id = 1").fetchone()
+    start = parse_checkpoint(key, ident, None if row is None else row[0])
+    if start is not None and not holds(connection, HighWater(start.seq, start.mac)):
+        start = None
+    chain, releases, turns = read_tail(connection, *checkpoint_after(start))
+    counts = [_count(connection, t) for t in ("dpmem_releases", "dpmem_turns")]
+    tail = Tail(
+        chain=chain,
+        meta=tuple(tuple(found) for found in connection.execute("SELECT key, value FROM dpmem_meta")),
+        ledgers=tuple(
+            tuple(found)
+            for found in connection.execute("SELECT user_name, interaction, attribute, spent, cap FROM dpmem_ledgers")
         ),
+        releases=releases,
+        turns=turns,
         counts=(counts[0], counts[1]),
     )
-    checkpoint = verify_tail(key, start, tail)
-    return None if start is not None and checkpoint.seq == start.seq else checkpoint
+    verified = verify_tail(key, start, tail)
+    return verified, start is not None and verified.seq == start.seq
 
 
 def store_checkpoint(connection: psycopg.Connection[Any], key: ChainKey, ident: str, checkpoint: Checkpoint) -> None:

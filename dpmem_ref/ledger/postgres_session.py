@@ -13,6 +13,7 @@ import attrs
 import psycopg
 from psycopg import errors as pg_errors
 
+from dpmem_ref.ledger.checkpoint import served_rows
 from dpmem_ref.ledger.contract import (
     ReleaseRequest,
     SessionKey,
@@ -51,10 +52,15 @@ class PostgresLedgerSession(TemplateSession[psycopg.Connection[Any]]):
             (key.user, key.interaction, cache.release_seq),
         ).fetchall()
         turns = connection.execute(
-            "SELECT seq, record FROM dpmem_turns WHERE user_name = %s AND interaction = %s AND seq > %s ORDER BY seq",
+            "SELECT seq, turn_id, record FROM dpmem_turns "
+            "WHERE user_name = %s AND interaction = %s AND seq > %s ORDER BY seq",
             (key.user, key.interaction, cache.turn_seq),
         ).fetchall()
-        return cache.snapshot(releases, turns, spent, caps)
+        served = served_rows(cache.served, key, releases, turns)  # checked before serving, in this snapshot
+        self.backend._verify_served(connection, [(key, spent, caps, served)])
+        snapshot = cache.snapshot(releases, turns, spent, caps)
+        cache.served = served
+        return snapshot
 
     # ------------------------------------------------ the session template's primitives
 
@@ -74,7 +80,9 @@ class PostgresLedgerSession(TemplateSession[psycopg.Connection[Any]]):
                 [(fraction_to_text(ledgers[a]), key.user, key.interaction, a) for a in sorted(charge_set)],
             )
 
-    def _insert_release(self, tx: psycopg.Connection[Any], request: ReleaseRequest, admitted: bool) -> SlotRelease | None:
+    def _insert_release(
+        self, tx: psycopg.Connection[Any], request: ReleaseRequest, admitted: bool
+    ) -> SlotRelease | None:
         row = release_row(0, request, admitted)
         try:
             inserted = tx.execute(

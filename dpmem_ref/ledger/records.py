@@ -145,6 +145,7 @@ class LoadCache:
 
     release_seq: int = 0
     turn_seq: int = 0
+    served: tuple[int, str, int, str] = (0, "", 0, "")  # row counts and digests (`checkpoint.served_rows`)
     releases: list[SlotRelease] = attrs.field(factory=list)
     history: list[TurnRecord] = attrs.field(factory=list)
     lock: threading.Lock = attrs.field(factory=threading.Lock)
@@ -157,10 +158,11 @@ class LoadCache:
         caps: dict[str, Fraction],
     ) -> SessionSnapshot:
         """Decode the new rows (release columns as `decode_release` reads them; turns as
-        (seq, record)), append them, and return the session's whole snapshot."""
+        (seq, turn_id, record)), append them, and return the session's whole snapshot."""
         new_releases = [decode_release(row) for row in release_rows]
+        new_turns = [decode_turn(str(row[-1])) for row in turn_rows]
         self.releases.extend(new_releases)
-        self.history.extend(decode_turn(str(text)) for _, text in turn_rows)
+        self.history.extend(new_turns)
         if new_releases:
             self.release_seq = new_releases[-1].seq
         if turn_rows:

@@ -246,7 +246,14 @@ def _derive(chain: tuple[Row, ...], start: _State | None = None) -> _State:
 
 
 def _compare(rows: LedgerRows, state: _State) -> None:
-    meta = {str(k): v for k, v, *_ in rows.meta}
+    _compare_meta(rows.meta, state)
+    _compare_rows("releases", rows.releases, state.releases, _release_row)  # commit order: releases,
+    _compare_rows("turns", rows.turns, state.turns, _turn_row)  # turns, then the ledgers they sum to
+    _compare_ledgers(rows.ledgers, state)
+
+
+def _compare_meta(rows: tuple[Row, ...], state: _State) -> None:
+    meta = {str(k): v for k, v, *_ in rows}
     if meta.pop("schema", None) != SCHEMA_VERSION:
         raise _Bad(f"meta.schema is not version {SCHEMA_VERSION}")
     if meta.pop("fingerprint", None) != state.fingerprint:
@@ -254,11 +261,12 @@ def _compare(rows: LedgerRows, state: _State) -> None:
     for name in sorted(set(meta) | set(state.meta)):
         if meta.get(name) != state.meta.get(name):
             raise _Bad(f"meta row {name}: differs from the chain (edited, inserted or deleted)")
-    _compare_rows("releases", rows.releases, state.releases, _release_row)  # commit order: releases,
-    _compare_rows("turns", rows.turns, state.turns, _turn_row)  # turns, then the ledgers they sum to
+
+
+def _compare_ledgers(rows: tuple[Row, ...], state: _State) -> None:
     derived = {(*s, a): (state.spent[s][a], state.caps[s][a]) for s in state.caps for a in state.caps[s]}
     seen: set[tuple[str, ...]] = set()
-    for row in rows.ledgers:
+    for row in rows:
         user, interaction, attribute = (_text(v, "ledgers row") for v in row[:3])
         where = f"ledgers row ({user}, {interaction}, {attribute})"
         found = (_stored_fraction(row[3], where), _stored_fraction(row[4], where))
@@ -315,7 +323,9 @@ def replay(rows: LedgerRows, key: ChainKey, mark: HighWater | None) -> Replay:
     state = _State()
     try:
         if not rows.chain:
-            raise _Bad("no chain events (emptied: tampered); put the newest verified backup back with dpmem ledger restore")
+            raise _Bad(
+                "no chain events (emptied: tampered); put the newest verified backup back with dpmem ledger restore"
+            )
         stored = _body(rows.chain[0], "chain seq 1").get("key_id") if len(rows.chain[0]) == 4 else None
         if stored != key.key_id:  # the likely operator error, named before the MAC walk fails on it
             raise _Bad(

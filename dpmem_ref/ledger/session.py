@@ -34,7 +34,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.core.transcript import TurnRecord
@@ -55,6 +55,9 @@ from dpmem_ref.ledger.contract import (
 )
 from dpmem_ref.ledger.records import encode_turn
 from dpmem_ref.ledger.scopes import check_scope_keys, checked_rebind, committed_scopes, rebound_caps
+
+if TYPE_CHECKING:
+    from dpmem_ref.ledger.checkpoint import Served
 
 Tx = TypeVar("Tx")  # a backend's transaction handle (a connection; None for the in-process store)
 S = TypeVar("S", bound="TemplateSession[Any]")
@@ -216,6 +219,11 @@ class LedgerBackend(ABC, Generic[Tx, S]):
     def _committed(self, mark: HighWater | None) -> None:
         """After COMMIT: the head of the chain this transaction committed (None: no event)."""
 
+    def _verify_served(self, tx: Tx, scopes: Sequence[Served]) -> None:
+        """Chained stores: before a load serves rows or a charge admits a release, in the same
+        snapshot or transaction, the scopes' ledgers, caps and served rows against the chain
+        as verified since the open (`checkpoint.LiveVerification`); raises LedgerStoreError."""
+
     @abstractmethod
     def _session(self, key: SessionKey) -> S: ...
 
@@ -245,6 +253,7 @@ class TemplateSession(ABC, Generic[Tx]):
             if self._release_id_taken(tx, request.release_id):
                 raise id_used_before("release_id", request.release_id)
             scopes = self._read_ledgers(tx, keys, lock=True)  # the scopes' write locks
+            backend._verify_served(tx, [(k, spent, caps, None) for k, (spent, caps) in zip(keys, scopes, strict=True)])
             charged = committed_scopes(scopes, request)
             for scope_key, ledgers, (_, caps) in zip(keys, charged or (), scopes, strict=False):
                 assert_within_caps(scope_key, ledgers, caps)  # every scope, before any write

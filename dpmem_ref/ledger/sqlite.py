@@ -15,7 +15,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
@@ -25,7 +25,7 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.files import is_regular_or_missing
 from dpmem_ref.ledger.anchor import anchor_on_open, anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
-from dpmem_ref.ledger.checkpoint import Checkpoint
+from dpmem_ref.ledger.checkpoint import Checkpoint, LiveVerification, Served
 from dpmem_ref.ledger.contract import (
     FaultHook,
     LedgerStoreError,
@@ -46,6 +46,7 @@ from dpmem_ref.ledger.sqlite_schema import (
     identity,
     ledger_rows,
     open_chain,
+    read_tail,
     store_checkpoint,
     verify_on_open,
 )
@@ -82,6 +83,7 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
         self._checkpoint: Checkpoint | None = None  # verified on open, not yet stored
+        self._live: LiveVerification | None = None  # what is verified, moved forward before serving
         self._pid = -1
         if self.path.is_dir():
             raise LedgerStoreError(f"ledger database {self.path}: a directory, not an SQLite file")
@@ -109,12 +111,20 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         edited ledger is never served; refused with one line naming the first bad row."""
         try:
             with self.reading() as connection:
-                self._checkpoint = verify_on_open(connection, self.key, self.identity)
+                verified, stored = verify_on_open(connection, self.key, self.identity)
         except LedgerStoreError as error:
             raise LedgerStoreError(
                 f"ledger database {self.path}: refused, {error} (dpmem ledger verify {self.path} names the row; "
                 "put the newest verified backup back with dpmem ledger restore)"
             ) from None
+        self._checkpoint = None if stored else verified.checkpoint()
+        self._live = LiveVerification(self.key, str(self.path), verified)
+
+    def _verify_served(self, tx: sqlite3.Connection, scopes: Sequence[Served]) -> None:
+        """Before rows are served or a charge admitted, in the same snapshot: fold the events
+        committed since into what the open verified and compare the scopes' rows with it."""
+        if self._live is not None:
+            self._live.check(lambda seq, release, turn: read_tail(tx, seq, release, turn), scopes)
 
     def committed(self, mark: HighWater) -> None:
         """After a COMMIT: raise the anchor to the committed chain head (never lowered)."""

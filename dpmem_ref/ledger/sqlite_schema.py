@@ -10,6 +10,8 @@ from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genes
 from dpmem_ref.ledger.checkpoint import (
     Checkpoint,
     Tail,
+    TailRows,
+    Verified,
     checkpoint_after,
     checkpoint_text,
     parse_checkpoint,
@@ -154,36 +156,49 @@ def check_high_water(connection: sqlite3.Connection, database: str, mark: HighWa
         raise rewound(database, mark, where)
 
 
-def verify_on_open(connection: sqlite3.Connection, key: ChainKey, ident: str) -> Checkpoint | None:
+def read_tail(connection: sqlite3.Connection, seq: int, release: int, turn: int) -> TailRows:
+    """The chain events after `seq` and the release and turn rows after `release` / `turn`,
+    read the way verification compares them (`checkpoint.Verified.advance`)."""
+
+    def rows(sql: str, after: int) -> tuple[tuple[object, ...], ...]:
+        return tuple(tuple(found) for found in connection.execute(sql, (after,)))
+
+    return (
+        rows("SELECT seq, kind, body, mac FROM chain WHERE seq > ? ORDER BY seq", seq),
+        rows(
+            "SELECT user, interaction, seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
+            "FROM releases WHERE seq > ? ORDER BY seq",
+            release,
+        ),
+        rows("SELECT user, interaction, seq, turn_id, record FROM turns WHERE seq > ? ORDER BY seq", turn),
+    )
+
+
+def verify_on_open(connection: sqlite3.Connection, key: ChainKey, ident: str) -> tuple[Verified, bool]:
     """In one read transaction: verify from the last sealed checkpoint to the head
-    (`checkpoint.verify_tail`, O(new events)); the new checkpoint to store (None: unchanged).
-    A checkpoint that is missing, forged, another database's or off this chain is ignored."""
+    (`checkpoint.verify_tail`, O(new events)); what is verified, and whether the stored
+    checkpoint already covers it. A checkpoint that is missing, forged, another database's or
+    off this chain is ignored."""
     row = connection.execute("SELECT body FROM checkpoint WHERE id = 1").fetchone()
     start = parse_checkpoint(key, ident, None if row is None else row[0])
     if start is not None:
         held = connection.execute("SELECT mac FROM chain WHERE seq = ?", (start.seq,)).fetchone()
         if held is None or str(held[0]) != start.mac:
             start = None
-    seq, release, turn = checkpoint_after(start)
-
-    def rows(sql: str, *params: int) -> tuple[tuple[object, ...], ...]:
-        return tuple(tuple(found) for found in connection.execute(sql, params))
-
+    chain, releases, turns = read_tail(connection, *checkpoint_after(start))
     counts = tuple(int(connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in ("releases", "turns"))  # noqa: S608
     tail = Tail(
-        chain=rows("SELECT seq, kind, body, mac FROM chain WHERE seq > ? ORDER BY seq", seq),
-        meta=rows("SELECT key, value FROM meta"),
-        ledgers=rows("SELECT user, interaction, attribute, spent, cap FROM ledgers"),
-        releases=rows(
-            "SELECT user, interaction, seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon "
-            "FROM releases WHERE seq > ? ORDER BY seq",
-            release,
+        chain=chain,
+        meta=tuple(tuple(found) for found in connection.execute("SELECT key, value FROM meta")),
+        ledgers=tuple(
+            tuple(found) for found in connection.execute("SELECT user, interaction, attribute, spent, cap FROM ledgers")
         ),
-        turns=rows("SELECT user, interaction, seq, turn_id, record FROM turns WHERE seq > ? ORDER BY seq", turn),
+        releases=releases,
+        turns=turns,
         counts=(counts[0], counts[1]),
     )
-    checkpoint = verify_tail(key, start, tail)
-    return None if start is not None and checkpoint.seq == start.seq else checkpoint
+    verified = verify_tail(key, start, tail)
+    return verified, start is not None and verified.seq == start.seq
 
 
 def store_checkpoint(connection: sqlite3.Connection, key: ChainKey, ident: str, checkpoint: Checkpoint) -> None:

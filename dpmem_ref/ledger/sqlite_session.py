@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from dpmem_ref.ledger.checkpoint import served_rows
 from dpmem_ref.ledger.contract import (
     ReleaseRequest,
     SessionKey,
@@ -39,7 +40,9 @@ class SQLiteLedgerSession(TemplateSession[sqlite3.Connection]):
 
     def _load_once(self) -> SessionSnapshot:
         # Rows are append-only and numbered in commit order (writes are serialised), so
-        # each load reads only the rows committed since the previous one.
+        # each load reads only the rows committed since the previous one; before they are
+        # served, the scope's ledgers and every row served so far are checked against the
+        # chain as verified (`_verify_served`), in the same snapshot.
         key = self.key
         cache = self._cache
         with self.backend.reading() as connection:
@@ -50,10 +53,14 @@ class SQLiteLedgerSession(TemplateSession[sqlite3.Connection]):
                 (key.user, key.interaction, cache.release_seq),
             ).fetchall()
             turns = connection.execute(
-                "SELECT seq, record FROM turns WHERE user = ? AND interaction = ? AND seq > ? ORDER BY seq",
+                "SELECT seq, turn_id, record FROM turns WHERE user = ? AND interaction = ? AND seq > ? ORDER BY seq",
                 (key.user, key.interaction, cache.turn_seq),
             ).fetchall()
-        return cache.snapshot(releases, turns, spent, caps)
+            served = served_rows(cache.served, key, releases, turns)
+            self.backend._verify_served(connection, [(key, spent, caps, served)])
+        snapshot = cache.snapshot(releases, turns, spent, caps)
+        cache.served = served
+        return snapshot
 
     # ------------------------------------------------ the session template's primitives
 
