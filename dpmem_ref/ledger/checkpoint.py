@@ -295,10 +295,11 @@ class LiveVerification:
         self._verified = verified
         self._failed: str | None = None
 
-    def check(self, read_tail: TailReader, scopes: Sequence[Served]) -> None:
+    def check(self, read_tail: TailReader, scopes: Sequence[Served], meta: Mapping[str, str | None] | None = None) -> None:
         """Fold the events committed since the last check (`read_tail(seq, newest release,
         newest turn)`: the chain events and the release and turn rows after those), then
-        compare each scope's ledgers, caps and served row digests with the chain's."""
+        compare each scope's ledgers, caps and served row digests, and each `meta` row read
+        (None: absent), with the chain's."""
         if self._failed is not None:
             raise LedgerStoreError(self._failed)
         verified = self._verified
@@ -310,6 +311,9 @@ class LiveVerification:
                 raise LedgerStoreError(self._failed) from None
             for key, ledgers, caps, served in scopes:
                 verified.check_scope(key, ledgers, caps, served)
+            for name, value in (meta or {}).items():
+                if verified.state.meta.get(name) != value:
+                    raise _Bad(f"meta row {name}: differs from the chain (edited, inserted or deleted)")
         except _Bad as bad:
             raise LedgerStoreError(self._refusal(bad)) from None
 

@@ -112,10 +112,12 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
         self._checkpoint = None if stored else verified.checkpoint()
         self._live = LiveVerification(self.key, self.name, verified)
 
-    def _verify_served(self, tx: psycopg.Connection[Any], scopes: Sequence[Served]) -> None:
+    def _verify_served(
+        self, tx: psycopg.Connection[Any], scopes: Sequence[Served], meta: Mapping[str, str | None] | None = None
+    ) -> None:
         """Before rows are served or a charge admitted, in the same snapshot (see the SQLite twin)."""
         if self._live is not None:
-            self._live.check(lambda seq, release, turn: read_tail(tx, seq, release, turn), scopes)
+            self._live.check(lambda seq, release, turn: read_tail(tx, seq, release, turn), scopes, meta)
 
     @property
     def _anchor_where(self) -> str:
@@ -327,19 +329,26 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
 
     def read_meta(self, key: str) -> str | None:
         check_meta_key(key)
-        row = self.run(lambda c: c.execute("SELECT value FROM dpmem_meta WHERE key = %s", (key,)).fetchone())
-        return None if row is None else str(row[0])
+
+        def read(c: psycopg.Connection[Any]) -> str | None:
+            row = c.execute("SELECT value FROM dpmem_meta WHERE key = %s", (key,)).fetchone()
+            value = None if row is None else str(row[0])
+            self._verify_served(c, [], {key: value})
+            return value
+
+        return self.run(read, read_only=True)
 
     def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
-        rows = self.run(
-            lambda c: c.execute(
-                "SELECT interaction, attribute, spent, cap FROM dpmem_ledgers WHERE user_name = %s "
-                "ORDER BY interaction",
+        def read(c: psycopg.Connection[Any]) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
+            rows = c.execute(
+                "SELECT interaction, attribute, spent, cap FROM dpmem_ledgers WHERE user_name = %s ORDER BY interaction",
                 (user,),
-            ).fetchall(),
-            read_only=True,
-        )
-        return grouped_ledgers(rows)
+            ).fetchall()
+            grouped = grouped_ledgers(rows)
+            self._verify_served(c, [(SessionKey(user, i), spent, caps, None) for i, spent, caps in grouped])
+            return grouped
+
+        return self.run(read, read_only=True)
 
     def close(self) -> None:
         with self._lock:

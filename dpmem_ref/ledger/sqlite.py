@@ -120,11 +120,14 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         self._checkpoint = None if stored else verified.checkpoint()
         self._live = LiveVerification(self.key, str(self.path), verified)
 
-    def _verify_served(self, tx: sqlite3.Connection, scopes: Sequence[Served]) -> None:
+    def _verify_served(
+        self, tx: sqlite3.Connection, scopes: Sequence[Served], meta: Mapping[str, str | None] | None = None
+    ) -> None:
         """Before rows are served or a charge admitted, in the same snapshot: fold the events
-        committed since into what the open verified and compare the scopes' rows with it."""
+        committed since into what the open verified and compare the scopes' rows (and meta
+        rows read) with it."""
         if self._live is not None:
-            self._live.check(lambda seq, release, turn: read_tail(tx, seq, release, turn), scopes)
+            self._live.check(lambda seq, release, turn: read_tail(tx, seq, release, turn), scopes, meta)
 
     def committed(self, mark: HighWater) -> None:
         """After a COMMIT: raise the anchor to the committed chain head (never lowered)."""
@@ -327,14 +330,18 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         check_meta_key(key)
         with self.reading() as connection:
             row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+            value = None if row is None else str(row[0])
+            self._verify_served(connection, [], {key: value})
+        return value
 
     def user_ledgers(self, user: str) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
         with self.reading() as connection:
             rows = connection.execute(
                 "SELECT interaction, attribute, spent, cap FROM ledgers WHERE user = ? ORDER BY interaction", (user,)
             ).fetchall()
-        return grouped_ledgers(rows)
+            grouped = grouped_ledgers(rows)
+            self._verify_served(connection, [(SessionKey(user, i), spent, caps, None) for i, spent, caps in grouped])
+        return grouped
 
     def integrity_check(self) -> str:
         with self.reading() as connection:

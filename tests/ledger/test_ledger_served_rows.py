@@ -218,3 +218,43 @@ def test_sqlite_any_single_cell_of_an_older_row_changed_is_never_served(
     (value,) = ledger.execute(f"SELECT {column} FROM {table} WHERE seq = ?", (seq,))[0]  # noqa: S608
     ledger.execute(f"UPDATE {table} SET {column} = ? WHERE seq = ?", (_changed(value), seq))  # noqa: S608
     _refused_before_any_release(ledger)
+
+
+# ------------------------------------------------------------------ meta rows and the owner's listing
+
+
+@pytest.mark.parametrize("edit", ["changed", "deleted", "inserted"])
+def test_an_epoch_row_edited_while_a_store_is_open_is_never_read(ledger: Ledger, edit: str) -> None:
+    """The runtime's budget epoch lives in meta rows the chain commits (rebind events): a
+    fresh epoch written by hand would grant fresh scopes, so a read compares it first."""
+    ledger_store = open_ledger_store(ledger.url)
+    try:
+        ledger_store.open_session("u", "chat", {"diabetes": Fraction(2)}, fingerprint="a" * 64)
+        ledger_store.rebind("a" * 64, "b" * 64, {"runtime.epoch": "1"})
+        assert ledger_store.read_meta("runtime.epoch") == "1"
+        statement = {
+            "changed": "UPDATE meta SET value = '2' WHERE key = 'runtime.epoch'",
+            "deleted": "DELETE FROM meta WHERE key = 'runtime.epoch'",
+            "inserted": "INSERT INTO meta (key, value) VALUES ('runtime.epochs', '[]')",
+        }[edit]
+        ledger.execute(statement)
+        name = "runtime.epochs" if edit == "inserted" else "runtime.epoch"
+        with pytest.raises(LedgerStoreError, match=f"meta row {name}: differs from the chain"):
+            ledger_store.read_meta(name)
+    finally:
+        ledger_store.close()  # type: ignore[attr-defined]
+
+
+def test_the_owners_listing_never_shows_an_edited_ledger(ledger: Ledger) -> None:
+    ledger_store = open_ledger_store(ledger.url)
+    try:
+        session = ledger_store.open_session("u", "chat", {"diabetes": Fraction(2)})
+        session.charge_and_record(
+            ReleaseRequest("a0", "b0", 0, "food", "low", "balanced", frozenset({"diabetes"}), Fraction(1))
+        )
+        assert ledger_store.user_ledgers("u")[0][1] == {"diabetes": Fraction(1)}
+        ledger.execute("UPDATE ledgers SET spent = '0/1'")
+        with pytest.raises(LedgerStoreError, match="its ledgers differ from the chain"):
+            ledger_store.user_ledgers("u")
+    finally:
+        ledger_store.close()  # type: ignore[attr-defined]
