@@ -1,4 +1,4 @@
-.PHONY: run test bootstrap bench clean mutation docs
+.PHONY: run test bootstrap bench clean mutation docs identity
 
 # Set up (.venv, pinned installs) and run the main job on embedded defaults.
 run:
@@ -23,6 +23,10 @@ bench: bootstrap
 # pyproject.toml), then tools/mutation/REPORT.md. CPU-heavy, nice'd, time-bounded.
 mutation: bootstrap
 	tools/mutation/run.sh
+
+# The shipped examples' outputs under BASE (a checkout) and this tree, byte for byte.
+identity: bootstrap
+	tools/identity/compare.sh $(BASE)
 
 clean:
 	rm -rf .venv runs docs/api .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants
