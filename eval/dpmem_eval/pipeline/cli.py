@@ -82,10 +82,9 @@ def handle_preflight(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from dpmem_eval.pipeline.config import resolve
-    from dpmem_eval.pipeline.readers import check_config
     from dpmem_eval.pipeline.stages import run_stages
 
-    config = check_config(resolve(args.preset, args.config, _overrides(args, RUN_FIELDS)))
+    config = resolve(args.preset, args.config, _overrides(args, RUN_FIELDS))
     status = _preflight(config, bool(getattr(args, "dry_run", False)))
     if status is not None:
         return status
