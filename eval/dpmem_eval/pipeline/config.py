@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from dpmem_eval.errors import UserError, short
@@ -329,16 +328,15 @@ def resolve(preset: str, file: str | None = None, overrides: dict[str, Any] | No
         raise ConfigError("--preset", f"one of {sorted(PRESETS)}", preset)
     config = PRESETS[preset]
     if file is not None:
-        from dpmem_eval.readers import InputFileError, display, read_bytes
+        from dpmem_eval.readers import display
         from dpmem_ref.config.toml_bounds import load_toml
         from dpmem_ref.core.errors import InputError
-        from dpmem_ref.core.limits import MAX_CONFIG_BYTES
+        from dpmem_ref.core.limits import MAX_CONFIG_BYTES, read_bounded
 
-        path = Path(file)
-        try:  # bounded: a regular file of at most 1 MiB, pre-scanned (depth, keys, dotted parts) before parsing
-            data = load_toml(read_bytes(path, limit=MAX_CONFIG_BYTES), f"--config {display(path)}")
-        except InputFileError as exc:
-            raise ConfigError("--config", "a readable TOML file of at most 1 MiB", str(exc)) from None
+        try:  # the kernel's reading of a TOML file: a regular file of at most 1 MiB, opened without
+            # blocking, pre-scanned (depth, keys, dotted parts) before parsing
+            raw = read_bounded(file, MAX_CONFIG_BYTES, "--config", "TOML file")
+            data = load_toml(raw, f"--config {display(file)}")
         except InputError as exc:  # names the file and the line; quotes nothing from the file
             raise ConfigError(exc.field, exc.expected, exc.found) from None
         table = data.get("run", data)
