@@ -2,8 +2,8 @@
 
 A bad input (a file, an argument, a configuration value, a missing model or corpus) raises a
 `UserError`: one line that says where and what, never a file's contents. The command line
-prints it as `dpmem-eval: error: <line>` (the `data` subcommands as `error: <line>`) with exit
-status 2, never a traceback. The subclasses only say which boundary refused the input:
+(`dpmem_eval.cli.errors`) prints it as `dpmem-eval: error: <line>` with exit status 2, never a
+traceback. The subclasses only say which boundary refused the input:
 
 - `ConfigError` (pipeline/config.py): a configuration value; `field: expected X, found Y`,
   the kernel's `InputError` form;

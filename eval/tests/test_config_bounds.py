@@ -14,14 +14,14 @@ import math
 import os
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dpmem_eval.pipeline.config import PRESETS, ConfigError, RunConfig, _coerce, resolve
+from dpmem_eval.pipeline.config import FIELDS, PRESETS, ConfigError, RunConfig, read_field, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 INTEGER_FIELDS = ["horizon", "max_new_tokens", "batch_size", "n_boot", "data_seed", "seed", "tensor_parallel_size"]
@@ -43,7 +43,7 @@ WRONG_NUMBER = st.one_of(
 
 
 def coerced(name: str, value: object) -> RunConfig:
-    return replace(PRESETS["smoke"], **{name: _coerce(name, value)}).validate()
+    return replace(PRESETS["smoke"], **{name: read_field(name, value)}).validate()
 
 
 def assert_config_error(name: str, value: object) -> None:
@@ -95,6 +95,48 @@ def test_in_range_values_are_kept() -> None:
     assert_config_error("horizon", 33)
 
 
+def test_the_field_table_covers_every_settable_field_in_order() -> None:
+    assert list(FIELDS) == [f.name for f in fields(RunConfig) if f.name != "preset"]
+    with pytest.raises(ConfigError, match=r"^run\.preset: expected one of \["):
+        read_field("preset", "cpu")
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_passes_the_table_unchanged(name: str) -> None:
+    assert PRESETS[name].validate() == PRESETS[name]
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("backend", "gpu", "backend: expected one of hf, vllm, echo, found 'gpu'"),
+    ("judge", "openai:http://x/v1", "judge: expected openai:URL#MODEL (the model name after '#'), found 'openai:http://x/v1'"),
+    ("dtype", "int8", "dtype: expected one of bfloat16, float16, float32, found 'int8'"),
+    ("device_map", "tpu", "device_map: expected one of auto, balanced, sequential, cpu, cuda or cuda:N, found 'tpu'"),
+    ("seeds", "", "seeds: expected at least one EM seed, found ()"),
+    ("models", "", "models: expected at least one response model, found ()"),
+    ("train_pairs", 0, "train_pairs: expected at least one pair per attribute (the auditor needs train, validation "
+                       "and test), found 0"),
+    ("transfer_pairs", -1, "transfer_pairs: expected an integer in 0..1000000, found -1"),
+    ("token_budget", "0", "token_budget: expected an integer in 1..1000000000, found 0"),
+    ("temperature", 10**400, "temperature: expected a finite number in [0, 100], found 'a larger one'"),
+])
+def test_a_bad_value_is_one_line_naming_field_expected_and_found(name: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        read_field(name, value)
+    assert str(info.value) == message
+
+
+def test_typed_values_are_read_through_the_table_too() -> None:
+    """A value that never passed the command line (a preset edited in code, a run.json read
+    back) meets the same ranges: validate() reads every field through FIELDS."""
+    with pytest.raises(ConfigError, match="^seed: expected an integer in 0..4294967295, found 4294967296$"):
+        replace(PRESETS["smoke"], seed=2**32).validate()
+    with pytest.raises(ConfigError, match="^batch_size: expected an integer in 1..65536, found 0$"):
+        replace(PRESETS["smoke"], batch_size=0).validate()
+    assert replace(PRESETS["smoke"], seeds=[0, 1]).validate().seeds == (0, 1)  # type: ignore[arg-type]
+    assert read_field("train_pairs", "all") is None and read_field("token_budget", "auto") is None
+    assert read_field("methods", "all") is None and read_field("history_turns", None) is None
+
+
 CONFIGS = {
     "nesting": "[run]\nmodels = " + "[" * 5_000 + "]" * 5_000 + "\n",
     "inline nesting": "[run]\nx = " + "{a = " * 400 + "1" + "}" * 400 + "\n",
@@ -114,7 +156,7 @@ def test_pathological_config_files_are_refused_before_parsing(tmp_path: Path, na
 def test_oversized_config_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("[run]\n" + "# x\n" * 300_000)
-    with pytest.raises(ConfigError, match="at most 1 MiB"):
+    with pytest.raises(ConfigError, match=r"^--config: expected a TOML file of at most 1048576 bytes, found .1200006 bytes: "):
         resolve("smoke", str(path))
 
 

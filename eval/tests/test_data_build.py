@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from dpmem_eval.cli.data import add_data_parser
 from dpmem_eval.data import build_dataset, load_dataset, write_dataset
-from dpmem_eval.data.commands import add_data_parser
 from dpmem_eval.data.corpus_files import DEFAULT_CORPORA, resolve_corpora
 from dpmem_eval.data.export import FILES
 
@@ -95,7 +95,7 @@ def test_cli_show_and_bad_input(built, capsys):
 def test_cli_build_fails_cleanly_without_corpora(tmp_path, capsys):
     assert _cli(["data", "build", "--out", str(tmp_path / "o"), "--corpora", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: missing corpus file") and "locomo10.json" in err and "\n" not in err
+    assert err.startswith("dpmem-eval: error: missing corpus file") and "locomo10.json" in err and "\n" not in err
 
 
 def test_exported_interface_passes_dpmem_check_and_audits(built, capsys):

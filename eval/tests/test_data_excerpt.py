@@ -74,7 +74,7 @@ def test_excerpt_gives_the_same_transfer_pairs_as_the_full_corpora():
 
 
 def test_data_build_without_corpora_prints_the_excerpt_line(no_corpora, tmp_path, capsys):
-    from dpmem_eval.data.commands import add_data_parser
+    from dpmem_eval.cli.data import add_data_parser
 
     parser = argparse.ArgumentParser(prog="dpmem-eval")
     add_data_parser(parser.add_subparsers(dest="command", required=True))

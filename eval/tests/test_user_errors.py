@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from dpmem_eval.cli.pipeline import guarded
 from dpmem_eval.data.corpora import CorpusError
 from dpmem_eval.data.export import DataError
 from dpmem_eval.errors import UserError
 from dpmem_eval.pipeline.cache import CacheError
-from dpmem_eval.pipeline.cli import _guarded
 from dpmem_eval.pipeline.config import ConfigError
 from dpmem_eval.pipeline.errors import UserError as PipelineUserError
 from dpmem_eval.pipeline.models import ModelNotFound
@@ -45,7 +45,7 @@ def test_the_command_line_prints_a_user_error_as_one_line_with_status_2(
     def run() -> int:
         raise error
 
-    assert _guarded(run) == 2
+    assert guarded(run) == 2
     err = capsys.readouterr().err
     assert err == f"dpmem-eval: error: {error}\n"
 
@@ -61,4 +61,4 @@ def test_an_error_that_is_not_the_users_still_raises() -> None:
         raise KeyError("internal")
 
     with pytest.raises(KeyError):
-        _guarded(run)
+        guarded(run)

@@ -19,8 +19,8 @@ Presets (docs/eval.md has the measured times):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from dpmem_eval.errors import UserError, short
@@ -72,48 +72,23 @@ class RunConfig:
     token_budget: int | None = None  # tokens per batch (prompt + new, padded); None = from the memory plan
 
     def validate(self) -> RunConfig:
-        if self.horizon < 1 or self.horizon > 32:
-            raise ConfigError("horizon", "an integer in 1..32 (two 16-query blocks)", self.horizon)
-        if not self.seeds:
-            raise ConfigError("seeds", "at least one EM seed", self.seeds)
-        if 2 not in self.caps or 3 not in self.ks:
+        """Every field read through its entry of `FIELDS` (types, ranges, choices), then the
+        rules that join fields. Presets, a --config file, the command line and a run.json
+        read back all pass here."""
+        checked = {name: field.read(name, getattr(self, name)) for name, field in FIELDS.items()}
+        if 2 not in checked["caps"] or 3 not in checked["ks"]:
             raise ConfigError("caps/ks", "a grid containing the main setting B_a=2, K=3", (self.caps, self.ks))
-        if self.backend not in ("hf", "vllm", "echo"):
-            raise ConfigError("backend", "one of hf, vllm, echo", self.backend)
-        if not (self.judge in ("proxy", "checklist") or self.judge.startswith(("local:", "openai:"))):
-            raise ConfigError("judge", "proxy, checklist, local:MODEL or openai:URL#MODEL", self.judge)
-        if self.judge.startswith("openai:") and "#" not in self.judge:
-            raise ConfigError("judge", "openai:URL#MODEL (the model name after '#')", self.judge)
-        for name in ("train_pairs", "validation_pairs", "test_pairs", "transfer_pairs"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ConfigError(name, "a non-negative count or 'all'", value)
-        for name in ("train_pairs", "validation_pairs", "test_pairs"):
-            if getattr(self, name) == 0:
-                raise ConfigError(name, "at least one pair per attribute (the auditor needs train, validation and test)", 0)
-        if self.max_new_tokens < 1:
-            raise ConfigError("max_new_tokens", "a positive integer", self.max_new_tokens)
-        if self.methods is not None:
+        if checked["methods"] is not None:
             from dpmem_eval.pipeline.methods import all_methods
 
-            known = [m.key for m in all_methods(self.caps, self.ks)]
-            unknown = [m for m in self.methods if m not in known]
-            if unknown or not self.methods:
-                raise ConfigError("methods", f"method keys among {known}", list(self.methods))
-        if self.batch_size < 1:
-            raise ConfigError("batch_size", "a positive integer", self.batch_size)
-        if self.tensor_parallel_size < 1:
-            raise ConfigError("tensor_parallel_size", "a positive integer", self.tensor_parallel_size)
-        if self.tensor_parallel_size > 1 and self.backend != "vllm":
+            known = [m.key for m in all_methods(checked["caps"], checked["ks"])]
+            unknown = [m for m in checked["methods"] if m not in known]
+            if unknown or not checked["methods"]:
+                raise ConfigError("methods", f"method keys among {known}", list(checked["methods"]))
+        if checked["tensor_parallel_size"] > 1 and checked["backend"] != "vllm":
             raise ConfigError("tensor_parallel_size", "1 unless --backend vllm (hf spreads a model with --device-map auto)",
                               self.tensor_parallel_size)
-        if self.dtype is not None and self.dtype not in DTYPES:
-            raise ConfigError("dtype", f"one of {', '.join(DTYPES)}", self.dtype)
-        if self.device_map is not None and not (self.device_map in DEVICE_MAPS or self.device_map.startswith("cuda:")):
-            raise ConfigError("device_map", f"one of {', '.join(DEVICE_MAPS)} or cuda:N", self.device_map)
-        if self.token_budget is not None and self.token_budget < 1:
-            raise ConfigError("token_budget", "a positive number of tokens", self.token_budget)
-        return self
+        return replace(self, **checked)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,30 +108,14 @@ PRESETS: dict[str, RunConfig] = {
                        pairwise_model="mistralai/Mistral-Small-24B-Instruct-2501", n_boot=1000),
 }
 
-_FIELD_TYPES = {f.name: f.type for f in fields(RunConfig)}
-
 SEED_MAX = 2**32 - 1  # numpy's legacy seeding: --seed seeds python, numpy and torch
-EM_SEED_MAX = 2**63 - 1  # EM and data seeds (the same bounds as readers.check_config)
-# Every integer field's range: the value a run can use, refused past it with one line
-# (a huge count or seed would fail deep inside numpy, torch or a loop, not here).
-INT_RANGES: dict[str, tuple[int, int]] = {
-    "horizon": (1, 32),
-    "max_new_tokens": (1, 1 << 20),
-    "batch_size": (1, 65_536),
-    "n_boot": (1, 1_000_000),
-    "data_seed": (0, EM_SEED_MAX),
-    "seed": (0, SEED_MAX),
-    "tensor_parallel_size": (1, 1_024),
-    "token_budget": (1, 1_000_000_000),
-    "train_pairs": (0, 1_000_000),
-    "validation_pairs": (0, 1_000_000),
-    "test_pairs": (0, 1_000_000),
-    "transfer_pairs": (0, 1_000_000),
-    "history_turns": (0, 1_000_000),
-}
-LIST_RANGES: dict[str, tuple[int, int]] = {"seeds": (0, EM_SEED_MAX), "caps": (1, 1_000), "ks": (1, 1_000)}
+EM_SEED_MAX = 2**63 - 1  # EM and data seeds (a transcript row's seed is read back with the same bound)
+MAX_COUNT = 1_000_000  # pairs per attribute and split, transcript turns in a prompt
 MAX_LIST = 1_000  # entries of seeds, caps, ks, models or methods
 MAX_TEXT = 4_096  # characters of a string field (a model id, a path, a judge URL)
+BACKENDS = ("hf", "vllm", "echo")
+UNSET_COUNT = ("all", "none", "full")
+"""Words (besides leaving the value out) for "every pair" or "the full transcript"."""
 
 
 def _integer(name: str, value: Any) -> int:
@@ -172,71 +131,195 @@ def _integer(name: str, value: Any) -> int:
     return value
 
 
-def _in_range(name: str, value: int, bounds: tuple[int, int]) -> int:
-    low, high = bounds
+def _in_range(name: str, value: int, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ConfigError(name, f"an integer in {low}..{high}", value if abs(value) < 10**30 else "a larger one")
     return value
 
 
-def _names(name: str, value: Any, what: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [v for v in value.split(",") if v]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and 0 < len(v) <= MAX_TEXT for v in value):
-        raise ConfigError(name, f"a list of {what}", type(value).__name__)
-    if len(value) > MAX_LIST:
-        raise ConfigError(name, f"at most {MAX_LIST} entries", len(value))
-    return tuple(value)
+def _unset(value: Any, words: tuple[str, ...]) -> bool:
+    """True when `value` leaves an optional field unset: None, or one of its words."""
+    return value is None or (isinstance(value, str) and value in words)
 
 
-def _coerce(name: str, value: Any) -> Any:
-    if name not in _FIELD_TYPES or name == "preset":
-        raise ConfigError(f"run.{name}", f"one of {sorted(k for k in _FIELD_TYPES if k != 'preset')}", name)
-    if name in LIST_RANGES:
+@dataclass(frozen=True)
+class Integer:
+    """An integer in low..high (a count, a size, a seed); with `unset` words, also None."""
+
+    low: int
+    high: int
+    unset: tuple[str, ...] | None = None  # None: the field is always set
+
+    def __call__(self, name: str, value: Any) -> int | None:
+        if self.unset is not None and _unset(value, self.unset):
+            return None
+        return _in_range(name, _integer(name, value), self.low, self.high)
+
+
+@dataclass(frozen=True)
+class Integers:
+    """A list of integers in low..high: a list, or comma/space-separated text."""
+
+    low: int
+    high: int
+
+    def __call__(self, name: str, value: Any) -> tuple[int, ...]:
         if isinstance(value, str):
             value = [v for v in value.replace(",", " ").split() if v]
         if not isinstance(value, (list, tuple)):
             raise ConfigError(name, "a list of integers", type(value).__name__)
         if len(value) > MAX_LIST:
             raise ConfigError(name, f"at most {MAX_LIST} entries", len(value))
-        return tuple(_in_range(name, _integer(name, v), LIST_RANGES[name]) for v in value)
-    if name == "methods":
-        if value in (None, "all"):
+        return tuple(_in_range(name, _integer(name, v), self.low, self.high) for v in value)
+
+
+@dataclass(frozen=True)
+class Names:
+    """A list of non-empty names (`what`): a list, or comma-separated text; with `unset`
+    words, also None."""
+
+    what: str
+    unset: tuple[str, ...] | None = None
+
+    def __call__(self, name: str, value: Any) -> tuple[str, ...] | None:
+        if self.unset is not None and _unset(value, self.unset):
             return None
-        return _names(name, value, "method keys")
-    if name == "models":
-        return _names(name, value, "model names")
-    if name in ("train_pairs", "validation_pairs", "test_pairs", "transfer_pairs", "history_turns"):
-        if value in (None, "all", "none", "full"):
-            return None
-        return _in_range(name, _integer(name, value), INT_RANGES[name])
-    if name == "token_budget" and value in (None, "auto"):
-        return None
-    if name in INT_RANGES:
-        return _in_range(name, _integer(name, value), INT_RANGES[name])
-    if name == "temperature":
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and 0 < len(v) <= MAX_TEXT for v in value):
+            raise ConfigError(name, f"a list of {self.what}", type(value).__name__)
+        if len(value) > MAX_LIST:
+            raise ConfigError(name, f"at most {MAX_LIST} entries", len(value))
+        return tuple(value)
+
+
+@dataclass(frozen=True)
+class Number:
+    """A finite number in [low, high] (a number or its text)."""
+
+    low: float
+    high: float
+
+    def __call__(self, name: str, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ConfigError(name, "a number", type(value).__name__)
+        expected = f"a finite number in [{self.low:g}, {self.high:g}]"
         try:
             number = float(value)
         except ValueError:
             raise ConfigError(name, "a number", value if len(str(value)) <= 40 else "a long text") from None
-        if not (math.isfinite(number) and 0 <= number <= 100):
-            raise ConfigError(name, "a finite number in [0, 100]", value)
+        except OverflowError:  # an integer past float's range
+            raise ConfigError(name, expected, "a larger one") from None
+        if not (math.isfinite(number) and self.low <= number <= self.high):
+            raise ConfigError(name, expected, value)
         return number
-    if name in ("pairwise", "progress"):
+
+
+@dataclass(frozen=True)
+class Flag:
+    """true or false (TOML booleans; the command line's switches give bools)."""
+
+    def __call__(self, name: str, value: Any) -> bool:
         if not isinstance(value, bool):
             raise ConfigError(name, "true or false", value)
         return value
-    if value is not None and not isinstance(value, str):
-        raise ConfigError(name, "a string", type(value).__name__)
-    if isinstance(value, str) and len(value) > MAX_TEXT:
-        raise ConfigError(name, f"a string of at most {MAX_TEXT} characters", f"{len(value)} characters")
-    if name in ("backend", "encoder", "judge") and not value:
-        raise ConfigError(name, "a non-empty string", value)
-    if isinstance(value, str) and not value:
-        raise ConfigError(name, "a non-empty string (or leave it out)", value)
-    return value
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string of 1..MAX_TEXT characters; unless `required`, also None (the default)."""
+
+    required: bool = False
+
+    def __call__(self, name: str, value: Any) -> str | None:
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(name, "a string", type(value).__name__)
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            raise ConfigError(name, f"a string of at most {MAX_TEXT} characters", f"{len(value)} characters")
+        if self.required and not value:
+            raise ConfigError(name, "a non-empty string", value)
+        if isinstance(value, str) and not value:
+            raise ConfigError(name, "a non-empty string (or leave it out)", value)
+        return value
+
+
+Parser = Integer | Integers | Names | Number | Flag | Text
+
+
+def _judge_named(judge: str) -> bool:
+    return judge in ("proxy", "checklist") or judge.startswith(("local:", "openai:"))
+
+
+def _device_map_named(device_map: str | None) -> bool:
+    return device_map is None or device_map in DEVICE_MAPS or device_map.startswith("cuda:")
+
+
+@dataclass(frozen=True)
+class Field:
+    """How one RunConfig field is read, from command-line text, a TOML value or a typed value
+    (a preset, a run.json read back): its parser (type and range), then rules on the parsed
+    value, each with the text a refusal names as expected. Every refusal is one ConfigError
+    line: `field: expected X, found Y`."""
+
+    parse: Parser
+    rules: tuple[tuple[Callable[[Any], bool], str], ...] = ()
+
+    def read(self, name: str, value: Any) -> Any:
+        parsed = self.parse(name, value)
+        for holds, expected in self.rules:
+            if not holds(parsed):
+                raise ConfigError(name, expected, parsed)
+        return parsed
+
+
+_AUDITOR_SPLIT = (lambda n: n != 0, "at least one pair per attribute (the auditor needs train, validation and test)")
+
+FIELDS: dict[str, Field] = {
+    "train_pairs": Field(Integer(0, MAX_COUNT, UNSET_COUNT), (_AUDITOR_SPLIT,)),
+    "validation_pairs": Field(Integer(0, MAX_COUNT, UNSET_COUNT), (_AUDITOR_SPLIT,)),
+    "test_pairs": Field(Integer(0, MAX_COUNT, UNSET_COUNT), (_AUDITOR_SPLIT,)),
+    "transfer_pairs": Field(Integer(0, MAX_COUNT, UNSET_COUNT)),
+    "horizon": Field(Integer(1, 32)),  # two 16-query blocks
+    "seeds": Field(Integers(0, EM_SEED_MAX), ((bool, "at least one EM seed"),)),
+    "caps": Field(Integers(1, 1_000)),
+    "ks": Field(Integers(1, 1_000)),
+    "models": Field(Names("model names"), ((bool, "at least one response model"),)),
+    "backend": Field(Text(required=True), ((lambda b: b in BACKENDS, f"one of {', '.join(BACKENDS)}"),)),
+    "max_new_tokens": Field(Integer(1, 1 << 20)),
+    "temperature": Field(Number(0, 100)),
+    "history_turns": Field(Integer(0, MAX_COUNT, UNSET_COUNT)),
+    "batch_size": Field(Integer(1, 65_536)),
+    "encoder": Field(Text(required=True)),
+    "judge": Field(Text(required=True), (
+        (_judge_named, "proxy, checklist, local:MODEL or openai:URL#MODEL"),
+        (lambda j: not j.startswith("openai:") or "#" in j, "openai:URL#MODEL (the model name after '#')"),
+    )),
+    "pairwise": Field(Flag()),
+    "pairwise_model": Field(Text()),
+    "n_boot": Field(Integer(1, 1_000_000)),
+    "data_seed": Field(Integer(0, EM_SEED_MAX)),
+    "data_dir": Field(Text()),
+    "corpora_dir": Field(Text()),
+    "cache_dir": Field(Text()),
+    "seed": Field(Integer(0, SEED_MAX)),
+    "progress": Field(Flag()),
+    "methods": Field(Names("method keys", unset=("all",))),  # known keys: RunConfig.validate (they follow caps, ks)
+    "tensor_parallel_size": Field(Integer(1, 1_024)),
+    "device_map": Field(Text(), ((_device_map_named, f"one of {', '.join(DEVICE_MAPS)} or cuda:N"),)),
+    "dtype": Field(Text(), ((lambda d: d is None or d in DTYPES, f"one of {', '.join(DTYPES)}"),)),
+    "token_budget": Field(Integer(1, 1_000_000_000, unset=("auto",))),
+}
+"""Every settable RunConfig field (all but `preset`), in the class's order: the one place its
+type, range, choices and error texts are written. The command line's flags, a --config file's
+[run] table, the presets and a run.json read back are all read through it. A range is what a
+run can use: a huge count or seed would otherwise fail deep inside numpy, torch or a loop."""
+
+
+def read_field(name: str, value: Any) -> Any:
+    """One [run] table entry or command-line value, read through its field's entry of FIELDS."""
+    if name not in FIELDS:
+        raise ConfigError(f"run.{name}", f"one of {sorted(FIELDS)}", name)
+    return FIELDS[name].read(name, value)
 
 
 def resolve(preset: str, file: str | None = None, overrides: dict[str, Any] | None = None) -> RunConfig:
@@ -245,22 +328,21 @@ def resolve(preset: str, file: str | None = None, overrides: dict[str, Any] | No
         raise ConfigError("--preset", f"one of {sorted(PRESETS)}", preset)
     config = PRESETS[preset]
     if file is not None:
-        from dpmem_eval.readers import InputFileError, display, read_bytes
+        from dpmem_eval.readers import display
         from dpmem_ref.config.toml_bounds import load_toml
         from dpmem_ref.core.errors import InputError
-        from dpmem_ref.core.limits import MAX_CONFIG_BYTES
+        from dpmem_ref.core.limits import MAX_CONFIG_BYTES, read_bounded
 
-        path = Path(file)
-        try:  # bounded: a regular file of at most 1 MiB, pre-scanned (depth, keys, dotted parts) before parsing
-            data = load_toml(read_bytes(path, limit=MAX_CONFIG_BYTES), f"--config {display(path)}")
-        except InputFileError as exc:
-            raise ConfigError("--config", "a readable TOML file of at most 1 MiB", str(exc)) from None
+        try:  # the kernel's reading of a TOML file: a regular file of at most 1 MiB, opened without
+            # blocking, pre-scanned (depth, keys, dotted parts) before parsing
+            raw = read_bounded(file, MAX_CONFIG_BYTES, "--config", "TOML file")
+            data = load_toml(raw, f"--config {display(file)}")
         except InputError as exc:  # names the file and the line; quotes nothing from the file
             raise ConfigError(exc.field, exc.expected, exc.found) from None
         table = data.get("run", data)
         if not isinstance(table, dict):
             raise ConfigError("--config [run]", "a table", type(table).__name__)
-        config = replace(config, **{k: _coerce(k, v) for k, v in table.items()})
+        config = replace(config, **{k: read_field(k, v) for k, v in table.items()})
     if overrides:
-        config = replace(config, **{k: _coerce(k, v) for k, v in overrides.items() if v is not None})
+        config = replace(config, **{k: read_field(k, v) for k, v in overrides.items() if v is not None})
     return config.validate()

@@ -1,5 +1,6 @@
 """What counts as a user's error in the pipeline: a bad input (a file, an argument, a
-configuration value) is printed by `cli.py` as one line with exit status 2, never a traceback.
+configuration value) is printed by the command line (`dpmem_eval.cli`) as one line with exit
+status 2, never a traceback.
 
 `UserError` is dpmem-eval's one user-error type (dpmem_eval/errors.py); every boundary's
 refusal (ConfigError, InputFileError, DataError, CorpusError, CacheError, ModelNotFound) is one."""

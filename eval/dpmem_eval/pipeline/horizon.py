@@ -32,17 +32,12 @@ Measured here from the kernel alone (no LLM):
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from dpmem_eval.cli import Subcommands
+from typing import Any
 
 BASE_TURNS = 16  # the paper's T: each pair's trajectory, repeated
 
@@ -305,41 +300,3 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def command_long_horizon(args: argparse.Namespace) -> int:
-    from dpmem_eval.pipeline.provenance import git_commit, package_versions
-
-    config = PRESETS[args.preset]
-    if args.horizons:
-        try:
-            horizons = tuple(int(h) for h in args.horizons.split(","))
-        except ValueError:
-            horizons = ()
-        if not horizons or any(not 1 <= h <= 1024 for h in horizons):
-            print(f"dpmem-eval: error: --horizons: expected comma-separated integers in 1..1024, found {args.horizons!r}")
-            return 2
-        config = replace(config, horizons=horizons)
-    out = Path(args.out or f"runs/{config.preset}")
-    out.mkdir(parents=True, exist_ok=True)
-    git = git_commit()
-    rows = measure(config)
-    command = "dpmem-eval " + " ".join(getattr(args, "argv", ["long-horizon"]))
-    document = {"config": config.__dict__, "command": command, "git": git, "versions": package_versions(), "rows": rows}
-    (out / "long_horizon.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
-    note = (f"Kernel-only long-horizon run (no LLM), preset {config.preset}, commit {git['commit']}"
-            f"{' (dirty tree)' if git['dirty'] else ''}.\nCommand: `{command}`.\n"
-            "tRec, Unsup and the response-level AUC need generation and the judge (`dpmem-eval run`): not run here.\n\n")
-    (out / "long_horizon.md").write_text(note + table(rows) + "\n")
-    plot(rows, out / "long_horizon.png")
-    print(f"long-horizon: wrote {out}/long_horizon.json, .md, .png")
-    return 0
-
-
-def add_horizon_parser(sub: Subcommands) -> None:
-    parser = sub.add_parser("long-horizon", help="personalisation over T = 16..128 turns, with and without reuse (kernel only)",
-                            description=__doc__.split("\n\n", 1)[0] if __doc__ else None)
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="long-cpu")
-    parser.add_argument("--horizons", default=None, help="comma-separated T values (default: the preset's)")
-    parser.add_argument("--out", default=None, help="output directory (default runs/<preset>)")
-    parser.set_defaults(handler=command_long_horizon)

@@ -15,19 +15,26 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dpmem_eval.pipeline.config import (
+    EM_SEED_MAX,
+    FIELDS,
+    PRESETS,
+    ConfigError,
+    Flag,
+    Integer,
+    Integers,
+    Names,
+    Number,
+    RunConfig,
+)
 from dpmem_eval.readers import InputFileError, Record, display, iter_jsonl, jsonl_source, read_json
-
-if TYPE_CHECKING:
-    from dpmem_eval.pipeline.config import RunConfig
 
 SIDES = ("M", "M'")
 TRANSCRIPT_SPLITS = ("train", "validation", "test", "transfer")
-SEED_LIMIT = 2**32 - 1  # numpy's legacy seeding accepts 0 .. 2**32 - 1
-EM_SEED_LIMIT = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -36,47 +43,25 @@ class RunFile:
     config: Any  # RunConfig
 
 
-def check_config(config: Any, where: str = "configuration") -> Any:
-    """Ranges RunConfig.validate leaves open, checked before any seeding or kernel call."""
-    checks = (
-        ("seed", 0 <= config.seed <= SEED_LIMIT, f"an integer in 0..{SEED_LIMIT}"),
-        ("data_seed", 0 <= config.data_seed <= EM_SEED_LIMIT, f"an integer in 0..{EM_SEED_LIMIT}"),
-        ("seeds", all(0 <= s <= EM_SEED_LIMIT for s in config.seeds), f"EM seeds in 0..{EM_SEED_LIMIT}"),
-        ("caps", all(1 <= c <= 1000 for c in config.caps), "caps B_a in 1..1000"),
-        ("ks", all(1 <= k <= 1000 for k in config.ks), "K values in 1..1000"),
-        ("temperature", math.isfinite(config.temperature) and 0 <= config.temperature <= 100, "a number in 0..100"),
-        ("n_boot", 1 <= config.n_boot <= 10**6, "an integer in 1..1000000"),
-        ("max_new_tokens", config.max_new_tokens <= 1 << 20, "at most 1048576 new tokens"),
-        ("batch_size", config.batch_size <= 1 << 16, "a batch size of at most 65536"),
-        ("history_turns", config.history_turns is None or config.history_turns >= 0, "a non-negative integer or 'all'"),
-        ("models", bool(config.models) and all(config.models), "at least one response model"),
-    )
-    for name, ok, expected in checks:
-        if not ok:
-            raise InputFileError(where, f"{name}: expected {expected}")
-    return config
-
-
-def _config_field(row: Record, name: str, annotation: str) -> Any:
-    """One RunConfig field of run.json, type-checked before the config's own coercion."""
-    nullable = "None" in annotation
-    if annotation.startswith("tuple[int"):
-        return None if nullable and row.raw(name) is None else row.ints(name)
-    if annotation.startswith("tuple[str"):
-        return None if nullable and row.raw(name) is None else row.strs(name)
-    if annotation.startswith("int"):
-        return row.integer(name, nullable=nullable)
-    if annotation.startswith("bool"):
+def _config_field(row: Record, name: str) -> Any:
+    """One RunConfig field of run.json, its JSON type checked (by the field's parser in
+    config.FIELDS) before the table reads it."""
+    parse = FIELDS[name].parse
+    if isinstance(parse, Integers):
+        return row.ints(name)
+    if isinstance(parse, Names):
+        return None if parse.unset is not None and row.raw(name) is None else row.strs(name)
+    if isinstance(parse, Integer):
+        return row.integer(name, nullable=parse.unset is not None)
+    if isinstance(parse, Flag):
         return row.flag(name)
-    if annotation.startswith("float"):
+    if isinstance(parse, Number):
         return row.number(name)
-    return row.text(name, nullable=nullable)
+    return row.text(name, nullable=not parse.required)
 
 
 def read_run(out: Path) -> RunFile:
     """run.json of a results directory: its config as a validated RunConfig."""
-    from dpmem_eval.pipeline.config import PRESETS, ConfigError, RunConfig
-
     path = out / "run.json"
     if not os.path.lexists(path):
         raise InputFileError(f"--out {display(out)}", f"no run.json; run `dpmem-eval run --out {display(out)}` first")
@@ -87,8 +72,7 @@ def read_run(out: Path) -> RunFile:
     preset = config_row.text("preset")
     if preset not in PRESETS:
         raise config_row.fail("preset", f"expected one of {', '.join(sorted(PRESETS))}")
-    values = {f.name: _config_field(config_row, f.name, str(f.type)) for f in fields(RunConfig)
-              if f.name != "preset" and f.name in config_row.data}
+    values = {name: _config_field(config_row, name) for name in FIELDS if name in config_row.data}
     config_row.done()
     try:
         config = replace(PRESETS[preset], **values).validate()
@@ -100,7 +84,7 @@ def read_run(out: Path) -> RunFile:
             timings.number(key)
     if "judge" in run.data:
         run.text("judge")
-    return RunFile(run.data, check_config(config, where))
+    return RunFile(run.data, config)
 
 
 def _metric_tree(node: Record, depth: int, leaf: Any) -> None:
@@ -181,7 +165,7 @@ def _transcript(row: Record) -> dict[str, Any]:
         raise row.fail("split", f"expected one of {', '.join(TRANSCRIPT_SPLITS)}")
     if row.text("side") not in SIDES:
         raise row.fail("side", "expected M or M'")
-    row.integer("seed", 0, EM_SEED_LIMIT)
+    row.integer("seed", 0, EM_SEED_MAX)
     turns = len(row.strs("queries"))
     for name in ("kind", "conditioning", "controls"):
         found = len(row.array(name))

@@ -323,12 +323,12 @@ def rerun_stage(stage: str, out: Path, updates: dict[str, Any]) -> int:
     saved results (transcripts, traces, audit.json, judge.json), then rebuild the tables."""
     from dataclasses import replace
 
-    from dpmem_eval.pipeline.readers import check_config, read_run, read_stage_inputs
+    from dpmem_eval.pipeline.readers import read_run, read_stage_inputs
     from dpmem_eval.readers import write_atomic
 
     run_file = read_run(out)
     run, config = run_file.data, run_file.config
-    config = check_config(replace(config, **updates).validate())
+    config = replace(config, **updates).validate()
     inputs = read_stage_inputs(out, config, stage)
     by_id = pairs_by_id(config) if stage == "judge" else {}
     timings = dict(run.get("timings", {}))

@@ -1,8 +1,5 @@
-"""`dpmem-eval`: data generation, benchmark runs, audits, judging and tables.
-
-Heavy imports (torch, transformers, scikit-learn) are deferred into the subcommand
-that needs them, so `dpmem-eval --help` and `dpmem-eval data ...` stay fast.
-"""
+"""`dpmem-eval`: data generation, benchmark runs, audits, judging and tables (the parser and
+`main`; each subcommand group's arguments and handlers in its own module of this package)."""
 
 from __future__ import annotations
 
@@ -11,14 +8,17 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn, Protocol
 
+from dpmem_eval.cli.errors import PROG, say
+from dpmem_ref.core.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
+
 
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line (an argument may hold a newline or undecodable bytes), exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        from dpmem_eval.readers import one_line
+        from dpmem_eval.errors import one_line
 
-        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 class Subcommands(Protocol):
@@ -43,19 +43,17 @@ def version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="dpmem-eval",
+        prog=PROG,
         description="DP-MemView evaluation: PairedMem data, runs, auditors, judge, tables.",
     )
-    parser.add_argument("--version", action="version", version=f"dpmem-eval {version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    from dpmem_eval.data.commands import add_data_parser
+    from dpmem_eval.cli.data import add_data_parser
+    from dpmem_eval.cli.horizon import add_horizon_parser
+    from dpmem_eval.cli.pipeline import add_pipeline_parsers
 
     add_data_parser(sub)
-    from dpmem_eval.pipeline.arguments import add_pipeline_parsers
-
     add_pipeline_parsers(sub)
-    from dpmem_eval.pipeline.horizon import add_horizon_parser
-
     add_horizon_parser(sub)
     return parser
 
@@ -64,15 +62,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     if not (sys.argv[1:] if argv is None else argv):  # a bare `dpmem-eval`: the help, not a usage error
         parser.print_help()
-        return 0
+        return EXIT_OK
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for run.json
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:
-        print("interrupted; rerun the same command to resume from the cache", file=sys.stderr)
-        return 130
+        say("interrupted; rerun the same command to resume from the cache")
+        return EXIT_INTERRUPTED
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""`dpmem-eval data build` and `dpmem-eval data show` (paper, Appendix C.1-C.3)."""
+"""`dpmem-eval data build | show | export-interface`: PairedMem and the transfer track (paper, Appendix C.1-C.3)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dpmem_eval.cli.errors import fail
+from dpmem_ref.core.exits import EXIT_OK
+
 if TYPE_CHECKING:
-    from dpmem_eval.cli import Subcommands
+    from dpmem_eval.cli.program import Subcommands
 
 
 def add_data_parser(subparsers: Subcommands) -> None:
@@ -42,14 +45,13 @@ def run_export_interface(args: argparse.Namespace) -> int:
     text = evaluation_interface_toml()
     if args.out == "-":
         sys.stdout.write(text)
-        return 0
+        return EXIT_OK
     try:
         write_atomic(Path(args.out), text)
     except OSError as exc:
-        print(f"error: cannot write {display(args.out)}: {exc.strerror or type(exc).__name__}", file=sys.stderr)
-        return 2
+        return fail(f"cannot write {display(args.out)}: {exc.strerror or type(exc).__name__}")
     print(f"wrote {display(args.out)}")
-    return 0
+    return EXIT_OK
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -61,13 +63,11 @@ def run_build(args: argparse.Namespace) -> int:
     try:
         dataset = build_dataset(args.seed, args.corpora)
     except UserError as exc:  # a missing or unreadable corpus file (CorpusError), a bad data file
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc))
     try:
         paths = write_dataset(dataset, Path(args.out))
     except OSError as exc:
-        print(f"error: cannot write to {args.out}: {exc.strerror}", file=sys.stderr)
-        return 2
+        return fail(f"cannot write to {args.out}: {exc.strerror}")
     seconds = time.perf_counter() - start
     card = datacard(list(dataset.pairedmem + dataset.transfer), args.seed, dict(dataset.transfer_stats))
     pm, tr = card["pairedmem"], card["transfer"]
@@ -85,7 +85,7 @@ def run_build(args: argparse.Namespace) -> int:
     for path in paths:
         print(f"wrote {path}")
     print(f"built in {seconds:.1f} s")
-    return 0
+    return EXIT_OK
 
 
 def run_show(args: argparse.Namespace) -> int:
@@ -95,11 +95,9 @@ def run_show(args: argparse.Namespace) -> int:
     try:
         pair = load_dataset(args.data).pair(args.pair_id)
     except (FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc))
     except KeyError as exc:
-        print(f"error: {exc.args[0]}", file=sys.stderr)
-        return 2
+        return fail(str(exc.args[0]))
     header = (f"{pair.pair_id}  track={pair.track}  attribute={pair.attribute}  split={pair.split}  "
               f"template={pair.template_id}  overlap={pair.overlap_partner or '-'}  "
               f"I_target={list(pair.target_positions)}  S3={'pass' if not pair.validation else 'FAIL'}")
@@ -134,4 +132,4 @@ def run_show(args: argparse.Namespace) -> int:
     for failure in pair.validation:
         print(f"S3 failure: {failure}")
     print(f"queries: {len(pair.queries)} ({sum(q.kind == 'target' for q in pair.queries)} target)")
-    return 0
+    return EXIT_OK
