@@ -1,13 +1,15 @@
 """`AgentRuntime`: one interface served to many (user, application) scopes.
 
-A turn: the router maps the free-text query to a catalogue query (public: query text and
-released history only, C4); the kernel's `DurableSession.run_turn` runs Algorithm 1 over
-the subject's memory against the scope's durable ledgers (`scopes.ScopedLedgers`: the
-(subject, app) scope with its precommitted caps, its share of any per-user cap; admission
-reads that scope only, C5 and C6 per application); then the LLM channel answers from the query text, the
-released view texts and this runtime's earlier turns of the scope only (Eq. 2), after the
-release deadline, so its time depends on public inputs only. A no-match query releases
-the generic view of every slot, reads no memory and charges nothing.
+A turn loads its scope once (a `ScopeKey`; its ledger session, `scopes.ScopedLedgers`: the
+(subject, app) scope with its precommitted caps, its share of any per-user cap), then: the
+router maps the free-text query to a catalogue query (public: query text and released
+history only, C4); the kernel's `DurableSession.run_turn` runs Algorithm 1 over the
+subject's memory on that snapshot (admission reads that scope only, C5 and C6 per
+application; each charge re-checks C5 in the store's transaction); then the LLM channel
+answers from the query text, the released view texts and this runtime's earlier turns of
+the scope only (Eq. 2), after the release deadline, so its time depends on public inputs
+only. A no-match query releases the generic view of every slot, reads no memory and
+charges nothing.
 """
 
 from __future__ import annotations
@@ -298,25 +300,26 @@ class AgentRuntime:
         durable = None if turn_id is None else durable_turn_id(scoped.scope, turn_id)
         with self._lock:
             found = None if key is None else self._recorded.get(key)
+        # The turn's one load of its scope: the retry lookup, routing and planning all read it.
+        loaded = scoped.load()
         if found is None and durable is not None:  # recorded by another process (a restart, a replica)
-            found = recorded_turn(scoped.load(), durable, text)
+            found = recorded_turn(loaded, durable, text)
         if found is not None:  # a retry: regenerate from the recorded views, no new charge
             if found.query != text:
                 raise InputError("turn_id", "the query of the turn it names (an idempotency key)", "another query")
             recorded = found
-            ledgers = scoped.load().ledger_map()
+            ledgers = loaded.ledger_map()
         else:
-            history = scoped.load().history  # the released history (C4)
-            route = self.router.route(text, history)
+            route = self.router.route(text, loaded.history)  # the released history (C4)
             if route.query is None:  # no match: generic views only, no memory read, no charge
                 released = tuple((v.slot, v.generic) for v in interface.vocabularies)
                 control: Any = None
-                ledgers = scoped.load().ledger_map()
+                ledgers = loaded.ledger_map()
             else:
                 with self._lock:
                     memory = self.memory.store(user)
                 with scoped.turn_id(durable):  # the turn's rows are stored under the durable id
-                    done = attrs.evolve(base, memory=memory).run_turn(route.query)
+                    done = attrs.evolve(base, memory=memory).run_turn(route.query, loaded)
                 released = done.record.views
                 control = json_value(done.record.control)  # the one JSON converter (dpmem run --json too)
                 ledgers = done.state.ledger_map(interface)

@@ -45,6 +45,7 @@ from dpmem_ref.ledger.contract import (
     LedgerStore,
     ReleaseRequest,
     SessionKey,
+    SessionSnapshot,
     SlotRelease,
     check_key_part,
 )
@@ -206,7 +207,9 @@ class DurableSession:
 
     def state(self) -> InterfaceState:
         """The committed state: ledgers and completed-turn history."""
-        snapshot = self.ledgers.load()
+        return self._state_of(self.ledgers.load())
+
+    def _state_of(self, snapshot: SessionSnapshot) -> InterfaceState:
         return InterfaceState(
             turn=len(snapshot.history),
             ledgers=_ordered(self.interface, snapshot.ledgers),
@@ -220,13 +223,20 @@ class DurableSession:
             raise InputError("query", "a query from the interface's catalogue", getattr(query, "name", query))
         return query
 
-    def run_turn(self, query: Query | str) -> DurableTurn:
-        """Algorithm 1 at the next turn, charge-before-release for every slot."""
+    def run_turn(self, query: Query | str, loaded: SessionSnapshot | None = None) -> DurableTurn:
+        """Algorithm 1 at the next turn, charge-before-release for every slot.
+
+        `loaded`: this session's snapshot (`ledgers.load()`), loaded by the caller just before
+        (to route on its history), so the turn loads the session once; None: loaded here.
+        A writer in between is met as with any load: each charge re-checks C5 on the
+        committed ledgers in its transaction, and a refusal re-plans on them (the fallback)."""
         started = time.perf_counter_ns()
         interface = self.interface
         query = self._query(query)
+        if loaded is not None and not isinstance(loaded, SessionSnapshot):
+            raise InputError("loaded", "None or a SessionSnapshot of this session (ledgers.load())", type(loaded).__name__)
         self._at("turn:start")
-        state = self.state()
+        state = self.state() if loaded is None else self._state_of(loaded)
         if state.turn >= MAX_TURNS_PER_INTERACTION:
             raise InputError("turn", f"at most {MAX_TURNS_PER_INTERACTION} turns per interaction", state.turn)
         turn_id = secrets.token_hex(16)
