@@ -1,5 +1,6 @@
-"""Budget scopes in the ledger stores (docs/agent.md): one charge debiting several
-sessions in one transaction, caps carried over an interface change, extra meta rows.
+"""Budget scopes in the ledger stores (docs/agent.md): the typed key of a runtime scope and
+its one stored name, one charge debiting several sessions in one transaction, caps carried
+over an interface change, extra meta rows.
 
 Kept apart from `contract` so the single-scope contract reads as before; every backend
 calls these helpers under its own lock or transaction.
@@ -7,8 +8,11 @@ calls these helpers under its own lock or transaction.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+
+import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import (
@@ -17,8 +21,82 @@ from dpmem_ref.ledger.contract import (
     SessionKey,
     check_caps,
     check_fingerprint,
+    check_key_part,
     committed_charge,
 )
+
+_APP = "[A-Za-z0-9][A-Za-z0-9._-]*"  # no ':', so no two scopes share a name
+_NUMBER = "0|[1-9][0-9]*"
+_SCOPE_NAME = re.compile(rf"e({_NUMBER}):(?:(?:p({_NUMBER}):)?app:({_APP})|user)")
+
+
+def _check_count(value: object, field: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(field, "a non-negative integer", value)
+
+
+def _check_app(value: object) -> None:
+    if value is not None and not (isinstance(value, str) and re.fullmatch(_APP, value)):
+        raise InputError("app", "None or an id of [A-Za-z0-9._-] starting with a letter or digit", value)
+
+
+@attrs.frozen
+class ScopeKey:
+    """One budget scope of the runtime (docs/agent.md, "Budget scopes"): the subject `user`'s
+    ledgers for application `app` in budget epoch `epoch` and, when the interface declares a
+    budget period, public period `period` (None: no period). `app` None is the per-user scope
+    of a database written before shares (listed, never read).
+
+    In the ledger store a scope is one session, `session_key`: (user, "e<epoch>:app:<app>"),
+    (user, "e<epoch>:p<period>:app:<app>") or (user, "e<epoch>:user"); `parse` reads that
+    name back. This class is the one encoder and the one parser of those names."""
+
+    user: str = attrs.field(validator=lambda _, __, v: check_key_part(v, "user"))
+    app: str | None = attrs.field(validator=lambda _, __, v: _check_app(v))
+    epoch: int = attrs.field(validator=lambda _, __, v: _check_count(v, "epoch"))
+    period: int | None = attrs.field(default=None)
+
+    @period.validator
+    def _check_period(self, _: object, value: int | None) -> None:
+        if value is not None:
+            _check_count(value, "period")
+            if self.app is None:
+                raise InputError("period", "None for the per-user scope (periods are per application)", value)
+
+    @classmethod
+    def of_app(cls, user: str, app: str, epoch: int, period: int | None = None) -> ScopeKey:
+        """The (user, application) scope of `epoch` (and of budget period `period`)."""
+        if not isinstance(app, str):
+            raise InputError("app", "an application id", type(app).__name__)
+        return cls(user, app, epoch, period)
+
+    @classmethod
+    def of_user(cls, user: str, epoch: int) -> ScopeKey:
+        """The per-user scope across applications of `epoch` (databases written before shares)."""
+        return cls(user, None, epoch)
+
+    @property
+    def interaction(self) -> str:
+        """The stored session's interaction text."""
+        if self.app is None:
+            return f"e{self.epoch}:user"
+        if self.period is None:
+            return f"e{self.epoch}:app:{self.app}"
+        return f"e{self.epoch}:p{self.period}:app:{self.app}"
+
+    @property
+    def session_key(self) -> SessionKey:
+        return SessionKey(self.user, self.interaction)
+
+    @classmethod
+    def parse(cls, key: SessionKey) -> ScopeKey | None:
+        """The scope a stored session holds, or None for a session that is not a runtime scope
+        (a `dpmem run` session of the same database)."""
+        match = _SCOPE_NAME.fullmatch(key.interaction)
+        if match is None:
+            return None
+        epoch, period, app = match.groups()
+        return cls(key.user, app, int(epoch), None if period is None else int(period))
 
 
 def committed_scopes(

@@ -1,13 +1,15 @@
 """`AgentRuntime`: one interface served to many (user, application) scopes.
 
-A turn: the router maps the free-text query to a catalogue query (public: query text and
-released history only, C4); the kernel's `DurableSession.run_turn` runs Algorithm 1 over
-the subject's memory against the scope's durable ledgers (`scopes.ScopedLedgers`: the
-(subject, app) scope with its precommitted caps, its share of any per-user cap; admission
-reads that scope only, C5 and C6 per application); then the LLM channel answers from the query text, the
-released view texts and this runtime's earlier turns of the scope only (Eq. 2), after the
-release deadline, so its time depends on public inputs only. A no-match query releases
-the generic view of every slot, reads no memory and charges nothing.
+A turn loads its scope once (a `ScopeKey`; its ledger session, `scopes.ScopedLedgers`: the
+(subject, app) scope with its precommitted caps, its share of any per-user cap), then: the
+router maps the free-text query to a catalogue query (public: query text and released
+history only, C4); the kernel's `DurableSession.run_turn` runs Algorithm 1 over the
+subject's memory on that snapshot (admission reads that scope only, C5 and C6 per
+application; each charge re-checks C5 in the store's transaction); then the LLM channel
+answers from the query text, the released view texts and this runtime's earlier turns of
+the scope only (Eq. 2), after the release deadline, so its time depends on public inputs
+only. A no-match query releases the generic view of every slot, reads no memory and
+charges nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from dpmem_ref.channel.registry import make_channel
 from dpmem_ref.contract import require_contract
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.interface import Interface
-from dpmem_ref.ledger.contract import LedgerStore, fraction_to_text
+from dpmem_ref.ledger.contract import LedgerStore, SessionKey, fraction_to_text
+from dpmem_ref.ledger.fingerprint import interface_fingerprint
+from dpmem_ref.ledger.scopes import ScopeKey
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
@@ -35,15 +39,7 @@ from dpmem_ref.runtime.binding import bind, epoch_guarantee, epoch_log
 from dpmem_ref.runtime.memory import MemoryBook, MemoryEntry
 from dpmem_ref.runtime.periods import Clock, epoch_origins, period_index, read_clock
 from dpmem_ref.runtime.router import FreeTextRouter
-from dpmem_ref.runtime.scopes import (
-    ScopedLedgers,
-    ScopedLedgerStore,
-    app_scope,
-    check_scope_id,
-    durable_turn_id,
-    parse_scope_name,
-    remaining,
-)
+from dpmem_ref.runtime.scopes import ScopedLedgers, check_scope_id, durable_turn_id, recorded_turn, remaining
 from dpmem_ref.runtime.settings import AgentFile, check_shares, check_user_caps, load_agent_file
 from dpmem_ref.runtime.similarity import make_embedder
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
@@ -101,8 +97,7 @@ class AgentRuntime:
             raise InputError("budget.period", "a recorded period origin exactly when the interface declares a period", period_origin)
         self.turn_deadline_s = turn_deadline_s
         self._lock = threading.RLock()
-        self._sessions: dict[tuple[str, str], tuple[ScopedLedgers, DurableSession]] = {}
-        self._session_period: dict[tuple[str, str], int] = {}  # the period of a cached scope (absent: none)
+        self._sessions: dict[tuple[str, str], tuple[ScopedLedgers, DurableSession]] = {}  # the latest period's
         self._transcripts: dict[tuple[str, str], list[tuple[str, Hashable, str]]] = {}
         self._recorded: dict[tuple[str, str, str], RecordedTurn] = {}
         self.channel_name = channel_name(channel)
@@ -190,27 +185,22 @@ class AgentRuntime:
 
     def _scope_at(self, user: str, app: str, period: int | None) -> tuple[ScopedLedgers, DurableSession]:
         key = (check_scope_id(user, "user"), check_scope_id(app, "app"))
+        scope = ScopeKey.of_app(user, app, self.epoch, period)
         with self._lock:
-            found = self._sessions.get(key) if self._session_period.get(key) == period else None
-            if found is None:  # (an earlier period's cached scope is replaced: never served again)
+            found = self._sessions.get(key)
+            if found is None or found[0].scope != scope:  # (an earlier period's scope: never served again)
                 interface = self.interface
                 share = self.share(app)
-                app_session = self.ledger_store.open_session(user, app_scope(self.epoch, app, period), share)
-                scoped = ScopedLedgers(app_session, interface.caps, share)
-                session = DurableSession.open(
-                    interface,
-                    ScopedLedgerStore(self.ledger_store, scoped),
-                    user,
-                    app_scope(self.epoch, app, period),
-                    self.memory.store(user),
-                    self.source,
-                    turn_deadline_s=self.turn_deadline_s,
+                # The scope's own caps (its share); the planner keeps the interface's. The
+                # fingerprint binds the database to the interface, as `DurableSession.open` does.
+                app_session = self.ledger_store.open_session(
+                    user, scope.interaction, share, fingerprint=interface_fingerprint(interface)
+                )
+                scoped = ScopedLedgers(scope, app_session, interface.caps, share)
+                session = DurableSession.on_session(
+                    interface, scoped, self.memory.store(user), self.source, turn_deadline_s=self.turn_deadline_s
                 )
                 found = self._sessions[key] = (scoped, session)
-                if period is None:
-                    self._session_period.pop(key, None)
-                else:
-                    self._session_period[key] = period
             return found
 
     def share(self, app: str) -> Mapping[str, Fraction]:
@@ -248,7 +238,7 @@ class AgentRuntime:
         report = self.guarantee() if period is not None or self.user_caps is not None else {}
         now = report.get("current_epoch")
         for interaction, spent, caps in self.ledger_store.user_ledgers(user):
-            name = parse_scope_name(interaction)
+            name = ScopeKey.parse(SessionKey(user, interaction))
             if name is None or (name.app is None and name.epoch == self.epoch and self.user_caps is not None):
                 continue  # the current epoch's per-user row is the sum below
             scope: dict[str, Any] = {"user": user, "app": name.app, "epoch": name.epoch}
@@ -307,28 +297,29 @@ class AgentRuntime:
         period = self.period()  # once per turn: the turn charges one period's scope
         scoped, base = self._scope_at(user, app, period)
         interface = self.interface
-        durable = None if turn_id is None else durable_turn_id(user, app_scope(self.epoch, app, period), turn_id)
+        durable = None if turn_id is None else durable_turn_id(scoped.scope, turn_id)
         with self._lock:
             found = None if key is None else self._recorded.get(key)
+        # The turn's one load of its scope: the retry lookup, routing and planning all read it.
+        loaded = scoped.load()
         if found is None and durable is not None:  # recorded by another process (a restart, a replica)
-            found = scoped.recorded_turn(durable, text)
+            found = recorded_turn(loaded, durable, text)
         if found is not None:  # a retry: regenerate from the recorded views, no new charge
             if found.query != text:
                 raise InputError("turn_id", "the query of the turn it names (an idempotency key)", "another query")
             recorded = found
-            ledgers = scoped.load().ledger_map()
+            ledgers = loaded.ledger_map()
         else:
-            history = scoped.load().history  # the released history (C4)
-            route = self.router.route(text, history)
+            route = self.router.route(text, loaded.history)  # the released history (C4)
             if route.query is None:  # no match: generic views only, no memory read, no charge
                 released = tuple((v.slot, v.generic) for v in interface.vocabularies)
                 control: Any = None
-                ledgers = scoped.load().ledger_map()
+                ledgers = loaded.ledger_map()
             else:
                 with self._lock:
                     memory = self.memory.store(user)
                 with scoped.turn_id(durable):  # the turn's rows are stored under the durable id
-                    done = attrs.evolve(base, memory=memory).run_turn(route.query)
+                    done = attrs.evolve(base, memory=memory).run_turn(route.query, loaded)
                 released = done.record.views
                 control = json_value(done.record.control)  # the one JSON converter (dpmem run --json too)
                 ledgers = done.state.ledger_map(interface)

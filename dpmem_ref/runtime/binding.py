@@ -20,10 +20,10 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.contract import LedgerStore, SessionKey, fraction_to_text
 from dpmem_ref.ledger.fingerprint import interface_description, interface_fingerprint
+from dpmem_ref.ledger.scopes import ScopeKey
 from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
 from dpmem_ref.runtime.evolution import Change, classify
 from dpmem_ref.runtime.periods import epoch_ends, epoch_origins, period_index
-from dpmem_ref.runtime.scopes import parse_scope
 
 RECORD_KEY = "runtime.interface"
 EPOCH_KEY = "runtime.epoch"
@@ -275,16 +275,16 @@ def bind(
     meta = {RECORD_KEY: _text(record), EPOCHS_KEY: _text([*log, entry])}
 
     def caps_for(key: SessionKey) -> Mapping[str, Fraction] | None:
-        scope = parse_scope(key.interaction)
+        scope = ScopeKey.parse(key)
         if scope is None:
             return interface.caps  # a `dpmem run` session of the same database
-        if scope[0] != epoch:
+        if scope.epoch != epoch:
             return None  # an earlier epoch: kept as recorded
-        if scope[1] is None:
+        if scope.app is None:
             return user_caps  # a per-user session of a database written before shares
         if shares is None:
             return interface.caps
-        return shares.get(scope[1])  # an application without a share now: kept as recorded
+        return shares.get(scope.app)  # an application without a share now: kept as recorded
 
     ledger_store.rebind(stored, fingerprint, meta, caps_for=caps_for)
     return epoch, changes

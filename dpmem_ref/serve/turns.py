@@ -2,8 +2,9 @@
 the LLM channel (imported only when serving).
 
 Per turn, under the scope's lock (one (user, application) scope's turns run in one order):
-1. `AgentRuntime.turn(..., respond=False)` in a worker thread: route, Algorithm 1, the charge
-   committed to the durable ledger (C5 checked on the committed ledgers) before it returns;
+1. `AgentRuntime.turn(..., respond=False)` in a worker thread: one load of the scope, route,
+   Algorithm 1, the charge committed to the durable ledger (C5 checked on the committed
+   ledgers) before it returns;
 2. an `asyncio` wait until start + the release deadline: nothing of the turn is observable
    before it (no thread is held while waiting, so the deadline caps one scope, not the server);
 3. if the caller wants an answer, the channel `respond(query, view texts, prefix)` (Eq. 2: the

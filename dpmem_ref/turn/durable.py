@@ -19,8 +19,9 @@ A crash before 3 commits releases nothing and charges nothing; a crash after 3 a
 4 leaves a charge for a view nobody saw (over-charge, safe); no path releases a view whose
 charge is not committed. A new process that opens the same (user, interaction) continues
 the same ledgers and history. `open` binds the ledger database to the interface's
-fingerprint (`dpmem_ref.ledger.fingerprint`): another interface on it is refused. See
-docs/durability.md.
+fingerprint (`dpmem_ref.ledger.fingerprint`): another interface on it is refused;
+`on_session` serves a session its caller opened (and bound) itself, with the same checks.
+See docs/durability.md.
 """
 
 from __future__ import annotations
@@ -39,7 +40,15 @@ from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query, TurnRecord
 from dpmem_ref.interface import Interface, check_ledger_size
-from dpmem_ref.ledger.contract import LedgerSession, LedgerStore, ReleaseRequest, SlotRelease, check_key_part
+from dpmem_ref.ledger.contract import (
+    LedgerSession,
+    LedgerStore,
+    ReleaseRequest,
+    SessionKey,
+    SessionSnapshot,
+    SlotRelease,
+    check_key_part,
+)
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.mechanism.timing import DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until
@@ -72,6 +81,39 @@ class DurableTurn:
 def _ordered(interface: Interface, ledgers: tuple[tuple[str, Fraction], ...]) -> tuple[Fraction, ...]:
     table = dict(ledgers)
     return tuple(table[a] for a in interface.policy.attribute_names)
+
+
+def _check_interface(interface: object) -> None:
+    if not isinstance(interface, Interface):
+        raise InputError("interface", "a dpmem_ref Interface", type(interface).__name__)
+
+
+def _check_parts(
+    interface: Interface,
+    memory: object,
+    source: object,
+    channel: object,
+    checkpoint: object,
+    on_release: object,
+    turn_deadline_s: object,
+) -> None:
+    """The arguments of a session besides its ledgers (`open`, `on_session`), each refused with
+    an `InputError` naming it; then the interface itself (strict, C1-C6)."""
+    if not isinstance(memory, Store) or memory.layout != interface.policy.layout:
+        raise InputError("memory", "a store over the interface's layout", type(memory).__name__)
+    if not isinstance(source, RandomSource):
+        raise InputError("source", "a RandomSource (randbelow)", type(source).__name__)
+    if channel is not None and not callable(getattr(channel, "respond", None)):
+        raise InputError("channel", "None or an LLMChannel (respond)", type(channel).__name__)
+    for name, hook in (("checkpoint", checkpoint), ("on_release", on_release)):
+        if hook is not None and not callable(hook):
+            raise InputError(name, "None or a callable", type(hook).__name__)
+    if turn_deadline_s is not None:
+        check_deadline(turn_deadline_s, "turn_deadline_s")
+    require_contract(interface)
+    # Exact ledgers stay exact over MAX_TURNS_PER_INTERACTION turns: an
+    # interface built in code gets the same static size check as a loaded file.
+    check_ledger_size(interface, MAX_TURNS_PER_INTERACTION)
 
 
 @attrs.frozen(repr=False)
@@ -123,42 +165,41 @@ class DurableSession:
 
         The validated boundary: every argument is checked, with an `InputError`
         naming it, before the ledger store is touched, so a refused call writes nothing."""
-        if not isinstance(interface, Interface):
-            raise InputError("interface", "a dpmem_ref Interface", type(interface).__name__)
+        _check_interface(interface)
         if not callable(getattr(ledger_store, "open_session", None)) or isinstance(ledger_store, type):
             found = type(ledger_store).__name__
             raise InputError("ledger_store", "a LedgerStore (dpmem_ref.ledger.open_ledger_store)", found)
         check_key_part(user, "user")
         check_key_part(interaction, "interaction")
-        if not isinstance(memory, Store) or memory.layout != interface.policy.layout:
-            raise InputError("memory", "a store over the interface's layout", type(memory).__name__)
-        if not isinstance(source, RandomSource):
-            raise InputError("source", "a RandomSource (randbelow)", type(source).__name__)
-        if channel is not None and not callable(getattr(channel, "respond", None)):
-            raise InputError("channel", "None or an LLMChannel (respond)", type(channel).__name__)
-        for name, hook in (("checkpoint", checkpoint), ("on_release", on_release)):
-            if hook is not None and not callable(hook):
-                raise InputError(name, "None or a callable", type(hook).__name__)
-        if turn_deadline_s is not None:
-            check_deadline(turn_deadline_s, "turn_deadline_s")
-        require_contract(interface)
-        # Exact ledgers stay exact over MAX_TURNS_PER_INTERACTION turns: an
-        # interface built in code gets the same static size check as a loaded file.
-        check_ledger_size(interface, MAX_TURNS_PER_INTERACTION)
+        _check_parts(interface, memory, source, channel, checkpoint, on_release, turn_deadline_s)
         # The ledger database is bound to this interface's fingerprint: the
         # ledgers count charges of one set of groups, routes and budget rule only.
         fingerprint = interface_fingerprint(interface)
         session = ledger_store.open_session(user, interaction, interface.caps, fingerprint=fingerprint)
-        return cls(
-            interface=interface,
-            ledgers=session,
-            memory=memory,
-            source=source,
-            channel=channel,
-            checkpoint=checkpoint,
-            on_release=on_release,
-            turn_deadline_s=turn_deadline_s,
-        )
+        return cls(interface, session, memory, source, channel, checkpoint, on_release, turn_deadline_s)
+
+    @classmethod
+    def on_session(
+        cls,
+        interface: Interface,
+        session: LedgerSession,
+        memory: Store,
+        source: RandomSource,
+        channel: LLMChannel | None = None,
+        checkpoint: Checkpoint | None = None,
+        on_release: ReleaseListener | None = None,
+        turn_deadline_s: float | None = DEFAULT_TURN_DEADLINE_S,
+    ) -> DurableSession:
+        """The session over a `LedgerSession` already opened (a budget scope of the runtime),
+        with the checks of `open`. Binding the database to the interface's fingerprint is
+        the opener's: `LedgerStore.open_session(..., fingerprint=interface_fingerprint(interface))`."""
+        _check_interface(interface)
+        if isinstance(session, type) or not isinstance(getattr(session, "key", None), SessionKey) or not all(
+            callable(getattr(session, name, None)) for name in ("load", "charge_and_record", "record_turn")
+        ):
+            raise InputError("session", "an opened LedgerSession (LedgerStore.open_session)", type(session).__name__)
+        _check_parts(interface, memory, source, channel, checkpoint, on_release, turn_deadline_s)
+        return cls(interface, session, memory, source, channel, checkpoint, on_release, turn_deadline_s)
 
     def _at(self, point: str) -> None:
         if self.checkpoint is not None:
@@ -166,7 +207,9 @@ class DurableSession:
 
     def state(self) -> InterfaceState:
         """The committed state: ledgers and completed-turn history."""
-        snapshot = self.ledgers.load()
+        return self._state_of(self.ledgers.load())
+
+    def _state_of(self, snapshot: SessionSnapshot) -> InterfaceState:
         return InterfaceState(
             turn=len(snapshot.history),
             ledgers=_ordered(self.interface, snapshot.ledgers),
@@ -180,13 +223,20 @@ class DurableSession:
             raise InputError("query", "a query from the interface's catalogue", getattr(query, "name", query))
         return query
 
-    def run_turn(self, query: Query | str) -> DurableTurn:
-        """Algorithm 1 at the next turn, charge-before-release for every slot."""
+    def run_turn(self, query: Query | str, loaded: SessionSnapshot | None = None) -> DurableTurn:
+        """Algorithm 1 at the next turn, charge-before-release for every slot.
+
+        `loaded`: this session's snapshot (`ledgers.load()`), loaded by the caller just before
+        (to route on its history), so the turn loads the session once; None: loaded here.
+        A writer in between is met as with any load: each charge re-checks C5 on the
+        committed ledgers in its transaction, and a refusal re-plans on them (the fallback)."""
         started = time.perf_counter_ns()
         interface = self.interface
         query = self._query(query)
+        if loaded is not None and not isinstance(loaded, SessionSnapshot):
+            raise InputError("loaded", "None or a SessionSnapshot of this session (ledgers.load())", type(loaded).__name__)
         self._at("turn:start")
-        state = self.state()
+        state = self.state() if loaded is None else self._state_of(loaded)
         if state.turn >= MAX_TURNS_PER_INTERACTION:
             raise InputError("turn", f"at most {MAX_TURNS_PER_INTERACTION} turns per interaction", state.turn)
         turn_id = secrets.token_hex(16)

@@ -448,12 +448,6 @@ def test_the_string_import_finder_finds_each_form() -> None:
 STORE_METHODS = frozenset({"open_session", "fingerprint", "rebind", "user_ledgers"})
 """Methods that make a class a `LedgerStore` (dpmem_ref.ledger.contract): a class defining at least
 two of them implements (or fakes) the protocol."""
-KNOWN_STORES_OUTSIDE_LEDGER: dict[str, str] = {
-    "dpmem_ref.runtime.scopes.ScopedLedgerStore": "the runtime still wraps a session as a store "
-    "(a DurableSession opened on a scope replaces it)",
-}
-"""Store-protocol classes outside `ledger/` today, each an expected failure of its own test below
-(strict: once gone, that test passes unexpectedly and fails, so its entry is deleted here)."""
 
 
 def store_classes(tree: ast.AST) -> Iterator[str]:
@@ -464,26 +458,14 @@ def store_classes(tree: ast.AST) -> Iterator[str]:
                 yield node.name
 
 
-def _stores_outside_ledger() -> list[str]:
-    return [
+def test_only_the_ledger_implements_the_store_protocol() -> None:
+    found = [
         f"{module}.{name}"
         for module in kernel_modules()
         if not module.startswith("dpmem_ref.ledger")
         for name in store_classes(ast.parse(modules()[module].read_text(encoding="utf-8")))
     ]
-
-
-def test_only_the_ledger_implements_the_store_protocol() -> None:
-    found = [name for name in _stores_outside_ledger() if name not in KNOWN_STORES_OUTSIDE_LEDGER]
     assert not found, "ledger store protocol implemented outside dpmem_ref/ledger:\n" + "\n".join(found)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=pytest.mark.xfail(reason=why, strict=True)) for n, why in KNOWN_STORES_OUTSIDE_LEDGER.items()],
-)
-def test_known_store_outside_ledger_is_gone(name: str) -> None:
-    assert name not in _stores_outside_ledger()
 
 
 def test_the_store_finder_finds_a_store() -> None:

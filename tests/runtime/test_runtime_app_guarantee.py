@@ -35,9 +35,10 @@ import pytest
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.contract import LedgerSession, ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot
+from dpmem_ref.ledger.fingerprint import interface_fingerprint
+from dpmem_ref.ledger.scopes import ScopeKey
 from dpmem_ref.mechanism import em
 from dpmem_ref.runtime.agent import AgentRuntime
-from dpmem_ref.runtime.scopes import ScopedLedgerStore, app_scope
 from dpmem_ref.runtime.settings import load_agent_file
 from dpmem_ref.turn.durable import DurableSession
 from tests.runtime_fixtures import copy_example
@@ -56,6 +57,7 @@ class SharedCapLedgers:
     admission needs room in the (user, app) scope AND in a per-user ledger that every
     application moves; `load` and `remaining` read L'_a = B_a - min(B_a - L_a, U_a - L^u_a)."""
 
+    scope: ScopeKey
     app: LedgerSession
     user: LedgerSession
     caps: Mapping[str, Fraction]
@@ -94,19 +96,13 @@ def _install_shared_cap(runtime: AgentRuntime, user: str, apps: tuple[str, ...])
     """Serve `apps` through the dynamic shared per-user cap (the counter-model)."""
     interface = runtime.interface
     store = runtime.ledger_store
-    user_session = store.open_session(user, f"e{runtime.epoch}:user", USER_CAPS)
+    fingerprint = interface_fingerprint(interface)
+    user_session = store.open_session(user, ScopeKey.of_user(user, runtime.epoch).interaction, USER_CAPS)
     for app in apps:
-        app_session = store.open_session(user, app_scope(runtime.epoch, app), interface.caps)
-        scoped = SharedCapLedgers(app_session, user_session, interface.caps, USER_CAPS)
-        session = DurableSession.open(
-            interface,
-            ScopedLedgerStore(store, scoped),  # type: ignore[arg-type]
-            user,
-            app_scope(runtime.epoch, app),
-            runtime.memory.store(user),
-            runtime.source,
-            turn_deadline_s=None,
-        )
+        scope = ScopeKey.of_app(user, app, runtime.epoch)
+        app_session = store.open_session(user, scope.interaction, interface.caps, fingerprint=fingerprint)
+        scoped = SharedCapLedgers(scope, app_session, user_session, interface.caps, USER_CAPS)
+        session = DurableSession.on_session(interface, scoped, runtime.memory.store(user), runtime.source, turn_deadline_s=None)
         runtime._sessions[(user, app)] = (scoped, session)  # type: ignore[assignment]  # noqa: SLF001
 
 

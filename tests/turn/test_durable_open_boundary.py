@@ -1,4 +1,5 @@
-"""DurableSession.open: one validated boundary, nothing half-written.
+"""DurableSession.open (and on_session, with the same checks): one validated boundary, nothing
+half-written.
 
 Every argument of `DurableSession.open` is checked before the ledger store is touched: a
 wrong type or range raises `InputError` naming the argument (one line), and the database
@@ -22,6 +23,7 @@ import pytest
 from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import SQLiteLedgerStore
+from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn.durable import DurableSession
 
@@ -96,4 +98,53 @@ def test_the_good_arguments_still_open(tmp_path: Path) -> None:
         checkpoint=lambda _: None, on_release=lambda _: None, turn_deadline_s=0.001,
     )  # fmt: skip
     assert session.run_turn("affordable-dinner").record.query == "affordable-dinner"
+    ledger_store.close()
+
+
+ON_SESSION_BAD: list[tuple[str, Any]] = [
+    ("session", None),
+    ("session", "sqlite:///l.db"),
+    ("session", SQLiteLedgerStore),
+    ("session", "the store"),  # a ledger store is not an opened session
+    ("source", 42),
+    ("memory", {}),
+    ("channel", "echo"),
+    ("checkpoint", "not callable"),
+    ("on_release", 3),
+    ("turn_deadline_s", 0),
+    ("turn_deadline_s", True),
+    ("interface", "figure2.toml"),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), ON_SESSION_BAD, ids=[_case_id(f, v) for f, v in ON_SESSION_BAD])
+def test_on_session_refuses_every_bad_argument_as_open_does(field: str, value: Any, tmp_path: Path) -> None:
+    loaded = load_interface_file(FIGURE2)
+    ledger_store = SQLiteLedgerStore(tmp_path / "l.db")
+    arguments: dict[str, Any] = {
+        "interface": loaded.interface,
+        "session": ledger_store.open_session("u", "i", loaded.interface.caps),
+        "memory": loaded.store("M"),
+        "source": SeededRandomSource(0),
+        field: ledger_store if value == "the store" else value,
+    }
+    with pytest.raises(InputError) as refused:
+        DurableSession.on_session(**arguments)
+    message = str(refused.value)
+    assert message.startswith(f"{field}:") and "\n" not in message, message
+    ledger_store.close()
+
+
+def test_on_session_serves_the_session_it_is_given(tmp_path: Path) -> None:
+    """The turn runs on the opener's session (which binds the database to the interface, as
+    `open` does): `open` on the same (user, interaction) resumes it."""
+    loaded = load_interface_file(FIGURE2)
+    ledger_store = SQLiteLedgerStore(tmp_path / "l.db")
+    fingerprint = interface_fingerprint(loaded.interface)
+    opened = ledger_store.open_session("u", "i", loaded.interface.caps, fingerprint=fingerprint)
+    session = DurableSession.on_session(loaded.interface, opened, loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None)
+    assert session.ledgers is opened
+    done = session.run_turn("affordable-dinner")
+    resumed = DurableSession.open(loaded.interface, ledger_store, "u", "i", loaded.store("M"), SeededRandomSource(0))
+    assert resumed.state() == done.state
     ledger_store.close()

@@ -48,6 +48,22 @@ def test_matches_the_in_memory_kernel(kind: str, seed: int, tmp_path: Path) -> N
     assert session.state() == reference
 
 
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a_turn_on_the_callers_loaded_snapshot_matches_the_kernel(seed: int) -> None:
+    """`run_turn(query, loaded)` plans on the snapshot the caller just loaded (one load per
+    turn): the same turns as the in-memory kernel; anything but a snapshot is refused."""
+    loaded = load_interface_file(FIGURE2)
+    reference = run_interaction(loaded.interface, QUERIES, loaded.store("M"), SeededRandomSource(seed))
+    session = DurableSession.open(
+        loaded.interface, MemoryLedgerStore(), "u", "i", loaded.store("M"), SeededRandomSource(seed), turn_deadline_s=None
+    )
+    for query in QUERIES:
+        session.run_turn(query, session.ledgers.load())
+    assert session.state() == reference
+    with pytest.raises(InputError, match="^loaded:"):
+        session.run_turn(QUERIES[0], session.state())  # type: ignore[arg-type]
+
+
 def test_restart_in_a_new_process_continues_ledgers_and_history(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     loaded = load_interface_file(FIGURE2)
