@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from dpmem_ref.core.ledgers import FractionTable
+from dpmem_ref.core.ledgers import Units
 
 MEMO_LIMIT = 100_000
 
@@ -20,9 +20,9 @@ class KernelMemo:
     (vocabulary, read, charge plan) per (query, slot) for routers that read neither history
     nor released views, active slots per query for routers that read no history, read-set
     items and their selections (scores and release law, per vocabulary) per (read, store
-    object), ledger scale tables, and the static contract check."""
+    object), the caps as integer counts per ledger scale, and the static contract check."""
 
-    __slots__ = ("epsilon", "reads", "routes", "active_slots", "store_reads", "fraction_tables", "scale", "violations")
+    __slots__ = ("epsilon", "reads", "routes", "active_slots", "store_reads", "cap_units", "scale", "violations")
 
     def __init__(self) -> None:
         self.epsilon: dict[frozenset[str], Any] = {}
@@ -30,7 +30,7 @@ class KernelMemo:
         self.routes: dict[Hashable, Any] = {}
         self.active_slots: dict[Hashable, tuple[str, ...]] = {}
         self.store_reads: dict[Hashable, Any] = {}
-        self.fraction_tables: dict[int, FractionTable] = {}
+        self.cap_units: dict[int, Units] = {}
         self.scale: int | None = None
         self.violations: tuple[Any, ...] | None = None
 

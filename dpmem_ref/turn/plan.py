@@ -47,7 +47,8 @@ class TurnFrame:
     strict: bool = True
 
 
-_new_plan = tuple.__new__
+_new_plan = tuple.__new__  # a named tuple built without its Python-level __new__ (the same tuple)
+_new_vector = tuple.__new__
 
 
 class SlotPlan(NamedTuple):
@@ -55,9 +56,9 @@ class SlotPlan(NamedTuple):
 
     Public fields follow from the public prefix and the ledgers (C4, C5); the release
     distribution is exact. Read items and scores are private and hidden from the repr.
-    `vector_after` is `ledgers_after` again as the planner's `LedgerVector` (the form the
-    turn planner carries on); it compares as the ledgers it stands for, so equality and
-    hash are those of the plan's values, whatever scale the planner used.
+    `vector_after` is the ledgers after the plan's charge (line 15), as the planner's one
+    `LedgerVector`; it compares as the ledgers it stands for, so equality and hash are those
+    of the plan's values, whatever scale the planner used. `ledgers_after` is its Fraction view.
     Immutable (a named tuple: built once per slot on the hot path without per-field setattr).
     """
 
@@ -68,7 +69,6 @@ class SlotPlan(NamedTuple):
     admitted: bool
     distribution: ReleaseDistribution
     vocabulary: Vocabulary
-    ledgers_after: Ledgers
     items: tuple[MemoryItem, ...]
     scores: tuple[Fraction, ...] | None
     vector_after: LedgerVector
@@ -81,6 +81,11 @@ class SlotPlan(NamedTuple):
             f"SlotPlan(slot={self.slot!r}, charge_set={sorted(self.charge_set)}, epsilon={self.epsilon}, "
             f"admitted={self.admitted}, reused={self.reused}, <private items and scores>)"
         )
+
+    @property
+    def ledgers_after(self) -> Ledgers:
+        """L_a after this plan's charge, exact Fractions (`vector_after` at the boundary)."""
+        return self.vector_after.ledgers()
 
     @property
     def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...], bool]:
@@ -201,8 +206,7 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
         vector = vector.widened((epsilon,))
         units, scale = vector
         step = epsilon.numerator * (scale // epsilon.denominator)
-    table = memo.fraction_tables.get(scale) or interface.fractions(scale)
-    caps = table.caps
+    caps = memo.cap_units.get(scale) or interface.cap_units(scale)
     assert len(units) == len(caps), "plan_units: one integer ledger per attribute (checked at the public boundary)"
     indices = charges.indices
     if interface.cap_rule.prospective:  # line 9 on exact integers (the rule's declared form)
@@ -212,7 +216,7 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
                 admitted = False
                 break
     else:
-        ledger_map = dict(zip(interface.policy.attribute_names, table.ledgers(units), strict=True))
+        ledger_map = dict(zip(interface.policy.attribute_names, vector.ledgers(), strict=True))
         admitted = interface.cap_rule.admits(ledger_map, interface.caps, charge_set, epsilon)
     entry = memo.store_reads.get((read, id(store)))  # `_read_store`'s memo, read here first
     if entry is not None and entry[0] is store:
@@ -239,17 +243,16 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
                 raise ContractViolation(
                     "C5.ledger_over_cap",
                     f"{_Where(query.name, slot)}, attribute {attribute.name}: "
-                    f"ledger {table(after[i])} exceeds cap {attribute.cap}",
+                    f"ledger {Fraction(after[i], scale)} exceeds cap {attribute.cap}",
                 )
-        units_after = tuple(after)
+        vector_after = _new_vector(LedgerVector, (tuple(after), scale))
     else:
         if interface.reuse.rules:  # refused by the cap test: re-serve the stored view if the rule says so
             reused_plan = _reuse_plan(frame, vector, released, slot, True)
             if reused_plan is not None:
                 return reused_plan
         distribution = fallback_distribution(vocabulary)  # line 10
-        units_after = units
-    ledgers_after, vector_after = table.counted(units_after)  # both cached per vector
+        vector_after = vector  # no charge
     # SlotPlan(slot, read, ...) without the named tuple's Python-level __new__ (the same tuple)
     return _new_plan(
         SlotPlan,
@@ -261,7 +264,6 @@ def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, 
             admitted,
             distribution,
             vocabulary,
-            ledgers_after,
             items,
             scores,
             vector_after,
@@ -291,9 +293,8 @@ def _reuse_plan(
     if view is None:
         return None
     vocabulary = interface.vocabulary(slot) if interface.hooks.vocabulary is None else interface.hooks.vocabulary(slot, store)
-    ledgers, vector = interface.fractions(vector.scale).counted(vector.units)
     distribution = PointMass(views=vocabulary.names, view=view)
-    return SlotPlan(slot, read, _NO_CHARGE, _ZERO, False, distribution, vocabulary, ledgers, (), None, vector, True)
+    return SlotPlan(slot, read, _NO_CHARGE, _ZERO, False, distribution, vocabulary, (), None, vector, True)
 
 
 def plan_slot(

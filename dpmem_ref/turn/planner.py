@@ -133,9 +133,8 @@ class TurnCursor:
 
     @property
     def ledgers(self) -> Ledgers:
-        """L_a in policy order, exact Fractions."""
-        units, scale = self.vector
-        return self.interface.fractions(scale).ledgers(units)
+        """L_a in policy order, exact Fractions (the vector's Fraction view)."""
+        return self.vector.ledgers()
 
     def plan(self) -> SlotPlan:
         """Algorithm 1, lines 5-16 for the next active slot at the current public prefix."""
@@ -204,13 +203,12 @@ class TurnCursor:
         """Algorithm 1, line 21: the turn record and the next state. `control` defaults to
         `self.control()` (pass it when already observed)."""
         frame = self.frame
-        ledgers = self.ledgers
         if control is None:
             if not self.done:
                 raise InputError("cursor", "a turn whose every slot has released", f"{len(self.released)} released")
-            control = observe_control(frame.interface, frame.query, frame.history, self.plans, self.released, ledgers)
+            control = observe_control(frame.interface, frame.query, frame.history, self.plans, self.released, self.ledgers)
         record = turn_record(frame.query, self.released, control, response, self.plans)
-        state = InterfaceState.planned(frame.turn + 1, ledgers, frame.history + (record,), self.vector)
+        state = InterfaceState.planned(frame.turn + 1, frame.history + (record,), self.vector)
         return state, record
 
 

@@ -98,7 +98,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "charge-after-sampling",
         "the plan carries no charge; the cursor adds it only when the drawn view is released",
         (
-            ("turn/plan.py", r"units_after = tuple\(after\)", "units_after = units"),
+            ("turn/plan.py", r"vector_after = _new_vector\(LedgerVector, \(tuple\(after\), scale\)\)", "vector_after = vector"),
             (  # the cursor's release, one slot at a time
                 "turn/planner.py",
                 r"^        vector = plan\.vector_after$",
@@ -129,7 +129,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "ledger-in-floats",
         "ledger values in binary floating point (units / scale as a float)",
-        (("core/ledgers.py", r"found = Fraction\(count, self\.scale\)", "found = Fraction(count / self.scale)"),),
+        (("core/ledgers.py", r"\[Fraction\(count, scale\) for count in units\]", "[Fraction(count / scale) for count in units]"),),
     ),
     Mutation(
         "scorer-reads-whole-slot",
