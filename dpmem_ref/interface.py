@@ -147,7 +147,7 @@ class Interface:
         found: Fraction | None = table.get(charge_set)
         if found is None:
             found = self.budget.epsilon(charge_set, self.caps) if charge_set else self.uncharged_epsilon
-            KernelMemo.put(table, charge_set, found)  # type: ignore[arg-type]
+            KernelMemo.put(table, charge_set, found)
         return found
 
     def query(self, name: str) -> Query:

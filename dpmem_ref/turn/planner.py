@@ -43,6 +43,7 @@ from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.randomness import RandomSource
+from dpmem_ref.turn.caches import caches_of
 from dpmem_ref.turn.checks import (
     require_interface,
     require_ledger_ranges,
@@ -52,7 +53,7 @@ from dpmem_ref.turn.checks import (
     require_store,
     require_strict,
 )
-from dpmem_ref.turn.plan import SlotPlan, TurnFrame, active_slots, plan_units
+from dpmem_ref.turn.plan import SlotPlan, TurnFrame, plan_units
 from dpmem_ref.turn.record import observe_control, turn_record
 from dpmem_ref.turn.state import InterfaceState
 
@@ -246,9 +247,6 @@ def open_turn(
     vector = state.vector(interface.ledger_scale)
     if not state.built_by_planner:
         require_ledger_ranges(interface, vector, "state.ledgers", strict)
-    slots: tuple[str, ...] | None = None
-    if interface.hooks.routing is None and not interface.router.reads_history:
-        slots = interface._memo.active_slots.get(query)  # `active_slots`'s memo, read here first
-    if slots is None:
-        slots = active_slots(interface, query, state.history, store)
-    return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), vector)
+    caches = caches_of(interface)
+    slots = caches.active_slots(query, state.history, store)  # lines 1-2: G_t
+    return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict, caches), vector)

@@ -44,7 +44,8 @@ class InterfaceState:
 
     def vector(self, base_scale: int) -> LedgerVector:
         """The ledgers as the planner's `LedgerVector`, over a multiple of `base_scale`."""
-        return self._vector.over(base_scale)
+        vector = self._vector
+        return vector if vector.scale % base_scale == 0 else vector.over(base_scale)
 
     @property
     def built_by_planner(self) -> bool:
