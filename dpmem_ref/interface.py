@@ -15,7 +15,7 @@ from functools import lru_cache
 import attrs
 
 from dpmem_ref.core.errors import ContractViolation, InputError
-from dpmem_ref.core.ledgers import FractionTable, common_scale
+from dpmem_ref.core.ledgers import Units, common_scale, to_units
 from dpmem_ref.core.limits import MAX_QUERY_LINES, check_ledger_digits
 from dpmem_ref.core.memo import KernelMemo
 from dpmem_ref.core.policy import MemoryItem, Policy, Store
@@ -147,7 +147,7 @@ class Interface:
         found: Fraction | None = table.get(charge_set)
         if found is None:
             found = self.budget.epsilon(charge_set, self.caps) if charge_set else self.uncharged_epsilon
-            KernelMemo.put(table, charge_set, found)  # type: ignore[arg-type]
+            KernelMemo.put(table, charge_set, found)
         return found
 
     def query(self, name: str) -> Query:
@@ -197,13 +197,13 @@ class Interface:
             memo.scale = common_scale(1, values)
         return memo.scale
 
-    def fractions(self, scale: int) -> FractionTable:
-        """The ledger scale `scale`: caps as integer counts and units -> L_a = units / scale
-        (every cap denominator divides a ledger scale)."""
-        tables = self._memo.fraction_tables
+    def cap_units(self, scale: int) -> Units:
+        """The caps as integer counts over the ledger scale `scale`, B_a * scale in policy
+        order (every cap denominator divides a ledger scale), memoized per scale."""
+        tables = self._memo.cap_units
         found = tables.get(scale)
         if found is None:
-            found = tables[scale] = FractionTable(scale, (a.cap for a in self.policy.attributes))
+            found = tables[scale] = to_units(tuple(a.cap for a in self.policy.attributes), scale)
         return found
 
 

@@ -1,29 +1,59 @@
-"""Exact ledgers: Fractions at the public boundary, integer counts on the hot path.
+"""Exact ledgers: Fractions at the public boundary, integer counts everywhere inside.
 
 The public ledger vector is `Ledgers` = (L_a for a in policy order), exact Fractions.
-The turn planner keeps the same values as ONE `LedgerVector`: integer counts over a common
-denominator (`scale`), L_a = units_a / scale, exactly. Additions and the cap test L_a + eps <= B_a
-are then integer operations (C5 stays exact: 2/3 + 2/3 + 2/3 is exactly 2). The scale is
-the lcm of the caps' and the catalogue's eps denominators; an eps outside it (a custom
-router or budget rule) widens the scale of that cursor, exactly, never rounds.
+The turn planner, its slot plans and the states it builds keep the same values as ONE
+`LedgerVector`: integer counts over a common denominator (`scale`), L_a = units_a / scale,
+exactly. Additions and the cap test L_a + eps <= B_a are then integer operations (C5 stays
+exact: 2/3 + 2/3 + 2/3 is exactly 2). The scale is the lcm of the caps' and the catalogue's
+eps denominators; an eps outside it (a custom router or budget rule) widens the scale of that
+cursor, exactly, never rounds.
+
+One conversion each way: `exact_ledgers` then `LedgerVector.of` (caller-given values in) and
+`LedgerVector.ledgers` (Fractions out, for users, records, controls and the ledger store).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from fractions import Fraction
+from functools import lru_cache
 from math import gcd, lcm
 from typing import NamedTuple
+
+from dpmem_ref.core.errors import InputError
 
 Ledgers = tuple[Fraction, ...]
 Units = tuple[int, ...]
 
+EXACT = "an exact rational (Fraction or int)"
+
+
+def exact_ledgers(ledgers: object, field: str, expected: int | None = None) -> Ledgers:
+    """Caller-given ledgers as a tuple of exact Fractions, refused with InputError naming
+    `field` otherwise: a tuple or list (of `expected` values when given) of Fractions or
+    ints; never bool, float (0.1 is not 1/10), Decimal, str or a numpy scalar (an
+    exact-looking value of another type would fail deep in the integer ledgers)."""
+    if type(ledgers) is tuple and (expected is None or len(ledgers) == expected):  # the kernel's own form: one pass
+        for value in ledgers:
+            if type(value) is not Fraction:
+                break
+        else:
+            return ledgers
+    if not isinstance(ledgers, tuple | list):
+        raise InputError(field, "a tuple of exact rationals, one per attribute in policy order", type(ledgers).__name__)
+    if expected is not None and len(ledgers) != expected:
+        raise InputError(field, f"{expected} values, one per attribute in policy order", len(ledgers))
+    for index, value in enumerate(ledgers):
+        if isinstance(value, bool) or not isinstance(value, Fraction | int):
+            raise InputError(f"{field}[{index}]", EXACT, type(value).__name__)
+    return tuple(value if isinstance(value, Fraction) else Fraction(value) for value in ledgers)
+
 
 class LedgerVector(NamedTuple):
-    """The turn planner's ONE ledger form: exact integer counts over a common denominator,
-    L_a = units[a] / scale. The planner, its cursors, the states it builds and its slot
-    plans carry this, never a loose (units, scale) pair; the Fraction view (`Ledgers`) is
-    made at the public boundary (`FractionTable.ledgers`).
+    """The kernel's ONE ledger form inside the turn: exact integer counts over a common
+    denominator, L_a = units[a] / scale. The planner, its cursors, its slot plans and every
+    `InterfaceState` carry this, never a loose (units, scale) pair and never a second
+    Fraction copy; the Fraction view (`Ledgers`) is made at the public boundary by `ledgers`.
 
     A value: two vectors are equal when they are the same ledgers, over whatever scale
     (units_a * scale' == units'_a * scale), and hash alike then."""
@@ -36,6 +66,20 @@ class LedgerVector(NamedTuple):
         """`ledgers` as counts over the lcm of `base_scale` and their denominators (exact)."""
         scale = common_scale(base_scale, ledgers)
         return cls(to_units(ledgers, scale), scale)
+
+    def ledgers(self) -> Ledgers:
+        """L_a = units_a / scale in policy order, exact Fractions: the one conversion out,
+        for what users, turn records, controls and the ledger store read."""
+        return _fractions(self.units, self.scale)
+
+    def over(self, base_scale: int) -> LedgerVector:
+        """The same ledgers over a multiple of `base_scale`: itself when its scale is one,
+        else over the lcm of `base_scale` and the ledgers' own denominators (`of`)."""
+        if self.scale % base_scale == 0:
+            return self
+        if not any(self.units):  # zero ledgers: zero counts over base_scale (= `of`'s answer)
+            return LedgerVector(self.units, base_scale)
+        return LedgerVector.of(self.ledgers(), base_scale)
 
     def widened(self, values: Iterable[Fraction]) -> LedgerVector:
         """The same ledgers over a scale that also holds every denominator of `values`
@@ -74,39 +118,8 @@ def to_units(ledgers: Ledgers, scale: int) -> Units:
     return tuple([value.numerator * (scale // value.denominator) for value in ledgers])
 
 
-class FractionTable:
-    """One ledger scale: the caps as integer counts (`caps`, B_a * scale in policy order)
-    and units -> Fraction(units, scale), cached (a ledger takes few distinct values)."""
-
-    __slots__ = ("scale", "caps", "_table", "_vectors")
-
-    def __init__(self, scale: int, caps: Iterable[Fraction]) -> None:
-        self.scale = scale
-        self.caps: Units = to_units(tuple(caps), scale)
-        self._table: dict[int, Fraction] = {}
-        self._vectors: dict[Units, tuple[Ledgers, LedgerVector]] = {}
-
-    def __call__(self, count: int) -> Fraction:
-        found = self._table.get(count)
-        if found is None:
-            found = Fraction(count, self.scale)
-            if len(self._table) < 4096:
-                self._table[count] = found
-        return found
-
-    def ledgers(self, units: Units) -> Ledgers:
-        """The Fraction view of a ledger vector (cached per vector)."""
-        found = self._vectors.get(units)
-        if found is None:
-            found = self.counted(units)
-        return found[0]
-
-    def counted(self, units: Units) -> tuple[Ledgers, LedgerVector]:
-        """The Fraction view of a ledger vector and its counts over this scale (cached per
-        vector, so a plan reuses them rather than building them again)."""
-        found = self._vectors.get(units)
-        if found is None:
-            found = (tuple(map(self, units)), LedgerVector(units, self.scale))
-            if len(self._vectors) < 65536:
-                self._vectors[units] = found
-        return found
+@lru_cache(maxsize=65536)
+def _fractions(units: Units, scale: int) -> Ledgers:
+    """`LedgerVector.ledgers`, memoized: a pure function of the counts, and a ledger takes
+    few distinct values in a run, so each Fraction view is built once."""
+    return tuple([Fraction(count, scale) for count in units])

@@ -8,33 +8,33 @@ the interface, never part of its public surface, and every table is bounded.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, TypeVar
 
-from dpmem_ref.core.ledgers import FractionTable
+from dpmem_ref.core.ledgers import Units
 
 MEMO_LIMIT = 100_000
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
 
 class KernelMemo:
-    """Bounded tables, each keyed one way: eps per charge set, charge plans per read, routes
-    (vocabulary, read, charge plan) per (query, slot) for routers that read neither history
-    nor released views, active slots per query for routers that read no history, read-set
-    items and their selections (scores and release law, per vocabulary) per (read, store
-    object), ledger scale tables, and the static contract check."""
+    """Bounded tables, each keyed one way: eps per charge set, charge plans per read, the
+    caps as integer counts per ledger scale, the ledger scale, the static contract check,
+    and the turn planner's own memos (`plans`: one `dpmem_ref.turn.caches.PlanCaches`, made
+    by the planner on first use; core does not know its type)."""
 
-    __slots__ = ("epsilon", "reads", "routes", "active_slots", "store_reads", "fraction_tables", "scale", "violations")
+    __slots__ = ("epsilon", "reads", "cap_units", "scale", "violations", "plans")
 
     def __init__(self) -> None:
         self.epsilon: dict[frozenset[str], Any] = {}
         self.reads: dict[Hashable, Any] = {}
-        self.routes: dict[Hashable, Any] = {}
-        self.active_slots: dict[Hashable, tuple[str, ...]] = {}
-        self.store_reads: dict[Hashable, Any] = {}
-        self.fraction_tables: dict[int, FractionTable] = {}
+        self.cap_units: dict[int, Units] = {}
         self.scale: int | None = None
         self.violations: tuple[Any, ...] | None = None
+        self.plans: Any = None
 
     @staticmethod
-    def put(table: dict[Hashable, Any], key: Hashable, value: Any) -> None:
+    def put(table: dict[K, V], key: K, value: V) -> None:
         if len(table) < MEMO_LIMIT:
             table[key] = value

@@ -1,6 +1,7 @@
 """Algorithm 1: the slot plan, the turn planner, the runner, the LLM channel and the durable session.
 
 - `plan`: `plan_slot`, the one exact description of a slot-level release (`SlotPlan`);
+- `caches`: `PlanCaches`, the planner's memoized steps (routes, read sets, selections), one per interface;
 - `planner`: `begin_turn` / `TurnCursor`, the one turn loop every consumer drives;
 - `record`: `observe_control` / `turn_record`, the control signal and the record of a turn;
 - `runner`: `run_turn` / `run_interaction`, sampling through the planner;

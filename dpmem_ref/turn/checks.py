@@ -6,10 +6,11 @@ once, and raise `InputError` with one line naming the argument. What they hand o
 planner is then well formed, and the planner's inner calls (`open_turn`, `plan_units`)
 assume it (plain asserts where a check is cheap).
 
-Ledgers (L_a in policy order, the kernel's one ledger shape):
+Ledgers (L_a in policy order; Fractions at this boundary, one `LedgerVector` inside):
 - a tuple or list of exact rationals: `Fraction` or `int`; never bool, float (0.1 is not
   1/10; NaN and infinities are not numbers a ledger can hold), Decimal, str or a numpy
-  scalar (an exact-looking value of another type would fail deep in the integer ledgers);
+  scalar (`dpmem_ref.core.ledgers.exact_ledgers`; an `InterfaceState` applies it when it
+  is built, naming `state.ledgers`);
 - one per attribute;
 - 0 <= L_a <= B_a (C5: no committed ledger exceeds its cap, and a negative ledger would
   re-grant budget: run_turn would admit selections past B_a); lenient runs (strict=False,
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.core.ledgers import Ledgers, LedgerVector
+from dpmem_ref.core.ledgers import Ledgers, LedgerVector, exact_ledgers
 from dpmem_ref.core.limits import MAX_LEDGER_DIGITS, digits
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
@@ -32,7 +33,6 @@ from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.turn.state import InterfaceState
 
-EXACT = "an exact rational (Fraction or int)"
 _MAX_DENOMINATOR_BITS = int(MAX_LEDGER_DIGITS * 3.3219280948873626) + 1  # log2(10): a cheap first test
 
 
@@ -82,24 +82,10 @@ def require_channel(channel: object) -> None:
 
 
 def require_exact_ledgers(interface: Interface, ledgers: object, field: str) -> Ledgers:
-    """Type and length of a ledger vector, as a tuple of Fractions (the ranges and the size
-    of the denominators are checked on its integer counts, `require_ledger_ranges`, which
-    the planner computes anyway)."""
-    expected = len(interface.policy.attributes)
-    if type(ledgers) is tuple and len(ledgers) == expected:  # the planner's own form: one pass
-        for value in ledgers:
-            if type(value) is not Fraction:
-                break
-        else:
-            return ledgers
-    if not isinstance(ledgers, tuple | list):
-        raise InputError(field, "a tuple of exact rationals, one per attribute in policy order", type_name(ledgers))
-    if len(ledgers) != expected:
-        raise InputError(field, f"{expected} values, one per attribute in policy order", len(ledgers))
-    for index, value in enumerate(ledgers):
-        if isinstance(value, bool) or not isinstance(value, Fraction | int):
-            raise InputError(f"{field}[{index}]", EXACT, type_name(value))
-    return tuple(value if isinstance(value, Fraction) else Fraction(value) for value in ledgers)
+    """Type and length of a ledger vector, as a tuple of Fractions (`exact_ledgers`; the
+    ranges and the size of the denominators are checked on its integer counts,
+    `require_ledger_ranges`, which the planner computes anyway)."""
+    return exact_ledgers(ledgers, field, len(interface.policy.attributes))
 
 
 def require_ledger_vector(
@@ -120,7 +106,7 @@ def require_ledger_ranges(interface: Interface, vector: LedgerVector, field: str
     units, scale = vector
     if scale.bit_length() > _MAX_DENOMINATOR_BITS and digits(scale) > MAX_LEDGER_DIGITS:
         raise InputError(field, f"ledgers whose denominators need at most {MAX_LEDGER_DIGITS} digits", "larger ones")
-    caps = interface.fractions(scale).caps
+    caps = interface.cap_units(scale)
     for count, cap in zip(units, caps, strict=True):
         if count < 0 or (strict and count > cap):
             break
@@ -149,7 +135,9 @@ def require_state(interface: Interface, state: object, records: bool = False) ->
         raise InputError(
             "state.turn", "a non-negative integer turn index", turn if isinstance(turn, int) else type_name(turn)
         )
-    require_exact_ledgers(interface, state.ledgers, "state.ledgers")
+    counts = len(state.vector(1).units)  # exact by construction (`InterfaceState`): the length is left
+    if counts != len(interface.policy.attributes):
+        raise InputError("state.ledgers", f"{len(interface.policy.attributes)} values, one per attribute in policy order", counts)
     history = state.history
     if not isinstance(history, tuple):
         raise InputError("state.history", "a tuple of TurnRecords", type_name(history))

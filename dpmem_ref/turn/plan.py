@@ -6,6 +6,12 @@ ledgers and the store. The sampler (`dpmem_ref.turn.runner`), the durable sessio
 exact engine and the proofs all consume it, through the turn planner
 (`dpmem_ref.turn.planner.TurnCursor`) or directly. What a turn leaves behind (the control
 signal c_t and the turn record) is `dpmem_ref.turn.record`.
+
+`plan_units` runs lines 5-16 as named steps: the route, eps and caps on the ledgers' scale
+and the read set (`PlanCaches.slot_facts`, memoized, `dpmem_ref.turn.caches`), C2 and C3
+(`_refuse_charge_plan`), the cap rule of line 9 (`_admits`), the EM selection of lines 12-14
+(`PlanCaches.selection`) or the fallback of line 10, and the charge of line 15 (`_charged`).
+Ledgers are one `LedgerVector` throughout; Fractions only at the boundary (`ledgers_after`).
 """
 
 from __future__ import annotations
@@ -16,15 +22,14 @@ from typing import NamedTuple
 import attrs
 
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.core.ledgers import Ledgers, LedgerVector
-from dpmem_ref.core.memo import KernelMemo
+from dpmem_ref.core.ledgers import Ledgers, LedgerVector, Units
 from dpmem_ref.core.policy import MemoryItem, Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, ReleasedViews, SlotRead, TurnRecord
 from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.interface import ChargePlan, Interface, fallback_distribution
-from dpmem_ref.mechanism.construction import validate_em_inputs
 from dpmem_ref.mechanism.em import PointMass, ReleaseDistribution
 from dpmem_ref.turn import checks
+from dpmem_ref.turn.caches import PlanCaches, Where, caches_of
 
 
 def zero_ledgers(interface: Interface) -> Ledgers:
@@ -45,9 +50,14 @@ class TurnFrame:
     turn: int
     slots: tuple[str, ...]
     strict: bool = True
+    # The interface's memoized planning steps (`dpmem_ref.turn.caches`), looked up once per turn.
+    caches: PlanCaches = attrs.field(
+        default=attrs.Factory(lambda frame: caches_of(frame.interface), takes_self=True), eq=False, repr=False
+    )
 
 
-_new_plan = tuple.__new__
+_new_plan = tuple.__new__  # a named tuple built without its Python-level __new__ (the same tuple)
+_new_vector = tuple.__new__
 
 
 class SlotPlan(NamedTuple):
@@ -55,9 +65,9 @@ class SlotPlan(NamedTuple):
 
     Public fields follow from the public prefix and the ledgers (C4, C5); the release
     distribution is exact. Read items and scores are private and hidden from the repr.
-    `vector_after` is `ledgers_after` again as the planner's `LedgerVector` (the form the
-    turn planner carries on); it compares as the ledgers it stands for, so equality and
-    hash are those of the plan's values, whatever scale the planner used.
+    `vector_after` is the ledgers after the plan's charge (line 15), as the planner's one
+    `LedgerVector`; it compares as the ledgers it stands for, so equality and hash are those
+    of the plan's values, whatever scale the planner used. `ledgers_after` is its Fraction view.
     Immutable (a named tuple: built once per slot on the hot path without per-field setattr).
     """
 
@@ -68,7 +78,6 @@ class SlotPlan(NamedTuple):
     admitted: bool
     distribution: ReleaseDistribution
     vocabulary: Vocabulary
-    ledgers_after: Ledgers
     items: tuple[MemoryItem, ...]
     scores: tuple[Fraction, ...] | None
     vector_after: LedgerVector
@@ -83,185 +92,123 @@ class SlotPlan(NamedTuple):
         )
 
     @property
+    def ledgers_after(self) -> Ledgers:
+        """L_a after this plan's charge, exact Fractions (`vector_after` at the boundary)."""
+        return self.vector_after.ledgers()
+
+    @property
     def public_shape(self) -> tuple[str, frozenset[str], Fraction, bool, tuple[str, ...], bool]:
         """What two stores must agree on at the same prefix (C4, C5)."""
         return (self.slot, self.charge_set, self.epsilon, self.admitted, self.vocabulary.names, self.reused)
 
 
-def _read_store(
-    interface: Interface, read: SlotRead, charges: ChargePlan, store: Store
-) -> tuple[tuple[MemoryItem, ...], dict[Vocabulary, tuple[tuple[Fraction, ...], ReleaseDistribution]]]:
-    """M_R (line 11) and the memo of its selections, made and memoized per (read, store
-    object) on a miss of that memo (read by `plan_units`, its one caller): the entry holds
-    the store itself and is used only for that very object, so an id is never mistaken for
-    another store's; everything cached is a pure function of the read, the store's contents
-    and the interface's frozen parts."""
-    entry: tuple[Store, tuple[MemoryItem, ...], dict[Vocabulary, tuple[tuple[Fraction, ...], ReleaseDistribution]]]
-    entry = (store, charges.items(store), {})
-    KernelMemo.put(interface._memo.store_reads, (read, id(store)), entry)
-    return entry[1], entry[2]
-
-
-def _select(
-    interface: Interface,
-    vocabulary: Vocabulary,
-    read: SlotRead,
-    items: tuple[MemoryItem, ...],
-    epsilon: Fraction,
-    where: object,
-    memo: dict[Vocabulary, tuple[tuple[Fraction, ...], ReleaseDistribution]],
-) -> tuple[tuple[Fraction, ...], ReleaseDistribution]:
-    """Lines 12-14: internal scores, the policy-fixed sensitivity bound, and the release
-    distribution of the selector. A pure function of (vocabulary, read, items): eps is
-    fixed by the read (its charge plan), the scorer reads only the read's public relevance
-    and the read-set items (Eq. 5). Memoized privately per (read, store) and vocabulary:
-    `plan_units`, its one caller, reads that memo first and calls this on a miss."""
-    scores = tuple(interface.scorer.scores(read.relevance_map, vocabulary, items))  # line 12
-    sensitivity = interface.scorer.sensitivity(vocabulary)  # line 13
-    if len(scores) != len(vocabulary.views):
+def _refuse_charge_plan(charges: ChargePlan, frame: TurnFrame, slot: str) -> None:
+    """C2 then C3, before any ledger arithmetic: a strict plan whose read touches an
+    attribute it is not charged to (Gamma*(R) of Eq. 4 not within the charge set of line 7),
+    then an eps (line 8) that is not a positive exact rational. Called when one may fail."""
+    epsilon = charges.epsilon
+    if frame.strict and not charges.complete:
+        missing = sorted(charges.required - charges.charge_set)[0]
         raise ContractViolation(
-            "C3.score_count", f"{where}: scorer returned {len(scores)} scores for {len(vocabulary.views)} views"
+            "C2.uncharged_read",
+            f"{Where(frame.query.name, slot)}, attribute {missing}: read touches I_{missing} but is not charged to it",
         )
-    validate_em_inputs(vocabulary.slot, scores, epsilon, sensitivity)  # C3
-    distribution = interface.selector.distribution(vocabulary.names, scores, epsilon, sensitivity)  # line 14
-    if len(memo) < 64:
-        memo[vocabulary] = (scores, distribution)
-    return scores, distribution
+    if not isinstance(epsilon, Fraction) or epsilon <= 0:
+        raise ContractViolation(
+            "C3.invalid_epsilon", f"slot {slot}: epsilon must be a positive exact rational, found {epsilon}"
+        )
 
 
-class _Where:
-    """`query Q, slot S` for messages, formatted only when an error is raised (an f-string
-    field with no format spec: object.__format__ gives str(self))."""
+def _admits(interface: Interface, charges: ChargePlan, vector: LedgerVector, step: int, caps: Units) -> bool:
+    """Line 9, the cap rule: for the prospective rule, L_a + eps <= B_a for every charged
+    attribute, on the exact integer counts (C5); any other rule is asked on the Fraction
+    ledgers (`CapRule.admits`)."""
+    if interface.cap_rule.prospective:  # the rule's declared form, on exact integers
+        units = vector.units
+        for i in charges.indices:
+            if units[i] + step > caps[i]:
+                return False
+        return True
+    ledger_map = dict(zip(interface.policy.attribute_names, vector.ledgers(), strict=True))
+    return interface.cap_rule.admits(ledger_map, interface.caps, charges.charge_set, charges.epsilon)
 
-    __slots__ = ("query", "slot")
 
-    def __init__(self, query: str, slot: str) -> None:
-        self.query = query
-        self.slot = slot
-
-    def __str__(self) -> str:
-        return f"query {self.query}, slot {self.slot}"
-
-
-def _route(interface: Interface, prefix: PublicPrefix, slot: str) -> tuple[Vocabulary, SlotRead, ChargePlan]:
-    """V_g (C1), line 6 (ReadPolicy) and lines 7-8 (charge set, eps): public prefix only
-    (C4). A router that declares it reads neither history nor released views gives a read
-    that is a function of (q_t, slot) alone: memoized on those cached-hash keys (`plan_units`,
-    the one caller, reads that memo first and calls this on a miss)."""
-    router = interface.router
-    if router.reads_history or router.reads_released_views:
-        read = router.read(prefix, slot)
-        return interface.vocabulary(slot), read, interface.charge_plan(read)
-    query = prefix.query
-    vocabulary = interface.vocabulary(slot)
-    read = router.read(PublicPrefix((), query, ()), slot)
-    found = (vocabulary, read, interface.charge_plan(read))
-    KernelMemo.put(interface._memo.routes, (query, slot), found)
-    return found
+def _charged(frame: TurnFrame, slot: str, charges: ChargePlan, vector: LedgerVector, step: int, caps: Units) -> LedgerVector:
+    """Line 15: L_a <- L_a + eps for every a in the charge set, fixed in the plan before any
+    view is drawn (charge-before-release); strict plans assert C5 (L_a <= B_a) after every
+    update of a charged ledger."""
+    units, scale = vector
+    indices = charges.indices
+    strict = frame.strict
+    after = list(units)
+    for i in indices:
+        after[i] += step
+        if strict and after[i] > caps[i]:  # C5, asserted after every update (charged ledgers only)
+            attribute = frame.interface.policy.attributes[i]
+            raise ContractViolation(
+                "C5.ledger_over_cap",
+                f"{Where(frame.query.name, slot)}, attribute {attribute.name}: "
+                f"ledger {Fraction(after[i], scale)} exceeds cap {attribute.cap}",
+            )
+    return _new_vector(LedgerVector, (tuple(after), scale))
 
 
 def plan_units(frame: TurnFrame, vector: LedgerVector, released: ReleasedViews, slot: str) -> SlotPlan:
     """Algorithm 1, lines 5-16, for `slot` in the turn `frame` after the views `released`
     earlier in it (the public prefix h_{t,j} = (frame.history, frame.query, released)), with
     the ledgers as the planner's `LedgerVector`. The hot path of `plan_slot` and of the turn
-    planner, on arguments already checked (`plan_slot`, `begin_turn`); nothing sampled."""
-    interface, store, query, strict = frame.interface, frame.store, frame.query, frame.strict
-    hooks = interface.hooks
-    memo = interface._memo
+    planner, on arguments already checked (`plan_slot`, `begin_turn`); nothing sampled.
+
+    The steps, in the paper's order: a re-served view (`_reuse_plan`); the route, eps and
+    caps on the ledgers' scale, and the read set (`PlanCaches.slot_facts`: C1, lines 6-8
+    and 11); C2 and C3 (`_refuse_charge_plan`); the cap rule (`_admits`, line 9); the
+    selection (`PlanCaches.selection`, lines 12-14) or the fallback (line 10); the charge
+    (`_charged`, line 15)."""
+    interface = frame.interface
     if interface.reuse.rules:  # before the route: a re-served view needs no charge plan
         reused_plan = _reuse_plan(frame, vector, released, slot, False)
         if reused_plan is not None:
             return reused_plan
-    route: tuple[Vocabulary, SlotRead, ChargePlan] | None = None
-    if not (interface.router.reads_history or interface.router.reads_released_views):
-        route = memo.routes.get((query, slot))  # `_route`'s memo, read here first (the hot path)
-    if route is None:
-        route = _route(interface, PublicPrefix(frame.history, query, released), slot)
-    vocabulary, read, charges = route  # C1; lines 6-8 (C4)
+    caches = frame.caches
+    store, vocabulary, read, charges, scale, step, caps, items, selections = caches.slot_facts(
+        frame, released, slot, vector.scale
+    )
+    hooks = interface.hooks
     if hooks.vocabulary is not None:
         vocabulary = hooks.vocabulary(slot, store)  # a store-dependent vocabulary (breaks C1)
-    charge_set = charges.charge_set
-    epsilon = charges.epsilon
-    if strict and not charges.complete:
-        missing = sorted(charges.required - charge_set)[0]
-        raise ContractViolation(
-            "C2.uncharged_read",
-            f"{_Where(query.name, slot)}, attribute {missing}: read touches I_{missing} but is not charged to it",
-        )
-    # C3, before any ledger arithmetic uses it (decided once per charge plan for a plain Fraction)
-    if not charges._epsilon_positive and (not isinstance(epsilon, Fraction) or epsilon <= 0):
-        raise ContractViolation(
-            "C3.invalid_epsilon", f"slot {slot}: epsilon must be a positive exact rational, found {epsilon}"
-        )
-    units, scale = vector
-    step = charges._steps.get(scale)  # `ChargePlan.step`'s memo, read here first
-    if step is None:
-        step = charges.step(scale)
-    if step is None:  # an eps outside the catalogue's scale: widen, exactly
-        vector = vector.widened((epsilon,))
-        units, scale = vector
-        step = epsilon.numerator * (scale // epsilon.denominator)
-    table = memo.fraction_tables.get(scale) or interface.fractions(scale)
-    caps = table.caps
-    assert len(units) == len(caps), "plan_units: one integer ledger per attribute (checked at the public boundary)"
-    indices = charges.indices
-    if interface.cap_rule.prospective:  # line 9 on exact integers (the rule's declared form)
-        admitted = True
-        for i in indices:
-            if units[i] + step > caps[i]:
-                admitted = False
-                break
-    else:
-        ledger_map = dict(zip(interface.policy.attribute_names, table.ledgers(units), strict=True))
-        admitted = interface.cap_rule.admits(ledger_map, interface.caps, charge_set, epsilon)
-    entry = memo.store_reads.get((read, id(store)))  # `_read_store`'s memo, read here first
-    if entry is not None and entry[0] is store:
-        items, selections = entry[1], entry[2]
-    else:
-        items, selections = _read_store(interface, read, charges, store)  # line 11
+    if step is None or (frame.strict and not charges.complete):
+        _refuse_charge_plan(charges, frame, slot)
+    assert step is not None
+    if scale != vector.scale:  # an eps outside the catalogue's scale: widen, exactly
+        vector = vector.widened((charges.epsilon,))
+    assert len(vector.units) == len(caps), "plan_units: one integer ledger per attribute (checked at the public boundary)"
+    admitted = _admits(interface, charges, vector, step, caps)  # line 9
     scores: tuple[Fraction, ...] | None = None
     distribution: ReleaseDistribution | None = None
     if admitted:
-        selected = selections.get(vocabulary)  # `_select`'s memo, read here first
-        if selected is None:
-            selected = _select(interface, vocabulary, read, items, epsilon, _Where(query.name, slot), selections)
-        scores, distribution = selected
+        scores, distribution = caches.selection(selections, vocabulary, read, items, charges.epsilon, frame.query, slot)
         if hooks.fallback is not None and hooks.fallback(scores):
             admitted = False
     if admitted:
-        assert distribution is not None
-        # Line 15. The charge is part of the plan, fixed before any view is drawn.
-        after = list(units)
-        for i in indices:
-            after[i] += step
-            if strict and after[i] > caps[i]:  # C5, asserted after every update (charged ledgers only)
-                attribute = interface.policy.attributes[i]
-                raise ContractViolation(
-                    "C5.ledger_over_cap",
-                    f"{_Where(query.name, slot)}, attribute {attribute.name}: "
-                    f"ledger {table(after[i])} exceeds cap {attribute.cap}",
-                )
-        units_after = tuple(after)
+        vector_after = _charged(frame, slot, charges, vector, step, caps)  # line 15
     else:
         if interface.reuse.rules:  # refused by the cap test: re-serve the stored view if the rule says so
             reused_plan = _reuse_plan(frame, vector, released, slot, True)
             if reused_plan is not None:
                 return reused_plan
         distribution = fallback_distribution(vocabulary)  # line 10
-        units_after = units
-    ledgers_after, vector_after = table.counted(units_after)  # both cached per vector
+        vector_after = vector  # no charge
     # SlotPlan(slot, read, ...) without the named tuple's Python-level __new__ (the same tuple)
     return _new_plan(
         SlotPlan,
         (
             slot,
             read,
-            charge_set,
-            epsilon,
+            charges.charge_set,
+            charges.epsilon,
             admitted,
             distribution,
             vocabulary,
-            ledgers_after,
             items,
             scores,
             vector_after,
@@ -291,9 +238,8 @@ def _reuse_plan(
     if view is None:
         return None
     vocabulary = interface.vocabulary(slot) if interface.hooks.vocabulary is None else interface.hooks.vocabulary(slot, store)
-    ledgers, vector = interface.fractions(vector.scale).counted(vector.units)
     distribution = PointMass(views=vocabulary.names, view=view)
-    return SlotPlan(slot, read, _NO_CHARGE, _ZERO, False, distribution, vocabulary, ledgers, (), None, vector, True)
+    return SlotPlan(slot, read, _NO_CHARGE, _ZERO, False, distribution, vocabulary, (), None, vector, True)
 
 
 def plan_slot(
@@ -322,15 +268,5 @@ def plan_slot(
 
 
 def active_slots(interface: Interface, query: Query, history: tuple[TurnRecord, ...], store: Store) -> tuple[str, ...]:
-    """Algorithm 1, lines 1-2: G_t = Slot(q_t, history), in policy order."""
-    if interface.hooks.routing is not None:
-        return interface.hooks.routing(query, history, store)
-    router = interface.router
-    if router.reads_history:
-        return router.active_slots(query, history)
-    table = interface._memo.active_slots  # a router that reads no history: G_t is a function of q_t
-    found: tuple[str, ...] | None = table.get(query)
-    if found is None:
-        found = router.active_slots(query, ())
-        KernelMemo.put(table, query, found)
-    return found
+    """Algorithm 1, lines 1-2: G_t = Slot(q_t, history), in policy order (`PlanCaches.active_slots`)."""
+    return caches_of(interface).active_slots(query, history, store)

@@ -43,6 +43,7 @@ from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.randomness import RandomSource
+from dpmem_ref.turn.caches import caches_of
 from dpmem_ref.turn.checks import (
     require_interface,
     require_ledger_ranges,
@@ -52,7 +53,7 @@ from dpmem_ref.turn.checks import (
     require_store,
     require_strict,
 )
-from dpmem_ref.turn.plan import SlotPlan, TurnFrame, active_slots, plan_units
+from dpmem_ref.turn.plan import SlotPlan, TurnFrame, plan_units
 from dpmem_ref.turn.record import observe_control, turn_record
 from dpmem_ref.turn.state import InterfaceState
 
@@ -133,9 +134,8 @@ class TurnCursor:
 
     @property
     def ledgers(self) -> Ledgers:
-        """L_a in policy order, exact Fractions."""
-        units, scale = self.vector
-        return self.interface.fractions(scale).ledgers(units)
+        """L_a in policy order, exact Fractions (the vector's Fraction view)."""
+        return self.vector.ledgers()
 
     def plan(self) -> SlotPlan:
         """Algorithm 1, lines 5-16 for the next active slot at the current public prefix."""
@@ -204,13 +204,12 @@ class TurnCursor:
         """Algorithm 1, line 21: the turn record and the next state. `control` defaults to
         `self.control()` (pass it when already observed)."""
         frame = self.frame
-        ledgers = self.ledgers
         if control is None:
             if not self.done:
                 raise InputError("cursor", "a turn whose every slot has released", f"{len(self.released)} released")
-            control = observe_control(frame.interface, frame.query, frame.history, self.plans, self.released, ledgers)
+            control = observe_control(frame.interface, frame.query, frame.history, self.plans, self.released, self.ledgers)
         record = turn_record(frame.query, self.released, control, response, self.plans)
-        state = InterfaceState.planned(frame.turn + 1, ledgers, frame.history + (record,), self.vector)
+        state = InterfaceState.planned(frame.turn + 1, frame.history + (record,), self.vector)
         return state, record
 
 
@@ -248,9 +247,6 @@ def open_turn(
     vector = state.vector(interface.ledger_scale)
     if not state.built_by_planner:
         require_ledger_ranges(interface, vector, "state.ledgers", strict)
-    slots: tuple[str, ...] | None = None
-    if interface.hooks.routing is None and not interface.router.reads_history:
-        slots = interface._memo.active_slots.get(query)  # `active_slots`'s memo, read here first
-    if slots is None:
-        slots = active_slots(interface, query, state.history, store)
-    return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict), vector)
+    caches = caches_of(interface)
+    slots = caches.active_slots(query, state.history, store)  # lines 1-2: G_t
+    return TurnCursor(TurnFrame(interface, store, query, state.history, state.turn, slots, strict, caches), vector)

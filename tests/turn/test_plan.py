@@ -375,3 +375,14 @@ def test_active_slots_asks_a_router_that_reads_no_history_once_per_query(reads_h
     history = (TurnRecord("q", (("g", "g.gen"),), None, "", (False,), (("g", frozenset(), Fraction(0)),)),)
     assert [active_slots(interface, query, h, XYZW_STORE) for h in ((), history, history)] == [("g",)] * 3
     assert router.asked == ([0, 1, 1] if reads_history else [0])
+
+
+def test_a_slot_plan_carries_one_ledger_form():
+    """The ledgers after the charge are the `LedgerVector` alone; `ledgers_after` is its
+    Fraction view, made when asked."""
+    from dpmem_ref import SlotPlan
+
+    interface = interface_reading_1_3()
+    plan = plan_slot(interface, zero_ledgers(interface), PublicPrefix((), interface.query("q"), ()), "g", XYZW_STORE)
+    assert "ledgers_after" not in SlotPlan._fields and "vector_after" in SlotPlan._fields
+    assert plan.ledgers_after == plan.vector_after.ledgers() == (Fraction(1, 2), Fraction(1, 2))

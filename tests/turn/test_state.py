@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import attrs
 import pytest
 
 from dpmem_ref import (
+    InputError,
     InterfaceState,
     begin_turn,
 )
@@ -45,3 +47,26 @@ def test_zero_ledgers_are_zero_counts_over_any_base_scale():
     assert tuple(initial.vector(6)) == ((0, 0), 6)
     unplanned = InterfaceState(turn=0, ledgers=(Fraction(0), Fraction(1, 5)), history=())
     assert not unplanned.built_by_planner and tuple(unplanned.vector(2)) == ((0, 2), 10)
+
+
+def test_a_state_holds_one_ledger_form_and_gives_fractions_at_the_boundary():
+    interface = interface_reading_1_3()
+    state, _ = begin_turn(interface, InterfaceState.initial(interface), "q", XYZW_STORE).release("g.v1").finish()
+    assert [field.name for field in attrs.fields(InterfaceState)] == ["turn", "_vector", "history", "_planned"]
+    assert all(type(value) is Fraction for value in state.ledgers)
+    given = InterfaceState(turn=1, ledgers=[Fraction(1, 2), Fraction(2, 4)], history=state.history)
+    assert given == state and hash(given) == hash(state) and given.ledgers == state.ledgers
+    assert all(type(v) is Fraction for v in InterfaceState(turn=0, ledgers=(0, 1), history=()).ledgers)
+    assert repr(given) == f"InterfaceState(turn=1, ledgers={state.ledgers!r}, history={state.history!r})"
+    forgetting = attrs.evolve(state, history=())  # the vector travels as it is; trust does not
+    assert forgetting.ledgers == state.ledgers and not forgetting.built_by_planner
+
+
+@pytest.mark.parametrize(
+    ("ledgers", "field", "expected"),
+    [((Fraction(0), 0.5), "state.ledgers[1]", "an exact rational"), ("0, 1/2", "state.ledgers", "a tuple of exact rationals")],
+)
+def test_a_state_refuses_inexact_ledgers_when_built(ledgers: object, field: str, expected: str) -> None:
+    with pytest.raises(InputError) as error:
+        InterfaceState(turn=0, ledgers=ledgers, history=())  # type: ignore[arg-type]
+    assert str(error.value).startswith(f"{field}: expected {expected}")

@@ -98,7 +98,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "charge-after-sampling",
         "the plan carries no charge; the cursor adds it only when the drawn view is released",
         (
-            ("turn/plan.py", r"units_after = tuple\(after\)", "units_after = units"),
+            ("turn/plan.py", r"return _new_vector\(LedgerVector, \(tuple\(after\), scale\)\)", "return vector"),
             (  # the cursor's release, one slot at a time
                 "turn/planner.py",
                 r"^        vector = plan\.vector_after$",
@@ -129,16 +129,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "ledger-in-floats",
         "ledger values in binary floating point (units / scale as a float)",
-        (("core/ledgers.py", r"found = Fraction\(count, self\.scale\)", "found = Fraction(count / self.scale)"),),
+        (("core/ledgers.py", r"\[Fraction\(count, scale\) for count in units\]", "[Fraction(count / scale) for count in units]"),),
     ),
     Mutation(
         "scorer-reads-whole-slot",
         "the scorer reads every position of the slot, not just the read set (Lemma 1)",
         (
             (
-                "turn/plan.py",
-                r"entry = \(store, charges\.items\(store\), \{\}\)",
-                "entry = (store, store.read(interface.policy.layout.positions_of(read.slot)), {})",
+                "turn/caches.py",
+                r"found = \(store, charges\.items\(store\), \{\}\)",
+                "found = (store, store.read(self.interface.policy.layout.positions_of(read.slot)), {})",
             ),
         ),
     ),
