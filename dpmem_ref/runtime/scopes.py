@@ -52,15 +52,12 @@ from dpmem_ref.ledger.contract import (
 from dpmem_ref.runtime.turns import RecordedTurn
 from dpmem_ref.schemas import json_value
 
-_SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
 
 def check_scope_id(value: object, field: str) -> str:
-    """A user, application or interaction id: 1..128 of [A-Za-z0-9._-], starting alphanumeric."""
-    if not isinstance(value, str) or not _SCOPE_ID.fullmatch(value):
-        shown = f"{len(value)} characters" if isinstance(value, str) else type(value).__name__
-        raise InputError(field, "1..128 characters of [A-Za-z0-9._-], starting with a letter or digit", shown)
-    return value
+    """A user, application or interaction id: the one id rule (dpmem_ref.core.validate.ID)."""
+    from dpmem_ref.core.validate import check_id
+
+    return check_id(value, field)
 
 
 def app_scope(epoch: int, app: str, period: int | None = None) -> str:
