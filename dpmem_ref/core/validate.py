@@ -12,8 +12,10 @@ expected and what was found. What was found is said concretely and safely:
   the caller sent in that very field. A string longer than the rule allows is NOT shown,
   only its length: text that long is likely something else pasted into the field (a memory
   item, a token);
-- any other value: its type name only ('str' in an integer field): such a value may be
-  anything a caller mixed up, a key, a URL with a password or memory text.
+- a number written as a string ('1', '2.5': at most NUMBER_TEXT_CHARS of digits, signs,
+  '.', '_', 'e') is shown: the likely mistake, and no words, key or URL fits in it;
+- any other value: its type name only ('str', 'list'): such a value may be anything a
+  caller mixed up, a key, a URL with a password or memory text.
 
 Secrets never reach these checks' messages by another route: a token (serve/keys.py) and
 memory text (runtime/memory.py) have their own checks, which report a length or a type.
@@ -33,6 +35,9 @@ from dpmem_ref.core.errors import InputError
 
 SHOWN_CHARS = 36
 """Longest repr of an offending id shown in a message (InputError cuts a found text at 60)."""
+NUMBER_TEXT_CHARS = 24
+"""Longest number-as-string shown as found in a number field."""
+_NUMBER_TEXT = frozenset("0123456789+-._eE")
 
 
 class Found(str):
@@ -46,9 +51,12 @@ class Found(str):
 
 
 def shown_type(value: object) -> object:
-    """What a message reports for a value of the wrong type: a number or None as itself,
-    anything else by its type name only (see the module's docstring)."""
+    """What a message reports for a value of the wrong type: a number or None as itself, a
+    number written as a string as that string, anything else by its type name only (see the
+    module's docstring)."""
     if value is None or isinstance(value, int | float | Fraction):
+        return value
+    if isinstance(value, str) and 0 < len(value) <= NUMBER_TEXT_CHARS and _NUMBER_TEXT.issuperset(value):
         return value
     return type(value).__name__
 
