@@ -61,9 +61,17 @@ def shown_type(value: object) -> object:
     return type(value).__name__
 
 
+def missing(error: ImportError) -> Found:
+    """What the import of an optional dependency found: the module it could not find
+    ("no module 'langgraph'"), or that an installed one failed to import."""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        return Found(f"no module {error.name!r}")
+    return Found(f"{type(error).__name__} while importing {error.name!r}" if error.name else type(error).__name__)
+
+
 # ------------------------------------------------------------------------------ integers
 def int_expected(low: int | None, high: int | None) -> str:
-    """"an integer in 1..10", "a positive integer", "a non-negative integer", ..."""
+    """The expectation of a range: "an integer in 1..10", "a positive integer", ..."""
     if low is not None and high is not None:
         return f"an integer in {low}..{high}"
     if high is not None:
@@ -88,7 +96,7 @@ def check_int(
 
 # --------------------------------------------------------------------- reals and seconds
 def real_expected(low: float | None, high: float | None, above: bool) -> str:
-    """"a number in (0, 3600]", "a number in [0.5, 1]", "a finite number of at least 0", ..."""
+    """The expectation of a range: "a number in (0, 3600]", "a finite number of at least 0", ..."""
     if low is not None and high is not None:
         return f"a number in {'(' if above else '['}{low}, {high}]"
     if low is not None:

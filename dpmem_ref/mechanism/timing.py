@@ -209,10 +209,7 @@ def ks_statistic(sample_a: list[int] | list[float], sample_b: list[int] | list[f
         if not isinstance(sample, list | tuple) or not sample:
             raise InputError(field, "a non-empty list of latencies", type(sample).__name__)
         for value in sample:  # a NaN never equals itself: the tie loop below would never end
-            if isinstance(value, bool) or not isinstance(value, int | float) or (
-                isinstance(value, float) and not math.isfinite(value)
-            ):
-                raise InputError(field, "finite numbers (int or float)", value if isinstance(value, float) else type(value).__name__)
+            check_real(value, field, expected="finite numbers (int or float)")
     a, b = sorted(sample_a), sorted(sample_b)
     i = j = 0
     best = Fraction(0)
