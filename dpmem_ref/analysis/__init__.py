@@ -47,6 +47,7 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import DEFAULT_MAX_STATES as _DEFAULT_MAX_STATES
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query
+from dpmem_ref.core.validate import check_int
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.em import iv_precision
 
@@ -112,14 +113,11 @@ def worst_case_loss(
     first state past `max_states` (`WorstCase.states_built` counts them), and an audit
     whose lower bound on the states already exceeds it is refused at once.
     """
-    if isinstance(horizon, bool) or not isinstance(horizon, int) or not 1 <= horizon <= MAX_HORIZON:
-        raise InputError("horizon", f"an integer in 1..{MAX_HORIZON}", horizon)
-    if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
-        raise InputError("--max-states", "a positive integer", max_states)
+    check_int(horizon, "horizon", 1, MAX_HORIZON)
+    check_int(max_states, "--max-states", low=1)
     if search not in ("auto", "general", "ledger", "lattice", "frontier"):
         raise InputError("search", '"auto", "general", "ledger", "lattice" or "frontier"', search)
-    if isinstance(dps, bool) or not isinstance(dps, int) or not IV_DPS <= dps <= MAX_DPS:
-        raise InputError("dps", f"an integer in {IV_DPS}..{MAX_DPS}", dps)
+    check_int(dps, "dps", IV_DPS, MAX_DPS)
     start = time.perf_counter()
     catalogue = tuple(queries if queries is not None else interface.queries)
     fixed_point = None

@@ -26,6 +26,7 @@ import sys
 from typing import Any
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.validate import check_id
 
 MAX_LINES = 100_000
 
@@ -35,10 +36,9 @@ def command_chat(args: argparse.Namespace) -> int:
     from dpmem_ref.ledger.chain import ChainKey, dev_key_notice
     from dpmem_ref.runtime.agent import AgentRuntime
     from dpmem_ref.runtime.memory import check_memory_file
-    from dpmem_ref.runtime.scopes import check_scope_id
 
     for field in ("user", "app", "interaction"):
-        check_scope_id(getattr(args, field), f"--{field}")
+        check_id(getattr(args, field), f"--{field}")
     check_memory_file(args.memory)
     if args.store_url is None or args.store_url == "memory:":
         if not args.ephemeral:

@@ -23,6 +23,7 @@ from typing import Any
 
 from dpmem_ref.cli.errors import say
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.validate import check_int, check_real
 
 MAX_REPLICAS = 64
 STOP_WAIT_S = 20.0
@@ -75,25 +76,19 @@ def deadline_of(args: argparse.Namespace) -> float:
 
 def limits_of(args: argparse.Namespace) -> Any:
     for flag in ("header_timeout", "body_timeout", "idle_timeout"):
-        value = getattr(args, flag)
-        if not 0 < value <= 3600:
-            raise InputError("--" + flag.replace("_", "-"), "seconds in (0, 3600]", value)
-    if args.workers is not None and not 1 <= args.workers <= 1024:
-        raise InputError("--workers", "1..1024", args.workers)
+        check_real(getattr(args, flag), "--" + flag.replace("_", "-"), 0, 3600, above=True, expected="seconds in (0, 3600]")
+    if args.workers is not None:
+        check_int(args.workers, "--workers", 1, 1024, expected="1..1024")
     for flag in ("max_connections", "max_connections_per_client"):
-        value = getattr(args, flag)
-        if not 1 <= value <= 1_000_000:
-            raise InputError("--" + flag.replace("_", "-"), "1..1000000", value)
+        check_int(getattr(args, flag), "--" + flag.replace("_", "-"), 1, 1_000_000, expected="1..1000000")
     from dpmem_ref.serve.limits import Limits
 
     return Limits(args.header_timeout, args.body_timeout, args.idle_timeout, args.max_connections_per_client, args.max_connections)
 
 
 def command_serve(args: argparse.Namespace) -> int:
-    if not 0 <= args.port <= 65535:
-        raise InputError("--port", "0..65535", args.port)
-    if not 1 <= args.replicas <= MAX_REPLICAS:
-        raise InputError("--replicas", f"1..{MAX_REPLICAS}", args.replicas)
+    check_int(args.port, "--port", 0, 65535, expected="0..65535")
+    check_int(args.replicas, "--replicas", 1, MAX_REPLICAS, expected=f"1..{MAX_REPLICAS}")
     limits = limits_of(args)
     deadline_of(args)
     if args.replicas == 1:

@@ -15,6 +15,7 @@ from types import MappingProxyType
 import attrs
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.validate import check_int
 
 MAX_POSITIONS = 4096
 MAX_ATTRIBUTES = 64
@@ -52,9 +53,7 @@ class Layout:
         return frozenset(i for i, s in enumerate(self.position_slots, start=1) if s == slot)
 
     def check_position(self, position: object, field: str) -> int:
-        if isinstance(position, bool) or not isinstance(position, int) or not 1 <= position <= self.size:
-            raise InputError(field, f"a position in 1..{self.size}", position)
-        return position
+        return check_int(position, field, 1, self.size, expected=f"a position in 1..{self.size}")
 
 
 @attrs.frozen

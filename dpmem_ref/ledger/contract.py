@@ -29,16 +29,42 @@ import attrs
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.rational import require_positive_rational
 from dpmem_ref.core.transcript import TurnRecord
+from dpmem_ref.core.validate import LOWER_HEX, PRINTABLE_ASCII, IdRule, check_int
 
 MAX_KEY_LENGTH = 256
 MAX_NAME_LENGTH = 256
 SCHEMA_VERSION = "2"
 LEGACY_SCHEMA_VERSION = "1"  # written before the chain (and maybe before the fingerprint)
 MAX_FRACTION_TEXT = 401  # "p/q" of at most 200 digits each: bounded work on a corrupted row
-_KEY_TEXT = re.compile(r"^[\x20-\x7e]+$")  # printable ASCII: ids end up in logs and file names
-_RELEASE_ID = re.compile(r"^[0-9a-f]{1,64}$")
 _FRACTION_TEXT = re.compile(r"^(0|[1-9][0-9]*)/([1-9][0-9]*)$")
-_FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
+
+KEY_PART = IdRule(
+    f"a printable ASCII id of 1..{MAX_KEY_LENGTH} characters",
+    rf"^[\x20-\x7e]{{1,{MAX_KEY_LENGTH}}}$",
+    allowed=PRINTABLE_ASCII,
+    max_chars=MAX_KEY_LENGTH,
+)
+"""The user and interaction of a ledger session. Wider than the runtime's id rule
+(dpmem_ref.core.validate.ID) on purpose: the store also keys the runtime's composed scope
+names ("e0:app:calendar") and `dpmem run` sessions, and must read every database written
+under this rule. Printable ASCII, because ids end up in logs and file names."""
+NAME = IdRule(
+    f"a name of 1..{MAX_NAME_LENGTH} characters",
+    rf"^[\s\S]{{1,{MAX_NAME_LENGTH}}}$",
+    allowed=None,
+    max_chars=MAX_NAME_LENGTH,
+)
+"""Slot, view and attribute names in ledger rows: any text, bounded (the interface checks them)."""
+RELEASE_ID = IdRule("1..64 lowercase hex digits", r"^[0-9a-f]{1,64}$", allowed=LOWER_HEX, max_chars=64)
+"""Release and turn ids of the ledger: hex the kernel draws or derives (a client's turn id is
+hashed into one, `runtime.scopes.durable_turn_id`), never a caller's label as given."""
+FINGERPRINT = IdRule(
+    "64 lowercase hex digits (sha256 of the interface)",
+    r"^[0-9a-f]{64}$",
+    allowed=LOWER_HEX,
+    min_chars=64,
+    max_chars=64,
+)
 
 FaultHook = Callable[[str], None]
 
@@ -65,27 +91,19 @@ def fraction_from_text(text: object, where: str) -> Fraction:
 
 
 def check_key_part(value: object, field: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > MAX_KEY_LENGTH or not _KEY_TEXT.fullmatch(value):
-        raise InputError(field, f"a printable ASCII id of 1..{MAX_KEY_LENGTH} characters", value)
-    return value
+    return KEY_PART.check(value, field)
 
 
 def check_name(value: object, field: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > MAX_NAME_LENGTH:
-        raise InputError(field, f"a name of 1..{MAX_NAME_LENGTH} characters", value)
-    return value
+    return NAME.check(value, field)
 
 
 def check_turn_id(turn_id: object) -> str:
-    if not isinstance(turn_id, str) or not _RELEASE_ID.fullmatch(turn_id):
-        raise InputError("turn_id", "1..64 lowercase hex digits", turn_id)
-    return turn_id
+    return RELEASE_ID.check(turn_id, "turn_id")
 
 
 def check_fingerprint(fingerprint: object) -> str:
-    if not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint):
-        raise InputError("fingerprint", "64 lowercase hex digits (sha256 of the interface)", fingerprint)
-    return fingerprint
+    return FINGERPRINT.check(fingerprint, "fingerprint")
 
 
 def check_caps(caps: Mapping[str, Fraction]) -> dict[str, Fraction]:
@@ -152,12 +170,9 @@ class ReleaseRequest:
     requested: bool = True
 
     def __attrs_post_init__(self) -> None:
-        for field in ("release_id", "turn_id"):
-            value = getattr(self, field)
-            if not isinstance(value, str) or not _RELEASE_ID.fullmatch(value):
-                raise InputError(field, "1..64 lowercase hex digits", value)
-        if isinstance(self.index, bool) or not isinstance(self.index, int) or self.index < 0:
-            raise InputError("index", "a non-negative integer", self.index)
+        RELEASE_ID.check(self.release_id, "release_id")
+        RELEASE_ID.check(self.turn_id, "turn_id")
+        check_int(self.index, "index", low=0)
         check_name(self.slot, "slot")
         check_name(self.view, "view")
         check_name(self.fallback_view, "fallback_view")

@@ -15,8 +15,8 @@ from fractions import Fraction
 import attrs
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.validate import PRINTABLE_ASCII
 from dpmem_ref.ledger.contract import (
-    _KEY_TEXT,
     ReleaseRequest,
     SessionKey,
     check_caps,
@@ -141,7 +141,7 @@ META_PREFIX = "runtime."
 def check_meta_key(key: object) -> str:
     """Extra meta rows (the runtime's interface record and budget epochs) live under
     META_PREFIX, apart from the store's own 'schema' and 'fingerprint' rows."""
-    if not isinstance(key, str) or not key.startswith(META_PREFIX) or not _KEY_TEXT.fullmatch(key):
+    if not isinstance(key, str) or not key.startswith(META_PREFIX) or not PRINTABLE_ASCII.issuperset(key):
         raise InputError("meta key", f"printable ASCII text starting with {META_PREFIX!r}", key)
     return key
 

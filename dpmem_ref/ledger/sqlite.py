@@ -21,8 +21,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TypeVar
 
-from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.files import is_regular_or_missing
+from dpmem_ref.core.validate import check_seconds
 from dpmem_ref.ledger.anchor import anchor_on_open, anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.checkpoint import Checkpoint, LiveVerification, Served
@@ -71,14 +71,8 @@ class SQLiteLedgerStore(LedgerBackend[sqlite3.Connection, SQLiteLedgerSession]):
         fault_hook: FaultHook | None = None,
         key: ChainKey | None = None,
     ) -> None:
-        if (
-            isinstance(busy_timeout_s, bool)
-            or not isinstance(busy_timeout_s, int | float)
-            or not 0 < busy_timeout_s <= 3600
-        ):
-            raise InputError("busy_timeout_s", "a number of seconds in (0, 3600]", busy_timeout_s)
+        self._busy_timeout_s = float(check_seconds(busy_timeout_s, "busy_timeout_s", 3600))
         self.path = Path(path)
-        self._busy_timeout_s = float(busy_timeout_s)
         self._fault_hook = fault_hook
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None

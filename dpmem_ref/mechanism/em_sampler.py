@@ -38,6 +38,7 @@ from typing import Any
 import attrs
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.validate import check_int
 from dpmem_ref.mechanism.randomness import RandomSource
 
 TABLE_BITS = 64
@@ -143,8 +144,7 @@ class ExactTable:
         """`count` independent draws. Each block of draws takes its round slots from ONE
         uniform integer below 2**(64 * block), whose 64-bit digits are independent uniform
         slots; rare non-sure slots are resolved in order, then redrawn with `draw`."""
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise InputError("count", "a non-negative integer", count)
+        check_int(count, "count", low=0)
         result: list[int] = []
         while len(result) < count:
             block = min(_BLOCK, count - len(result))

@@ -29,6 +29,7 @@ import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.rational import require_positive_rational
+from dpmem_ref.core.validate import check_int, check_real, check_seconds
 
 if TYPE_CHECKING:  # the deadline constants below are read by `dpmem --help`: no sampler imported for them
     from dpmem_ref.mechanism.em import ExponentialWeights, ReleaseDistribution
@@ -94,8 +95,7 @@ def public_round_bound(epsilon: Fraction, sensitivity: Fraction, failure_probabi
 
 def worst_case_distribution(views: int, epsilon: Fraction, sensitivity: Fraction) -> ExponentialWeights:
     """The public slowest case: one view at score 1, all others at score 0 (gap eps/(2 Delta))."""
-    if isinstance(views, bool) or not isinstance(views, int) or not 1 <= views <= 4096:
-        raise InputError("views", "a vocabulary size in 1..4096", views)
+    check_int(views, "views", 1, 4096, expected="a vocabulary size in 1..4096")
     from dpmem_ref.mechanism.em import ExponentialWeights
 
     top = _public_gap(epsilon, sensitivity)
@@ -135,12 +135,9 @@ def calibrate_deadline(
     deadline). The result depends on eps, Delta, the vocabulary size
     and the machine, never on a store.
     """
-    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 1_000_000:
-        raise InputError("trials", "an integer in 1..1000000", trials)
-    if isinstance(quantile, bool) or not isinstance(quantile, int | float) or not 0.5 <= quantile <= 1:
-        raise InputError("quantile", "a number in [0.5, 1]", quantile)
-    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 1 <= margin <= 1000:
-        raise InputError("margin", "a number in [1, 1000]", margin)
+    check_int(trials, "trials", 1, 1_000_000)
+    check_real(quantile, "quantile", 0.5, 1)
+    check_real(margin, "margin", 1, 1000)
     chosen = 0
     for distribution in slowest_case_distributions(views, epsilon, sensitivity):
         latencies = []
@@ -194,9 +191,7 @@ def wait_until(target_ns: int, clock: Clock = time.perf_counter_ns) -> bool:
 
 
 def check_deadline(value: object, field: str = "deadline_s") -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_DEADLINE_S:
-        raise InputError(field, f"a number of seconds in (0, {MAX_DEADLINE_S}]", value)
-    return float(value)
+    return float(check_seconds(value, field, MAX_DEADLINE_S))
 
 
 def plain_release(
@@ -214,10 +209,7 @@ def ks_statistic(sample_a: list[int] | list[float], sample_b: list[int] | list[f
         if not isinstance(sample, list | tuple) or not sample:
             raise InputError(field, "a non-empty list of latencies", type(sample).__name__)
         for value in sample:  # a NaN never equals itself: the tie loop below would never end
-            if isinstance(value, bool) or not isinstance(value, int | float) or (
-                isinstance(value, float) and not math.isfinite(value)
-            ):
-                raise InputError(field, "finite numbers (int or float)", value if isinstance(value, float) else type(value).__name__)
+            check_real(value, field, expected="finite numbers (int or float)")
     a, b = sorted(sample_a), sorted(sample_b)
     i = j = 0
     best = Fraction(0)

@@ -13,6 +13,7 @@ from typing import Protocol
 import attrs
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.validate import check_int
 
 
 class BudgetRule(Protocol):
@@ -39,8 +40,7 @@ class OnlineBudget:
     name: str = "online"
 
     def __attrs_post_init__(self) -> None:
-        if isinstance(self.K, bool) or not isinstance(self.K, int) or self.K < 1:
-            raise InputError("budget.K", "a positive integer", self.K)
+        check_int(self.K, "budget.K", low=1)
 
     def epsilon(self, charge_set: frozenset[str], caps: Mapping[str, Fraction]) -> Fraction:
         _require_charge_set(charge_set, caps)
@@ -56,8 +56,7 @@ class PreallocatedBudget:
 
     def __attrs_post_init__(self) -> None:
         for attribute, count in self.plan:
-            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-                raise InputError(f"budget.plan.{attribute}", "a positive integer count", count)
+            check_int(count, f"budget.plan.{attribute}", low=1, expected="a positive integer count")
 
     @classmethod
     def from_mapping(cls, plan: Mapping[str, int]) -> PreallocatedBudget:

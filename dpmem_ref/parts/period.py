@@ -23,6 +23,7 @@ import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.rational import fraction_text
+from dpmem_ref.core.validate import check_int
 
 UNITS = ("hours", "days", "weeks")
 MAX_PERIODS = 1_000_000
@@ -43,8 +44,7 @@ class BudgetPeriod:
     unit: str
 
     def __attrs_post_init__(self) -> None:
-        if isinstance(self.length, bool) or not isinstance(self.length, int) or not 1 <= self.length <= 999_999:
-            raise InputError("budget.period", "a length in 1..999999", self.length)
+        check_int(self.length, "budget.period", 1, 999_999, expected="a length in 1..999999")
         if self.unit not in UNITS:
             raise InputError("budget.period", f"a unit among {list(UNITS)}", self.unit)
 
@@ -64,9 +64,7 @@ class BudgetPeriod:
 
 
 def require_periods(value: object, field: str = "--periods") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PERIODS:
-        raise InputError(field, f"a number of periods in 1..{MAX_PERIODS}", value)
-    return value
+    return check_int(value, field, 1, MAX_PERIODS, expected=f"a number of periods in 1..{MAX_PERIODS}")
 
 
 @attrs.frozen

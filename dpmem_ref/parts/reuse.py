@@ -38,6 +38,7 @@ import attrs
 
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.transcript import TurnRecord
+from dpmem_ref.core.validate import check_int
 
 MAX_REFRESH_AFTER = 1_000_000
 
@@ -77,9 +78,8 @@ class ReuseRule:
         if not self.queries:
             raise InputError(f"{where}.queries", "at least one query of the family", "none")
         object.__setattr__(self, "refresh_on", _names(self.refresh_on, f"{where}.refresh_on"))
-        after = self.refresh_after
-        if isinstance(after, bool) or not isinstance(after, int) or not 1 <= after <= MAX_REFRESH_AFTER:
-            raise InputError(f"{where}.refresh_after", f"an integer number of turns in 1..{MAX_REFRESH_AFTER}", after)
+        expected = f"an integer number of turns in 1..{MAX_REFRESH_AFTER}"
+        check_int(self.refresh_after, f"{where}.refresh_after", 1, MAX_REFRESH_AFTER, expected=expected)
         for flag in ("memory_change", "memory_change_public", "reuse_when_exhausted"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(f"{where}.{flag}", "true or false", getattr(self, flag))

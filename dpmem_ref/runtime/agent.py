@@ -28,6 +28,7 @@ from dpmem_ref.channel.protocol import LLMChannel
 from dpmem_ref.channel.registry import make_channel
 from dpmem_ref.contract import require_contract
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.validate import check_id, check_int
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.contract import LedgerStore, SessionKey, fraction_to_text
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
@@ -39,7 +40,7 @@ from dpmem_ref.runtime.binding import bind, epoch_guarantee, epoch_log
 from dpmem_ref.runtime.memory import MemoryBook, MemoryEntry
 from dpmem_ref.runtime.periods import Clock, epoch_origins, period_index, read_clock
 from dpmem_ref.runtime.router import FreeTextRouter
-from dpmem_ref.runtime.scopes import ScopedLedgers, check_scope_id, durable_turn_id, recorded_turn, remaining
+from dpmem_ref.runtime.scopes import ScopedLedgers, durable_turn_id, recorded_turn, remaining
 from dpmem_ref.runtime.settings import AgentFile, check_shares, check_user_caps, load_agent_file
 from dpmem_ref.runtime.similarity import make_embedder
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
@@ -138,8 +139,8 @@ class AgentRuntime:
             app_shares = check_shares(agent.shares if shares is None else shares, caps, interface.caps)
         elif shares is not None or (user_caps is None and agent.shares is not None):
             raise InputError("scopes.shares", "shares of a per-user cap (scopes.user_caps)", "no per-user cap")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise InputError("--seed", "a non-negative integer", seed)
+        if seed is not None:
+            check_int(seed, "--seed", low=0)
         encoders = {agent.router.get("encoder"), agent.tagger.get("encoder")} - {None}
         embedder = make_embedder(next(iter(encoders))) if encoders else None
         router = FreeTextRouter.from_spec(agent.router, interface, embedder if agent.router.get("encoder") else None)
@@ -184,7 +185,7 @@ class AgentRuntime:
         return self._scope_at(user, app, self.period())
 
     def _scope_at(self, user: str, app: str, period: int | None) -> tuple[ScopedLedgers, DurableSession]:
-        key = (check_scope_id(user, "user"), check_scope_id(app, "app"))
+        key = (check_id(user, "user"), check_id(app, "app"))
         scope = ScopeKey.of_app(user, app, self.epoch, period)
         with self._lock:
             found = self._sessions.get(key)
@@ -207,7 +208,7 @@ class AgentRuntime:
         """The caps of `app`'s scopes: its declared share of the per-user caps, or the
         interface's caps B_a when there is no per-user cap. An application without a
         declared share is refused (one line): the allocation is public and precommitted."""
-        check_scope_id(app, "app")
+        check_id(app, "app")
         if self.shares is None:
             return self.interface.caps
         share = self.shares.get(app)
@@ -230,7 +231,7 @@ class AgentRuntime:
         period's) application scopes and carries `guarantee()` as "over_epochs". With a
         budget period, each application row of the current period carries "over_periods":
         the composed bound k x share per attribute over the k periods elapsed, with the caveat."""
-        check_scope_id(user, "user")
+        check_id(user, "user")
         out = []
         total: dict[str, Fraction] = {a: Fraction(0) for a in self.interface.caps}
         opened = False
@@ -291,9 +292,9 @@ class AgentRuntime:
         `turn_id` (an idempotency key, [A-Za-z0-9._-]): the released views are stored under it
         with the charge; after `ChannelUnavailable` a retry with the same id regenerates
         from them at no new charge (in this process, or from the ledger store's rows)."""
-        check_scope_id(interaction, "interaction")
+        check_id(interaction, "interaction")
         text = _text_of_query(query)
-        key = None if turn_id is None else (user, app, check_scope_id(turn_id, "turn_id"))
+        key = None if turn_id is None else (user, app, check_id(turn_id, "turn_id"))
         period = self.period()  # once per turn: the turn charges one period's scope
         scoped, base = self._scope_at(user, app, period)
         interface = self.interface
@@ -367,15 +368,15 @@ class AgentRuntime:
     def add_memory(self, user: str, slot: str, text: str, tags: list[str] | None = None) -> str:
         """Add a memory item to the next free position of `slot` (tagged by the tagger
         unless `tags` is given); returns its id. Over capacity -> InputError."""
-        check_scope_id(user, "user")
+        check_id(user, "user")
         return str(self._change_memory(lambda book: book.add(user, slot, text, tags)))
 
     def update_memory(self, user: str, item_id: str, text: str, tags: list[str] | None = None) -> None:
-        check_scope_id(user, "user")
+        check_id(user, "user")
         self._change_memory(lambda book: book.update(user, item_id, text, tags))
 
     def delete_memory(self, user: str, item_id: str) -> None:
-        check_scope_id(user, "user")
+        check_id(user, "user")
         self._change_memory(lambda book: book.delete(user, item_id))
 
     def view_texts(self, turn: AgentTurn) -> list[tuple[str, str]]:
@@ -384,7 +385,7 @@ class AgentRuntime:
 
     def memory_items(self, user: str) -> list[MemoryEntry]:
         """The user's memory items (trusted side only: never hand these to an application)."""
-        check_scope_id(user, "user")
+        check_id(user, "user")
         with self._lock:
             return self.memory.entries(user)
 

@@ -20,14 +20,15 @@ import importlib
 from typing import Any
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.validate import missing
 from dpmem_ref.runtime.agent import AgentRuntime
 
 
 def _core(module: str) -> Any:
     try:
         return importlib.import_module(f"langchain_core.{module}")
-    except ImportError:
-        raise InputError("langchain", "langchain-core installed (pip install 'dpmem-ref[langchain]')", "it missing") from None
+    except ImportError as error:
+        raise InputError("langchain", "langchain-core installed (pip install 'dpmem-ref[langchain]')", missing(error)) from None
 
 
 def _question(value: Any) -> tuple[str, str | None]:

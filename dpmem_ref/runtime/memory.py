@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
@@ -35,12 +34,18 @@ import attrs
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import read_bounded
 from dpmem_ref.core.policy import MemoryItem, Store
+from dpmem_ref.core.validate import ALNUM, IdRule, check_id, check_int
 from dpmem_ref.interface import Interface
-from dpmem_ref.runtime.scopes import check_scope_id
 
 MAX_MEMORY_BYTES = 16 << 20
 MAX_TEXT_CHARS = 8192
-_ITEM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+ITEM_ID = IdRule(
+    "an item id of 1..64 characters of [A-Za-z0-9_-]",
+    r"^[A-Za-z0-9_-]{1,64}$",
+    allowed=ALNUM | frozenset("_-"),
+    max_chars=64,
+)
+"""Memory item ids: their own alphabet (no '.'), as the memory file and the owner's API name them."""
 _KEYS = {"slot", "text", "id", "tags", "user", "position", "public"}
 
 Tag = Callable[[str, str], frozenset[str]]  # (slot, text) -> tags, the trusted tagger
@@ -77,9 +82,7 @@ def check_text(text: object, field: str) -> str:
 
 
 def check_item_id(value: object, field: str) -> str:
-    if not isinstance(value, str) or not _ITEM_ID.fullmatch(value):
-        raise InputError(field, "an item id of 1..64 characters of [A-Za-z0-9_-]", type(value).__name__)
-    return value
+    return ITEM_ID.check(value, field)
 
 
 class MemoryBook:
@@ -177,7 +180,7 @@ class MemoryBook:
         public = data.get("public", False)
         if not isinstance(public, bool):
             raise InputError(f"{where}.public", "true or false", type(public).__name__)
-        user = None if raw_user is None else check_scope_id(raw_user, f"{where}.user")
+        user = None if raw_user is None else check_id(raw_user, f"{where}.user")
         item_id = data.get("id")
         item_id = secrets.token_hex(8) if item_id is None else check_item_id(item_id, f"{where}.id")
         raw_tags = data.get("tags")
@@ -190,9 +193,7 @@ class MemoryBook:
         unknown = tags - slot_tags(self.interface, slot)
         if unknown:
             raise InputError(f"{where}.tags", f"tags the vocabulary of slot {slot} reads", f"{len(unknown)} other tag(s)")
-        position = data.get("position", 0)
-        if isinstance(position, bool) or not isinstance(position, int):
-            raise InputError(f"{where}.position", "a position of the slot", type(position).__name__)
+        position = check_int(data.get("position", 0), f"{where}.position", expected="a position of the slot")
         if (user is None) == (not public):  # exactly one owner: a subject, or public
             found = "both an owner and public" if public else "no owner"
             raise InputError(f"{where}.user", 'the owner (subject) of the item, or "public": true outside every group', found)

@@ -24,6 +24,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.validate import check_real
 from dpmem_ref.parts.period import BudgetPeriod
 
 Clock = Callable[[], float]
@@ -38,9 +39,7 @@ def period_seconds(period: BudgetPeriod) -> int:
 
 def read_clock(clock: Clock) -> Fraction:
     """The clock's time in seconds, exact (a finite, non-negative real)."""
-    value = clock()
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise InputError("clock", "a finite, non-negative time in seconds (time.time)", type(value).__name__)
+    value = check_real(clock(), "clock", low=0, expected="a finite, non-negative time in seconds (time.time)")
     return Fraction(value)
 
 

@@ -34,7 +34,6 @@ in the charge's transaction (C5).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
@@ -47,16 +46,6 @@ from dpmem_ref.ledger.contract import LedgerSession, ReleaseOutcome, ReleaseRequ
 from dpmem_ref.ledger.scopes import ScopeKey
 from dpmem_ref.runtime.turns import RecordedTurn
 from dpmem_ref.schemas import json_value
-
-_SCOPE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def check_scope_id(value: object, field: str) -> str:
-    """A user, application or interaction id: 1..128 of [A-Za-z0-9._-], starting alphanumeric."""
-    if not isinstance(value, str) or not _SCOPE_ID.fullmatch(value):
-        shown = f"{len(value)} characters" if isinstance(value, str) else type(value).__name__
-        raise InputError(field, "1..128 characters of [A-Za-z0-9._-], starting with a letter or digit", shown)
-    return value
 
 
 def durable_turn_id(scope: ScopeKey, turn_id: str) -> str:

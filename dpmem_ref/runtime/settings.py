@@ -34,6 +34,7 @@ from dpmem_ref.config.load import InterfaceFile, load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import MAX_CONFIG_BYTES, read_bounded
 from dpmem_ref.core.rational import positive_fraction
+from dpmem_ref.core.validate import check_id
 
 
 @attrs.frozen
@@ -95,8 +96,6 @@ def check_shares(
     scope only (C6). Every share is positive, at most the interface's cap B_a, and for each
     attribute the shares of all applications sum to at most U_a (sequential composition
     over applications then gives the per-user bound)."""
-    from dpmem_ref.runtime.scopes import check_scope_id
-
     if value is None:
         raise InputError("scopes.shares", "a share of the per-user caps for each application (with user_caps)", "none")
     apps = table(value, "scopes.shares")
@@ -105,7 +104,7 @@ def check_shares(
     attributes = tuple(caps)
     out: dict[str, dict[str, Fraction]] = {}
     for app, raw in apps.items():
-        check_scope_id(app, "scopes.shares")
+        check_id(app, "scopes.shares")
         share = table(raw, f"scopes.shares.{app}")
         unknown = sorted(set(share) - set(attributes))
         missing = [a for a in attributes if a not in share]

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.validate import missing
 
 VIEWS_HEADER = "Released DP-MemView views (what the agent may use about the user):"
 
@@ -86,8 +87,8 @@ def dp_state() -> type:
 
         from langchain_core.messages import AnyMessage
         from langgraph.graph.message import add_messages
-    except ImportError:
-        raise InputError("langgraph", "langgraph installed (pip install 'dpmem-ref[langgraph]')", "it missing") from None
+    except ImportError as error:
+        raise InputError("langgraph", "langgraph installed (pip install 'dpmem-ref[langgraph]')", missing(error)) from None
 
     # The functional form: the annotations are objects here, not strings to resolve later.
     fields = {"messages": Annotated[list[AnyMessage], add_messages], "dpmem": dict[str, Any]}

@@ -13,9 +13,10 @@ A presented bearer token is hashed (SHA-256) and compared with EVERY stored hash
 `hmac.compare_digest`, without stopping at the first match: the time taken does not
 depend on which entry matches, nor on how many leading bytes agree. Tokens themselves
 are never stored, logged or echoed in an error; an error about the file names the
-field, never the value found there. The file is read bounded (MAX_KEYS_FILE_BYTES) and
-pre-scanned in linear time before tomllib parses it (`dpmem_ref.config.toml_bounds`), as every
-TOML file of dpmem is. `check_shares_cover`: with per-user caps, every application of the
+field, never a token or hash found there (application and user names are ids, checked by
+the one id rule `dpmem_ref.core.validate.ID` and shown when they break it). The file is read
+bounded (MAX_KEYS_FILE_BYTES) and pre-scanned in linear time before tomllib parses it
+(`dpmem_ref.config.toml_bounds`), as every TOML file of dpmem is. `check_shares_cover`: with per-user caps, every application of the
 keys file has a share of them in the agent file (`dpmem serve` refuses to start otherwise).
 """
 
@@ -33,13 +34,12 @@ import attrs
 from dpmem_ref.config.toml_bounds import prescan
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import read_bounded
+from dpmem_ref.core.validate import check_id
 
 MAX_KEYS_FILE_BYTES = 1_048_576
 MAX_TOKEN_CHARS = 4096
 """A presented token longer than this is refused before it is hashed (bounded work)."""
 HASH = re.compile(r"[0-9a-f]{64}")
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-"""Application and user names: what a budget scope id may hold (letters, digits, . _ -)."""
 
 
 def token_hash(token: str) -> str:
@@ -107,7 +107,7 @@ def _hash_field(table: Any, where: str) -> bytes:
 
 
 def parse_keys(data: dict[str, Any], source: str = "keys file") -> Keys:
-    """A Keys record from the parsed TOML, or InputError naming the field (never its value)."""
+    """A Keys record from the parsed TOML, or InputError naming the field (never a token or hash)."""
     unknown = sorted(set(data) - {"owner", "apps"})
     if unknown:
         raise InputError(f"{source}: {unknown[0]}", "only the tables [owner] and [apps.NAME]", "an unknown table")
@@ -123,9 +123,8 @@ def parse_keys(data: dict[str, Any], source: str = "keys file") -> Keys:
     apps: list[tuple[bytes, Principal]] = []
     seen = {owner_hash}
     for name, table in sorted(apps_table.items()):
-        where = f"{source}: apps.{name}" if NAME.fullmatch(name) else f"{source}: apps"
-        if NAME.fullmatch(name) is None:
-            raise InputError(where, "application names of letters, digits, '.', '_', '-' (at most 128)", "another name")
+        check_id(name, f"{source}: apps")  # before the name is part of a field
+        where = f"{source}: apps.{name}"
         digest = _hash_field(table, where)
         if digest in seen:
             raise InputError(f"{where}.token_sha256", "a hash no other entry uses", "a repeated hash")
@@ -133,9 +132,8 @@ def parse_keys(data: dict[str, Any], source: str = "keys file") -> Keys:
         users = table.get("users")
         if not isinstance(users, list) or not all(isinstance(u, str) for u in users):
             raise InputError(f"{where}.users", "a list of user names", type(users).__name__)
-        for user in users:
-            if NAME.fullmatch(user) is None:
-                raise InputError(f"{where}.users", "user names of letters, digits, '.', '_', '-' (at most 128)", "another name")
+        for index, user in enumerate(users):
+            check_id(user, f"{where}.users[{index}]")
         apps.append((digest, Principal("app", name, frozenset(users))))
     return Keys(owner_hash, tuple(apps))
 

@@ -1,8 +1,8 @@
 """Request and response bodies of `dpmem serve` (pydantic models; the OpenAPI schema is built from them).
 
 Every request body is strict (no coercion: a number is not a string) and closed (an unknown
-field is a 422 that names it); every string is bounded, and names follow the keys file's rule
-for budget-scope ids (dpmem_ref.serve.keys.NAME).
+field is a 422 that names it); every string is bounded, and names follow the one id rule
+(dpmem_ref.core.validate.ID), as the keys file's do.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dpmem_ref.core.validate import ID
 from dpmem_ref.runtime.agent import MAX_QUERY_CHARS  # the runtime's bounds, one source
 from dpmem_ref.runtime.memory import MAX_TEXT_CHARS as MAX_MEMORY_TEXT_CHARS
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-"""User, interaction and item ids (the keys file's NAME, anchored for JSON Schema)."""
+NAME_PATTERN = ID.pattern
+"""User, interaction and item ids (the one id rule, anchored for JSON Schema)."""
 
 
 class _Strict(BaseModel):

@@ -29,6 +29,7 @@ from dpmem_ref.core.ledgers import Ledgers, LedgerVector, exact_ledgers
 from dpmem_ref.core.limits import MAX_LEDGER_DIGITS, digits
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import PublicPrefix, Query, TurnRecord
+from dpmem_ref.core.validate import check_int
 from dpmem_ref.interface import Interface
 from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.turn.state import InterfaceState
@@ -130,11 +131,7 @@ def require_state(interface: Interface, state: object, records: bool = False) ->
     (routers and controls that read the history take it as given)."""
     if not isinstance(state, InterfaceState):
         raise InputError("state", "a dpmem_ref.InterfaceState", type_name(state))
-    turn = state.turn
-    if type(turn) is not int and (isinstance(turn, bool) or not isinstance(turn, int)) or turn < 0:
-        raise InputError(
-            "state.turn", "a non-negative integer turn index", turn if isinstance(turn, int) else type_name(turn)
-        )
+    check_int(state.turn, "state.turn", low=0, expected="a non-negative integer turn index")
     counts = len(state.vector(1).units)  # exact by construction (`InterfaceState`): the length is left
     if counts != len(interface.policy.attributes):
         raise InputError("state.ledgers", f"{len(interface.policy.attributes)} values, one per attribute in policy order", counts)

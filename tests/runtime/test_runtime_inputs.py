@@ -66,6 +66,31 @@ def test_bad_input_one_line_nothing_changed(name: str, field: str, case: Case, t
     runtime.close()
 
 
+ID_RULE = "expected 1..128 characters of [A-Za-z0-9._-], starting with a letter or digit"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda rt: rt.turn("al/ice", "recipes", "i", "dinner?"), f"user: {ID_RULE}, found 'al/ice' ('/' at character 3)"),
+        (lambda rt: rt.turn("alice", "rec ipes", "i", "dinner?"), f"app: {ID_RULE}, found 'rec ipes' (a space at character 4)"),
+        (lambda rt: rt.turn("alice", "recipes", "i:1", "dinner?"), f"interaction: {ID_RULE}, found 'i:1' (':' at character 2)"),
+        (lambda rt: rt.turn("alice", "recipes", "i", "dinner?", turn_id=".t1"), f"turn_id: {ID_RULE}, found '.t1' (starts with '.')"),
+        (
+            lambda rt: rt.update_memory("alice", "a.b", f"{SECRET}"),
+            "item_id: expected an item id of 1..64 characters of [A-Za-z0-9_-], found 'a.b' ('.' at character 2)",
+        ),
+    ],
+)
+def test_an_id_refusal_names_what_was_found(call: Callable[[AgentRuntime], object], message: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}")
+    with pytest.raises(InputError) as caught:
+        call(runtime)
+    assert str(caught.value) == message
+    runtime.close()
+
+
 @pytest.mark.parametrize(
     ("name", "line", "field"),
     [
@@ -113,7 +138,8 @@ def test_cli_bad_input_exit_2_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "memory line 7" in done.stderr and SECRET not in done.stderr
     bad_id = _chat([str(agent), "--user", "al ice", "--app", "recipes"], "dinner?\n", tmp_path)
-    assert bad_id.returncode == 2 and bad_id.stderr.count("\n") == 1 and "--user" in bad_id.stderr
+    assert bad_id.returncode == 2 and bad_id.stderr.count("\n") == 1
+    assert bad_id.stderr.endswith(f"--user: {ID_RULE}, found 'al ice' (a space at character 3)\n")
 
 
 def test_cli_second_run_continues_the_scope(tmp_path: Path) -> None:

@@ -103,11 +103,13 @@ BAD = [
     ),
     (
         f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps.cal]\ntoken_sha256 = "{token_hash("b")}"\nusers = ["a b"]\n',
-        "--keys: apps.cal.users: expected user names of letters, digits, '.', '_', '-' (at most 128), found 'another name'",
+        "--keys: apps.cal.users[0]: expected 1..128 characters of [A-Za-z0-9._-], starting with a letter or digit,"
+        " found 'a b' (a space at character 2)",
     ),
     (
         f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps."c a l"]\ntoken_sha256 = "{token_hash("b")}"\nusers = []\n',
-        "--keys: apps: expected application names of letters, digits, '.', '_', '-' (at most 128), found 'another name'",
+        "--keys: apps: expected 1..128 characters of [A-Za-z0-9._-], starting with a letter or digit,"
+        " found 'c a l' (a space at character 2)",
     ),
     (
         f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[admins]\n',
