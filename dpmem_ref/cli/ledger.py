@@ -46,7 +46,7 @@ def command_backup(args: argparse.Namespace) -> int:
 
 def _verify(target: str, high_water: bool) -> LedgerReport:
     if target.startswith(("postgresql://", "postgres://")):
-        from dpmem_ref.ledger.postgres_verify import verify_postgres  # needs the postgres extra
+        from dpmem_ref.ledger.postgres.verify import verify_postgres  # needs the postgres extra
 
         return verify_postgres(target)
     from dpmem_ref.ledger.backup import verify_sqlite
@@ -83,7 +83,7 @@ def command_reanchor(args: argparse.Namespace) -> int:
 
     try:
         if args.database.startswith(("postgresql://", "postgres://")):
-            from dpmem_ref.ledger.postgres_verify import reanchor_postgres  # needs the postgres extra
+            from dpmem_ref.ledger.postgres.verify import reanchor_postgres  # needs the postgres extra
 
             report = reanchor_postgres(args.database)
         else:
@@ -105,7 +105,7 @@ def command_migrate(args: argparse.Namespace) -> int:
         interface = load_interface_file(args.interface).interface
         fingerprint, routes = interface_fingerprint(interface), Routes.of(interface)
         if args.database.startswith(("postgresql://", "postgres://")):
-            from dpmem_ref.ledger.postgres_verify import migrate_postgres  # needs the postgres extra
+            from dpmem_ref.ledger.postgres.verify import migrate_postgres  # needs the postgres extra
 
             report = migrate_postgres(args.database, fingerprint, routes=routes)
         else:

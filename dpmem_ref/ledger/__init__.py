@@ -1,14 +1,23 @@
 """Durable privacy ledgers: one atomic commit per charged selection (C5 across processes).
 
-- `contract`: the public release facts, the `LedgerStore` / `LedgerSession` protocols,
-  and `committed_charge` (the C5 re-check every backend runs at commit);
-- `memory`, `sqlite`, `postgres`: the backends (one contract suite for all,
-  tests/ledger/test_ledger_contract.py); `open_ledger_store(url)` picks one by URL;
-- `fingerprint`: the canonical interface fingerprint a ledger database is bound to;
-- `chain`, `replay`: the tamper-evident ledger (an HMAC hash chain over every committed
-  row, keyed outside the database; `replay` re-derives every table from it);
-- `backup`, `restore`, `postgres_verify`: online backup, verification, restore with an
-  explicit recorded rollback, and migration of legacy files.
+By concept:
+
+- protocol and facts: `contract` (the `LedgerStore` / `LedgerSession` protocols, the public
+  release facts, `committed_charge`: the C5 re-check every backend runs at commit);
+  `scopes` (the typed `ScopeKey` of a budget scope and the rules a charge over several scopes
+  follows); `fingerprint` (the canonical interface fingerprint a database is bound to);
+- codecs: `codecs` (the text encodings of turn records, charge sets and release rows, and the
+  incremental load cache);
+- the one session template: `session` (open, rebind, charge-and-record, record-turn over a
+  few backend primitives);
+- evidence and verification: `chain` (the HMAC hash chain over every committed row, keyed
+  outside the database), `anchor` (the sealed high-water mark), `verify` (re-derive every
+  table from the chain: `dpmem ledger verify`), `checkpoint` (verification on open and
+  before serving, incrementally);
+- the backends, each in one place: `memory`; `sqlite/` and `postgres/` (store, session and
+  schema together; `postgres/verify` its tools); `urls` (`open_ledger_store(url)` picks one);
+- operations: `backup`, `restore`, `migrate` (online backup, restore with an explicit
+  recorded rollback, binding of legacy files).
 
 See docs/durability.md.
 
@@ -18,6 +27,7 @@ May import: `core/`, `channel/`, `mechanism/`, `parts/`, `interface`, `contract`
 from dpmem_ref.core.lazy import TYPE_CHECKING, attach
 
 if TYPE_CHECKING:
+    from dpmem_ref.ledger.codecs import decode_turn, encode_turn
     from dpmem_ref.ledger.contract import (
         LedgerSession,
         LedgerStore,
@@ -32,9 +42,8 @@ if TYPE_CHECKING:
     )
     from dpmem_ref.ledger.fingerprint import interface_fingerprint
     from dpmem_ref.ledger.memory import MemoryLedgerSession, MemoryLedgerStore
-    from dpmem_ref.ledger.records import decode_turn, encode_turn
     from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
-    from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession
+    from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession
     from dpmem_ref.ledger.urls import open_ledger_store
 
 # defining module -> the public names it gives this face (imported on first use)
@@ -53,9 +62,9 @@ _MODULES = {
     ),
     "dpmem_ref.ledger.fingerprint": ("interface_fingerprint",),
     "dpmem_ref.ledger.memory": ("MemoryLedgerSession", "MemoryLedgerStore"),
-    "dpmem_ref.ledger.records": ("decode_turn", "encode_turn"),
+    "dpmem_ref.ledger.codecs": ("decode_turn", "encode_turn"),
     "dpmem_ref.ledger.sqlite": ("SQLiteLedgerStore",),
-    "dpmem_ref.ledger.sqlite_session": ("SQLiteLedgerSession",),
+    "dpmem_ref.ledger.sqlite.session": ("SQLiteLedgerSession",),
     "dpmem_ref.ledger.urls": ("open_ledger_store",),
 }
 

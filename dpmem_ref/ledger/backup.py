@@ -13,7 +13,7 @@ files or its high-water mark; the command deletes only the temporary file it cre
 
 `verify_sqlite` checks what a restored ledger must satisfy: the file is an SQLite database
 that passes `PRAGMA integrity_check` and has the dpmem schema, then
-`dpmem_ref.ledger.replay`: the HMAC chain verifies with the key, every ledger L_a is the
+`dpmem_ref.ledger.verify`: the HMAC chain verifies with the key, every ledger L_a is the
 sum of the committed charges and <= B_a at every prefix, every table equals what the
 chain committed (first bad row named), and the chain reaches the high-water mark (`DB.hwm`).
 """
@@ -39,9 +39,9 @@ from dpmem_ref.ledger.anchor import (
 )
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, rows_identity
 from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, SCHEMA_VERSION, LedgerStoreError
-from dpmem_ref.ledger.replay import LedgerRows, Replay, replay
-from dpmem_ref.ledger.sqlite_schema import COLUMNS, describe_sqlite_error
+from dpmem_ref.ledger.sqlite.schema import COLUMNS, describe_sqlite_error
 from dpmem_ref.ledger.url_forms import redact_url
+from dpmem_ref.ledger.verify import LedgerRows, Replay, replay
 
 SIDE_FILES = ("-wal", "-shm", "-journal", HIGH_WATER_SUFFIX)
 

@@ -12,7 +12,7 @@ with mac_0 = 64 zeros. `body` is canonical JSON of everything the transaction co
 interface fingerprint; `rebind`: an interface change carrying the ledgers over, with its
 meta rows; `genesis`: the key id; `rollback`: a restore past the high-water mark;
 `migrate`: the binding of a database written before the chain). A new kind of committed row is one more
-kind of event: `dpmem_ref.ledger.replay` re-derives every table from the chain alone and
+kind of event: `dpmem_ref.ledger.verify` re-derives every table from the chain alone and
 compares, so nobody without the key can edit, delete, insert or reorder a row.
 
 The key lives outside the database: `DPMEM_LEDGER_KEY` (the secret itself, at least 16

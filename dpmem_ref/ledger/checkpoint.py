@@ -2,7 +2,7 @@
 
 Opening a durable store (SQLite, PostgreSQL) verifies the chain from the last checkpoint to
 the head, O(new events) (`verify_tail`), with the same walk, fold and comparison as
-`dpmem ledger verify` (`dpmem_ref.ledger.replay`): every new event's MAC, C3 and C5 on every
+`dpmem ledger verify` (`dpmem_ref.ledger.verify`): every new event's MAC, C3 and C5 on every
 new charge, every ledger and meta row, the release and turn rows newer than the checkpoint,
 and the tables' row counts. The checkpoint (the derived caps, ledgers, meta, counts, and per
 scope a digest of its release and turn rows) is a cache, sealed with the key and the database
@@ -33,7 +33,7 @@ import attrs
 
 from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey
 from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey
-from dpmem_ref.ledger.replay import (
+from dpmem_ref.ledger.verify import (
     Row,
     _Bad,
     _compare_ledgers,

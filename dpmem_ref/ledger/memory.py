@@ -16,6 +16,7 @@ import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
+from dpmem_ref.ledger.codecs import decode_turn
 from dpmem_ref.ledger.contract import (
     ReleaseRequest,
     SessionKey,
@@ -23,7 +24,6 @@ from dpmem_ref.ledger.contract import (
     SlotRelease,
     release_row,
 )
-from dpmem_ref.ledger.records import decode_turn
 from dpmem_ref.ledger.scopes import check_meta_key
 from dpmem_ref.ledger.session import LedgerBackend, Ledgers, TemplateSession
 

@@ -39,6 +39,7 @@ from dpmem_ref.ledger.chain import (
     open_body,
     turn_body,
 )
+from dpmem_ref.ledger.codecs import decode_release, decode_turn
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,
     SCHEMA_VERSION,
@@ -47,7 +48,6 @@ from dpmem_ref.ledger.contract import (
     fraction_from_text,
     interface_mismatch,
 )
-from dpmem_ref.ledger.records import decode_release, decode_turn
 
 if TYPE_CHECKING:
     from dpmem_ref.interface import Interface

@@ -40,7 +40,7 @@ from dpmem_ref.ledger.contract import (
     check_fingerprint,
 )
 from dpmem_ref.ledger.migrate import Routes, Sql, migrate_rows
-from dpmem_ref.ledger.sqlite_schema import SCHEMA, append_event, chain_head, describe_sqlite_error, identity
+from dpmem_ref.ledger.sqlite.schema import SCHEMA, append_event, chain_head, describe_sqlite_error, identity
 
 _T = TypeVar("_T")
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.chain import HighWater, bind_body, charge_body, open_body, rebind_body, turn_body
+from dpmem_ref.ledger.codecs import encode_turn
 from dpmem_ref.ledger.contract import (
     FaultHook,
     ReleaseOutcome,
@@ -53,7 +54,6 @@ from dpmem_ref.ledger.contract import (
     interface_mismatch,
     needs_migration,
 )
-from dpmem_ref.ledger.records import encode_turn
 from dpmem_ref.ledger.scopes import check_scope_keys, checked_rebind, committed_scopes, rebound_caps
 
 if TYPE_CHECKING:

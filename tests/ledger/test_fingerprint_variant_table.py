@@ -26,7 +26,7 @@ from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger import SlotRelease, encode_turn, interface_fingerprint
-from dpmem_ref.ledger.records import release_values
+from dpmem_ref.ledger.codecs import release_values
 from dpmem_ref.parts.broken import NoCap
 from tests.kernel_fixtures import FIGURE2
 

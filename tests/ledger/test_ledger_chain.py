@@ -401,9 +401,9 @@ def test_multi_scope_charges_and_rebinds_replay_and_their_forgeries_fail(tmp_pat
     Written here as a store primitive would write them, under the key; then forged."""
     from dpmem_ref.ledger import SessionKey, SlotRelease
     from dpmem_ref.ledger.chain import charge_body, key_from_environment, rebind_body
-    from dpmem_ref.ledger.records import release_values
+    from dpmem_ref.ledger.codecs import release_values
     from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
-    from dpmem_ref.ledger.sqlite_schema import append_event
+    from dpmem_ref.ledger.sqlite.schema import append_event
 
     path = tmp_path / "l.db"
     ledger_store = SQLiteLedgerStore(path)

@@ -34,7 +34,7 @@ from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.ledger.chain import ChainKey, HighWater, charge_body, key_from_environment, open_body
 from dpmem_ref.ledger.contract import SessionKey, SlotRelease
 from dpmem_ref.ledger.restore import restore_sqlite
-from dpmem_ref.ledger.sqlite_schema import append_event
+from dpmem_ref.ledger.sqlite.schema import append_event
 from tests.kernel_fixtures import run_cli
 from tests.ledger_fixtures import chain_key_fixture
 
@@ -241,8 +241,8 @@ def test_verify_accepts_a_chain_exactly_when_every_charge_keeps_c3_and_c5(
 def _forged_postgres(url: str, charges: list[tuple[Fraction, Fraction]]) -> None:
     """`_forged` on PostgreSQL: the same rows and events, the anchor row at the head."""
     from dpmem_ref.ledger.postgres import PostgresLedgerStore
-    from dpmem_ref.ledger.postgres_schema import append_event as pg_append
-    from dpmem_ref.ledger.postgres_schema import lock_chain, write_anchor_row
+    from dpmem_ref.ledger.postgres.schema import append_event as pg_append
+    from dpmem_ref.ledger.postgres.schema import lock_chain, write_anchor_row
 
     key = key_from_environment()
     ledger_store = PostgresLedgerStore(url)
@@ -292,7 +292,7 @@ def test_postgres_verify_accepts_a_chain_exactly_when_every_charge_keeps_c3_and_
     charges: list[tuple[Fraction, Fraction]],
 ) -> None:
     pytest.importorskip("psycopg")
-    from dpmem_ref.ledger.postgres_verify import verify_postgres
+    from dpmem_ref.ledger.postgres.verify import verify_postgres
 
     url = postgres_server.new_database()
     _forged_postgres(url, charges)

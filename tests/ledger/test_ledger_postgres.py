@@ -39,7 +39,7 @@ import tests.postgres_server as postgres_server
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.ledger import interface_fingerprint, open_ledger_store
 from dpmem_ref.ledger.postgres import PostgresLedgerStore
-from dpmem_ref.ledger.postgres_verify import verify_postgres
+from dpmem_ref.ledger.postgres.verify import verify_postgres
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn.durable import DurableSession
 

@@ -15,7 +15,7 @@ import pytest
 
 from dpmem_ref.ledger.contract import SessionKey, SessionSnapshot
 from dpmem_ref.ledger.scopes import ScopeKey
-from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession
+from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession
 from tests.runtime_fixtures import charged, copy_example, open_runtime
 
 DINNER = "What should I make for dinner?"  # affordable-dinner: charges debt and diabetes

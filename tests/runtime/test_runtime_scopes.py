@@ -190,7 +190,7 @@ def test_runtime_databases_verify(backend: str, tmp_path: Path) -> None:
     if backend == "memory":
         pytest.skip("no chain in an in-process store")
     from dpmem_ref.ledger.backup import verify_sqlite
-    from dpmem_ref.ledger.postgres_verify import verify_postgres
+    from dpmem_ref.ledger.postgres.verify import verify_postgres
 
     agent, memory = copy_example(tmp_path)
     url = store_url(backend, tmp_path)

@@ -105,7 +105,7 @@ def test_sql_totals_per_subject_and_application_within_the_promise(backend: str,
     assert dict(totals[("alice", 0, "recipes")]) == SHARES["recipes"]
     # And the tamper-evident chain replays (durable turn ids, epochs, restarts).
     from dpmem_ref.ledger.backup import verify_sqlite
-    from dpmem_ref.ledger.postgres_verify import verify_postgres
+    from dpmem_ref.ledger.postgres.verify import verify_postgres
 
     report_chain = verify_sqlite(tmp_path / "ledgers.db") if backend == "sqlite" else verify_postgres(url)
     assert report_chain.problem is None, report_chain.problem

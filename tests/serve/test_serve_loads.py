@@ -15,7 +15,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from dpmem_ref.ledger.contract import SessionKey, SessionSnapshot  # noqa: E402
 from dpmem_ref.ledger.scopes import ScopeKey  # noqa: E402
-from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession  # noqa: E402
+from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession  # noqa: E402
 from dpmem_ref.runtime import AgentRuntime  # noqa: E402
 from dpmem_ref.serve.app import create_app  # noqa: E402
 from dpmem_ref.serve.keys import load_keys  # noqa: E402

@@ -144,7 +144,7 @@ def test_two_replicas_one_killed_mid_request_no_overrun_no_uncharged_release(tmp
     found = independent_check(url, clients.received, agent_of(keys))
     assert found["overruns"] == 0 and found["uncharged"] == 0, (found, f"{clients.lost} requests died with the replica")
     assert found["charged_received"] > 0, found  # the run did release charged views
-    verify = pytest.importorskip("dpmem_ref.ledger.postgres_verify", reason="no ledger chain in this tree")
+    verify = pytest.importorskip("dpmem_ref.ledger.postgres.verify", reason="no ledger chain in this tree")
     report = verify.verify_postgres(url)  # and the ledger's own tamper-evident chain agrees
     assert report.ok, report.line()
     assert not any(m in str(clients.received) for m in markers)

@@ -35,7 +35,7 @@ from dpmem_ref.ledger.contract import (
 )
 from dpmem_ref.ledger.scopes import check_meta_key, grouped_ledgers
 from dpmem_ref.ledger.session import LedgerBackend
-from dpmem_ref.ledger.sqlite_schema import (
+from dpmem_ref.ledger.sqlite.schema import (
     COLUMNS,
     SCHEMA,
     append_event,
@@ -50,7 +50,7 @@ from dpmem_ref.ledger.sqlite_schema import (
     store_checkpoint,
     verify_on_open,
 )
-from dpmem_ref.ledger.sqlite_session import SQLiteLedgerSession
+from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession
 
 _T = TypeVar("_T")
 _JITTER = random.SystemRandom()  # backoff jitter only; fresh after fork

@@ -20,7 +20,7 @@ from dpmem_ref.ledger.backup import LedgerReport, pre_chain_problem
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, reanchor_body, rows_identity
 from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, LedgerStoreError
 from dpmem_ref.ledger.migrate import Routes, Sql, migrate_rows
-from dpmem_ref.ledger.postgres_schema import (
+from dpmem_ref.ledger.postgres.schema import (
     COLUMNS,
     SCHEMA,
     append_event,
@@ -32,8 +32,8 @@ from dpmem_ref.ledger.postgres_schema import (
     read_anchor_row,
     write_anchor_row,
 )
-from dpmem_ref.ledger.replay import LedgerRows, replay
 from dpmem_ref.ledger.url_forms import check_postgres_url, redact_url
+from dpmem_ref.ledger.verify import LedgerRows, replay
 
 
 def _rows(connection: psycopg.Connection[Any]) -> LedgerRows | str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from dpmem_ref.ledger.checkpoint import served_rows
+from dpmem_ref.ledger.codecs import LoadCache, release_values
 from dpmem_ref.ledger.contract import (
     ReleaseRequest,
     SessionKey,
@@ -20,12 +21,11 @@ from dpmem_ref.ledger.contract import (
     fraction_to_text,
     release_row,
 )
-from dpmem_ref.ledger.records import LoadCache, release_values
 from dpmem_ref.ledger.session import Ledgers, TemplateSession
-from dpmem_ref.ledger.sqlite_schema import ledger_rows
+from dpmem_ref.ledger.sqlite.schema import ledger_rows
 
 if TYPE_CHECKING:
-    from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
+    from dpmem_ref.ledger.sqlite.store import SQLiteLedgerStore
 
 
 @attrs.frozen

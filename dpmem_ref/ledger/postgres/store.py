@@ -36,7 +36,7 @@ from dpmem_ref.ledger.contract import (
     fraction_from_text,
     fraction_to_text,
 )
-from dpmem_ref.ledger.postgres_schema import (
+from dpmem_ref.ledger.postgres.schema import (
     append_event,
     chain_head,
     create_schema,
@@ -53,7 +53,7 @@ from dpmem_ref.ledger.postgres_schema import (
     verify_on_open,
     write_anchor_row,
 )
-from dpmem_ref.ledger.postgres_session import PostgresLedgerSession
+from dpmem_ref.ledger.postgres.session import PostgresLedgerSession
 from dpmem_ref.ledger.scopes import check_meta_key, grouped_ledgers
 from dpmem_ref.ledger.session import LedgerBackend
 from dpmem_ref.ledger.url_forms import SecretURL, check_postgres_url, redact_url

@@ -14,6 +14,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from dpmem_ref.ledger.checkpoint import served_rows
+from dpmem_ref.ledger.codecs import LoadCache, decode_release, release_values
 from dpmem_ref.ledger.contract import (
     ReleaseRequest,
     SessionKey,
@@ -22,12 +23,11 @@ from dpmem_ref.ledger.contract import (
     fraction_to_text,
     release_row,
 )
-from dpmem_ref.ledger.postgres_schema import locked_ledgers
-from dpmem_ref.ledger.records import LoadCache, decode_release, release_values
+from dpmem_ref.ledger.postgres.schema import locked_ledgers
 from dpmem_ref.ledger.session import Ledgers, TemplateSession
 
 if TYPE_CHECKING:
-    from dpmem_ref.ledger.postgres import PostgresLedgerStore
+    from dpmem_ref.ledger.postgres.store import PostgresLedgerStore
 
 
 _RELEASE_COLUMNS = "seq, release_id, turn_id, slot_index, slot, view, admitted, charge_set, epsilon"
