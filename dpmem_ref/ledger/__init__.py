@@ -8,6 +8,9 @@ By concept:
   follows); `fingerprint` (the canonical interface fingerprint a database is bound to);
 - codecs: `codecs` (the text encodings of turn records, charge sets and release rows, and the
   incremental load cache);
+- the binding of a database to the interface it serves: `epochs` (the recorded interface,
+  the epoch log and its forward-only rules, `bind`), `evolution` (which interface changes
+  carry the ledgers over), `periods` (budget periods from a public clock);
 - the one session template: `session` (open, rebind, charge-and-record, record-turn over a
   few backend primitives);
 - evidence and verification: `chain` (the HMAC hash chain over every committed row, keyed

@@ -35,7 +35,7 @@ API (stable; additions only)
                    fails); None = only for openai: endpoints
         fresh_budget: with new_epoch over an unchanged interface: reset every budget (logged)
         clock:     () -> seconds (default time.time): the public calendar time that selects
-                   the budget period when the interface declares one (runtime.periods)
+                   the budget period when the interface declares one (ledger.periods)
     rt.turn(user, app, interaction, query, respond=True, turn_id=None) -> AgentTurn
         turn_id: an idempotency key; after ChannelUnavailable a retry with the same id
         regenerates from the recorded views at no new charge
@@ -69,7 +69,9 @@ Memory is per subject: each user id has its own store over the interface's layou
 own items and the public ones; ids are compared exactly). Ids (user, app, interaction) are 1..128 of
 [A-Za-z0-9._-]. Thread-safe for concurrent turns of different scopes (the stores lock;
 memory changes are serialised). Modules: scopes, router, tagger, similarity, memory,
-evolution, binding, periods, settings, langchain (the adapter); `dpmem chat` is dpmem_ref.cli.chat.
+settings, langchain (the adapter); the binding of a database to the interface (epochs, the
+evolution rules, budget periods) is the ledger's (`dpmem_ref.ledger.epochs`, `evolution`,
+`periods`); `dpmem chat` is dpmem_ref.cli.chat.
 
 May import: every floor up to `audit/` (heavy parts, the MiniLM encoder and SmolLM2, only through the channel registry's entry points).
 """

@@ -31,14 +31,14 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.validate import check_id, check_int
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger.contract import LedgerStore, SessionKey, fraction_to_text
+from dpmem_ref.ledger.epochs import bind, epoch_guarantee, epoch_log
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
+from dpmem_ref.ledger.periods import Clock, epoch_origins, period_index, read_clock
 from dpmem_ref.ledger.scopes import ScopeKey
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.mechanism.randomness import RandomSource, SeededRandomSource, SystemRandomSource
 from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
-from dpmem_ref.runtime.binding import bind, epoch_guarantee, epoch_log
 from dpmem_ref.runtime.memory import MemoryBook, MemoryEntry
-from dpmem_ref.runtime.periods import Clock, epoch_origins, period_index, read_clock
 from dpmem_ref.runtime.router import FreeTextRouter
 from dpmem_ref.runtime.scopes import ScopedLedgers, durable_turn_id, recorded_turn, remaining
 from dpmem_ref.runtime.settings import AgentFile, check_shares, check_user_caps, load_agent_file
@@ -174,7 +174,7 @@ class AgentRuntime:
     # ------------------------------------------------------------ scopes
     def period(self) -> int | None:
         """The current budget period k (None: the interface declares none): a function of
-        the clock and the recorded origin only (`runtime.periods`), never of memory or of a
+        the clock and the recorded origin only (`ledger.periods`), never of memory or of a
         ledger, so no boundary can reveal anything."""
         if self.interface.period is None or self.period_origin is None:
             return None

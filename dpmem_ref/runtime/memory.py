@@ -3,7 +3,7 @@
 The interface's layout is the scaffold: slot g holds at most |positions of g| items (its
 declared capacity), each at one position; an item keeps its position until deleted.
 Adding an item beyond capacity is refused (grow the scaffold instead: an interface
-change, see `evolution`). A memory file is JSON lines, one item per line:
+change, see `dpmem_ref.ledger.evolution`). A memory file is JSON lines, one item per line:
 
     {"slot": "health", "text": "...", "id": "i-1", "tags": ["blood-sugar"], "user": "alice"}
 

@@ -17,9 +17,9 @@ applications would leak one application's spending into another's admissions.
 
 A scope is a `ScopeKey` (`dpmem_ref.ledger.scopes`: subject, application, epoch, period),
 stored as one session of the ledger store, (subject, "e<epoch>:app:<app>"), where the epoch
-counts the recorded budget epochs of the database (`binding`); when the interface declares
+counts the recorded budget epochs of the database (`dpmem_ref.ledger.epochs`); when the interface declares
 a budget period, (subject, "e<epoch>:p<k>:app:<app>"), one scope per public period k
-(`periods`: k is a function of the injected clock only). `ScopeKey` is the one encoder and
+(`dpmem_ref.ledger.periods`: k is a function of the injected clock only). `ScopeKey` is the one encoder and
 parser of these names; scope ids are restricted to [A-Za-z0-9._-] so they never collide.
 (Databases written before shares may also hold per-user sessions "e<epoch>:user"; they are
 listed, never read.)

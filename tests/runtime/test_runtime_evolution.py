@@ -16,8 +16,8 @@ from dpmem_ref.analysis import replay_transcript, worst_case_loss
 from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import EMPTY_ITEM, MemoryItem
-from dpmem_ref.runtime.binding import interface_record
-from dpmem_ref.runtime.evolution import RULES, classify
+from dpmem_ref.ledger.epochs import interface_record
+from dpmem_ref.ledger.evolution import RULES, classify
 from tests.runtime_fixtures import INTERFACE, copy_example, ledger_table, open_runtime
 
 NEW_ROUTE = """

@@ -17,8 +17,8 @@ from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import EMPTY_ITEM, MemoryItem
 from dpmem_ref.interface import ChargePlan, Interface
-from dpmem_ref.runtime.binding import interface_record
-from dpmem_ref.runtime.evolution import classify
+from dpmem_ref.ledger.epochs import interface_record
+from dpmem_ref.ledger.evolution import classify
 from dpmem_ref.runtime.tagger import slot_tags
 from tests.runtime_fixtures import INTERFACE, copy_example, ledger_table, open_runtime
 

@@ -20,9 +20,9 @@ import pytest
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.ledger.periods import period_index
 from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
 from dpmem_ref.runtime.agent import AgentRuntime
-from dpmem_ref.runtime.periods import period_index
 from tests.runtime_fixtures import ROOT, copy_example, open_runtime
 
 DAY = 86_400

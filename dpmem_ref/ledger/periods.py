@@ -1,10 +1,10 @@
-"""Budget periods in the runtime: which period's scope a turn charges, from a public clock only.
+"""Budget periods: which period's scope a turn charges, from a public clock only.
 
 When the served interface declares `[budget] period = "30 days"` (`parts.period`), each
 (subject, application) scope has one ledger per period: period k covers calendar time
 [origin + k P, origin + (k + 1) P), P the period's length in seconds. The origin is the
 clock's time when the epoch first bound the period; it is written once, in the epoch's
-entry of the binding log (`binding`), and only a new recorded epoch starts another. The
+entry of the binding log (`epochs`), and only a new recorded epoch starts another. The
 period index is therefore a function of the clock and the recorded origin ONLY: never of
 memory, of a ledger or of a released history. A period that ended early because its budget
 ran out would be a data-dependent reset (its boundary would reveal the spending); here no
