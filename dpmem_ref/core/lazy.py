@@ -2,8 +2,8 @@
 
 A face lists each defining module with the names it gives (`modules`); `attach` returns the
 face's module `__getattr__` and `__dir__`. `import dpmem_ref` (or one of its packages) then
-loads none of the modules behind it: a command pays only for the parts it touches (issue
-25: `import dpmem_ref` and `dpmem --help`). The face keeps the same imports under
+loads none of the modules behind it: a command pays only for the parts it touches
+(`import dpmem_ref` and `dpmem --help` stay fast). The face keeps the same imports under
 `if TYPE_CHECKING:` for type checkers, and tests/test_lazy_imports.py holds the two equal.
 """
 

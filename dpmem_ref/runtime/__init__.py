@@ -1,5 +1,5 @@
 """DP-MemView in front of a real agent: budget scopes, a free-text router, memory that
-grows, an LLM channel (issue 23). Built on the kernel's planner (`begin_turn` /
+grows, an LLM channel. Built on the kernel's planner (`begin_turn` /
 `plan_slot`, driven by `DurableSession.run_turn`) and ledger stores; no second copy of
 Algorithm 1 or of the ledger. Light: stdlib + attrs + kernel; the MiniLM encoder,
 transformers, httpx and langchain-core are imported only when a part that needs them is

@@ -1,4 +1,4 @@
-"""`dpmem serve`: the application-facing HTTP service (issue 24; guide: docs/serve.md).
+"""`dpmem serve`: the application-facing HTTP service (guide: docs/serve.md).
 
 Where the paper's adversary, a third-party application, meets the interface. An application
 authenticates with its own bearer token (the keys file stores SHA-256 hashes only,

@@ -1,5 +1,5 @@
 """Bad input to `dpmem-eval`: one line naming the file and field, exit 2, no traceback, no memory
-text in the message, and the output directory left as it was (issue 13, item 5).
+text in the message, and the output directory left as it was.
 
 One or more cases per class, for every file the pipeline reads: data files (pairs, stores,
 trajectories, gold, splits, datacard), results files (run.json, audit.json, judge.json,

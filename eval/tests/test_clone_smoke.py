@@ -1,4 +1,4 @@
-"""Issue 22.1/22.2/22.6: the smoke preset in a clone with nothing beside it. Runs the whole
+"""The smoke preset in a clone with nothing beside it. Runs the whole
 preset in process (echo backend, so no language model; MiniLM auditor, proxy judge) with no
 corpora given and none beside the repository, from an empty working directory without --out:
 the results land in runs/smoke, run.json names the corpus excerpt, the commit and the command,

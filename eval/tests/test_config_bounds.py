@@ -1,4 +1,4 @@
-"""Every `dpmem-eval --config` input is bounded, and bad input is one line (issue 21, class 8).
+"""Every `dpmem-eval --config` input is bounded, and bad input is one line.
 
 Generated as an attacker would: pathological TOML (deep nesting, dotted-part bombs) is refused
 by the kernel's pre-scan before parsing; every [run] field gets every wrong type (NaN,

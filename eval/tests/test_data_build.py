@@ -99,7 +99,7 @@ def test_cli_build_fails_cleanly_without_corpora(tmp_path, capsys):
 
 
 def test_exported_interface_passes_dpmem_check_and_audits(built, capsys):
-    """Issue 4: the exported evaluation interface passes the kernel's static contract check,
+    """The exported evaluation interface passes the kernel's static contract check,
     and an exported M/M' pair is audited exactly within its cap at T = 16."""
     import json
 

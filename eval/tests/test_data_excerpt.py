@@ -1,4 +1,4 @@
-"""Issue 22.1: the transfer track without external corpora, from the excerpt shipped in the
+"""The transfer track without external corpora, from the excerpt shipped in the
 package (dpmem_eval/data/corpus_excerpt/); the full corpora are used whenever they are given."""
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def test_paper_preset_with_nothing_downloaded_lists_every_missing_artefact(tmp_p
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     warnings = [line for line in lines if line.startswith("dpmem-eval: warning: ")]
-    assert len(warnings) == 1 and "proxy judge" in warnings[0]  # issue 22.8: the paper preset's proxy judge
+    assert len(warnings) == 1 and "proxy judge" in warnings[0]  # the paper preset's proxy judge
     lines = [line for line in lines if line not in warnings]
     assert all(line.startswith("dpmem-eval: error: missing ") for line in lines), result.stderr
     assert "Traceback" not in result.stderr
@@ -125,7 +125,7 @@ def test_cuda_is_required_where_asked_and_tensor_parallel_needs_vllm(tmp_path):
 
 
 def test_paper_preset_flags_the_proxy_judge_and_only_then():
-    """Issue 22.8: a paper run that would score utility with the proxy judge is flagged."""
+    """A paper run that would score utility with the proxy judge is flagged."""
     from dpmem_eval.pipeline.config import resolve
     from dpmem_eval.pipeline.preflight import cautions
 

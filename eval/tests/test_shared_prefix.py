@@ -1,4 +1,4 @@
-"""Issue 22.9: the hf backend prefills the tokens a batch's prompts share (the system
+"""The hf backend prefills the tokens a batch's prompts share (the system
 message) once and repeats their KV cache over the batch. Greedy replies must be the ones the
 plain left-padded batch gives (tiny random-weight models of the paper's architectures in
 float32; the smoke preset's 234 prompts are checked byte for byte in docs/eval.md)."""

@@ -1,4 +1,4 @@
-"""Interface evolution (issue 23.3): every change classified; safe ones carry the ledgers
+"""Interface evolution: every change classified; safe ones carry the ledgers
 over, unsafe ones are refused (one line, nothing changed) unless a recorded new budget
 epoch starts. Safe changes are checked with the exact engine where it applies: the old
 transcript replays under the new interface and the worst case over the new catalogue

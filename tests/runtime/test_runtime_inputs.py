@@ -1,4 +1,4 @@
-"""Bad input gets one line and changes nothing (issue 23 acceptance).
+"""Bad input gets one line and changes nothing.
 
 Each case: the kernel's InputError (one line naming the field, no memory text), and
 afterwards the memory file, the runtime's memory and every ledger are as before. The CLI

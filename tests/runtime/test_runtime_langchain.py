@@ -1,4 +1,4 @@
-"""The langchain-core adapter (issue 23.6), against the installed langchain-core: a real
+"""The langchain-core adapter, against the installed langchain-core: a real
 ChatPromptTemplate and Runnable chain receive the question and the released view texts
 only, and every call is one charged DP-MemView turn."""
 

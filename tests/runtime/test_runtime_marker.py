@@ -1,4 +1,4 @@
-"""Marker test (issue 23 acceptance): a unique marker in every memory item never appears in
+"""Marker test: a unique marker in every memory item never appears in
 any app-facing output (echo backend: turn JSON, remaining, ledgers, `dpmem chat` stdout and
 stderr), in any log record (DEBUG, every logger), or in the ledger database."""
 

@@ -1,4 +1,4 @@
-"""Memory that grows (issue 23.3): add, update and delete into declared slot positions,
+"""Memory that grows: add, update and delete into declared slot positions,
 the tagger inside the trusted boundary, Eq. 6 still proved."""
 
 from __future__ import annotations

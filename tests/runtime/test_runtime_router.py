@@ -1,4 +1,4 @@
-"""The free-text router (issue 23.2) and one source of truth for the auditor.
+"""The free-text router and one source of truth for the auditor.
 
 - keyword rules route, the threshold holds, no match releases the generic view of every
   slot, reads no memory and charges nothing;

@@ -1,4 +1,4 @@
-"""Budget scopes (issue 23.1), exact with Fractions on every ledger backend.
+"""Budget scopes, exact with Fractions on every ledger backend.
 
 - N interactions of one application never spend more than B_a in total: the ledger of the
   (user, app) scope equals the exact sum of the eps charged by its committed releases,

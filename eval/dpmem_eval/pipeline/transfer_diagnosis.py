@@ -1,5 +1,5 @@
-"""Why the memory-text baselines barely leak on the transfer track of a run (issue: RawReadSet
-0.549 there against 0.73 in the paper), from the run's saved transcripts only.
+"""Why the memory-text baselines barely leak on the transfer track of a run (RawReadSet
+0.549 there against 0.73 in the paper, on the cpu preset), from the run's saved transcripts only.
 
 Three measurements, per attribute, RawReadSet (any method key can be passed):
 
