@@ -270,6 +270,29 @@ def verify_tail(key: ChainKey, start: Checkpoint | None, tail: Tail) -> Verified
     return verified
 
 
+def verify_on_open(
+    key: ChainKey,
+    identity: str,
+    stored: object,
+    holds: Callable[[int, str], bool],
+    read_tail: TailReader,
+    rest: tuple[tuple[Row, ...], tuple[Row, ...], tuple[int, int]],
+) -> tuple[Verified, bool]:
+    """Verification on open from a backend's reads in one snapshot: `stored` the checkpoint
+    row's text (or None), `holds(seq, mac)` whether the chain holds that event, `read_tail`
+    the events and rows after a checkpoint, `rest` every meta and ledger row and the release
+    and turn row counts. A checkpoint that is missing, forged, another database's or off this
+    chain is ignored (the walk starts at the genesis). Returns what is verified and whether
+    the stored checkpoint already covers it."""
+    start = parse_checkpoint(key, identity, stored)
+    if start is not None and not holds(start.seq, start.mac):
+        start = None
+    chain, releases, turns = read_tail(*checkpoint_after(start))
+    meta, ledgers, counts = rest
+    verified = verify_tail(key, start, Tail(chain, meta, ledgers, releases, turns, counts))
+    return verified, start is not None and verified.seq == start.seq
+
+
 def checkpoint_after(start: Checkpoint | None) -> tuple[int, int, int]:
     """(chain seq, newest release seq, newest turn seq) a checkpoint covers (zeros: none)."""
     if start is None:

@@ -10,16 +10,8 @@ import psycopg
 from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.ledger.anchor import LIVE, anchor_text, parse_anchor
 from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, database_identity, genesis_body
-from dpmem_ref.ledger.checkpoint import (
-    Checkpoint,
-    Tail,
-    TailRows,
-    Verified,
-    checkpoint_after,
-    checkpoint_text,
-    parse_checkpoint,
-    verify_tail,
-)
+from dpmem_ref.ledger.checkpoint import Checkpoint, TailRows, Verified, checkpoint_text
+from dpmem_ref.ledger.checkpoint import verify_on_open as verify_checkpoint
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,
     SCHEMA_VERSION,
@@ -211,27 +203,19 @@ def read_tail(connection: psycopg.Connection[Any], seq: int, release: int, turn:
 
 
 def verify_on_open(connection: psycopg.Connection[Any], key: ChainKey, ident: str) -> tuple[Verified, bool]:
-    """In one snapshot: verify from the last sealed checkpoint to the head (`checkpoint.verify_tail`,
-    O(new events)); what is verified, and whether the stored checkpoint covers it. See the SQLite twin."""
-    row = connection.execute("SELECT body FROM dpmem_checkpoint WHERE id = 1").fetchone()
-    start = parse_checkpoint(key, ident, None if row is None else row[0])
-    if start is not None and not holds(connection, HighWater(start.seq, start.mac)):
-        start = None
-    chain, releases, turns = read_tail(connection, *checkpoint_after(start))
-    counts = [_count(connection, t) for t in ("dpmem_releases", "dpmem_turns")]
-    tail = Tail(
-        chain=chain,
-        meta=tuple(tuple(found) for found in connection.execute("SELECT key, value FROM dpmem_meta")),
-        ledgers=tuple(
-            tuple(found)
-            for found in connection.execute("SELECT user_name, interaction, attribute, spent, cap FROM dpmem_ledgers")
-        ),
-        releases=releases,
-        turns=turns,
-        counts=(counts[0], counts[1]),
-    )
-    verified = verify_tail(key, start, tail)
-    return verified, start is not None and verified.seq == start.seq
+    """In one snapshot: `checkpoint.verify_on_open` over this database's rows."""
+
+    def rows(sql: str) -> tuple[tuple[object, ...], ...]:
+        return tuple(tuple(found) for found in connection.execute(sql))
+
+    stored = connection.execute("SELECT body FROM dpmem_checkpoint WHERE id = 1").fetchone()
+    rest = (rows("SELECT key, value FROM dpmem_meta"),
+            rows("SELECT user_name, interaction, attribute, spent, cap FROM dpmem_ledgers"),
+            (_count(connection, "dpmem_releases"), _count(connection, "dpmem_turns")))  # fmt: skip
+    return verify_checkpoint(
+        key, ident, None if stored is None else stored[0],
+        lambda seq, mac: holds(connection, HighWater(seq, mac)), lambda *after: read_tail(connection, *after), rest,
+    )  # fmt: skip
 
 
 def store_checkpoint(connection: psycopg.Connection[Any], key: ChainKey, ident: str, checkpoint: Checkpoint) -> None:

@@ -7,16 +7,8 @@ from fractions import Fraction
 
 from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, database_identity, genesis_body
-from dpmem_ref.ledger.checkpoint import (
-    Checkpoint,
-    Tail,
-    TailRows,
-    Verified,
-    checkpoint_after,
-    checkpoint_text,
-    parse_checkpoint,
-    verify_tail,
-)
+from dpmem_ref.ledger.checkpoint import Checkpoint, TailRows, Verified, checkpoint_text
+from dpmem_ref.ledger.checkpoint import verify_on_open as verify_checkpoint
 from dpmem_ref.ledger.contract import (
     LEGACY_SCHEMA_VERSION,
     SCHEMA_VERSION,
@@ -175,30 +167,22 @@ def read_tail(connection: sqlite3.Connection, seq: int, release: int, turn: int)
 
 
 def verify_on_open(connection: sqlite3.Connection, key: ChainKey, ident: str) -> tuple[Verified, bool]:
-    """In one read transaction: verify from the last sealed checkpoint to the head
-    (`checkpoint.verify_tail`, O(new events)); what is verified, and whether the stored
-    checkpoint already covers it. A checkpoint that is missing, forged, another database's or
-    off this chain is ignored."""
-    row = connection.execute("SELECT body FROM checkpoint WHERE id = 1").fetchone()
-    start = parse_checkpoint(key, ident, None if row is None else row[0])
-    if start is not None:
-        held = connection.execute("SELECT mac FROM chain WHERE seq = ?", (start.seq,)).fetchone()
-        if held is None or str(held[0]) != start.mac:
-            start = None
-    chain, releases, turns = read_tail(connection, *checkpoint_after(start))
-    counts = tuple(int(connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in ("releases", "turns"))  # noqa: S608
-    tail = Tail(
-        chain=chain,
-        meta=tuple(tuple(found) for found in connection.execute("SELECT key, value FROM meta")),
-        ledgers=tuple(
-            tuple(found) for found in connection.execute("SELECT user, interaction, attribute, spent, cap FROM ledgers")
-        ),
-        releases=releases,
-        turns=turns,
-        counts=(counts[0], counts[1]),
+    """In one read transaction: `checkpoint.verify_on_open` over this database's rows."""
+
+    def rows(sql: str) -> tuple[tuple[object, ...], ...]:
+        return tuple(tuple(found) for found in connection.execute(sql))
+
+    def holds(seq: int, mac: str) -> bool:
+        held = connection.execute("SELECT mac FROM chain WHERE seq = ?", (seq,)).fetchone()
+        return held is not None and str(held[0]) == mac
+
+    stored = connection.execute("SELECT body FROM checkpoint WHERE id = 1").fetchone()
+    counts = [int(connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in ("releases", "turns")]  # noqa: S608
+    rest = (rows("SELECT key, value FROM meta"), rows("SELECT user, interaction, attribute, spent, cap FROM ledgers"),
+            (counts[0], counts[1]))  # fmt: skip
+    return verify_checkpoint(
+        key, ident, None if stored is None else stored[0], holds, lambda *after: read_tail(connection, *after), rest
     )
-    verified = verify_tail(key, start, tail)
-    return verified, start is not None and verified.seq == start.seq
 
 
 def store_checkpoint(connection: sqlite3.Connection, key: ChainKey, ident: str, checkpoint: Checkpoint) -> None:
