@@ -2,12 +2,14 @@
 
 By concept:
 
-- protocol and facts: `contract` (the `LedgerStore` / `LedgerSession` protocols, the public
-  release facts, `committed_charge`: the C5 re-check every backend runs at commit);
+- protocol and facts: `contract` (the `LedgerStore` / `LedgerSession` protocols,
+  `committed_charge`: the C5 re-check every backend runs at commit, the store's errors);
+  `facts` (the public facts a store keeps: `SessionKey`, `ReleaseRequest`, `SlotRelease`,
+  `ReleaseOutcome`, `SessionSnapshot`, and the id rules of their fields);
   `scopes` (the typed `ScopeKey` of a budget scope and the rules a charge over several scopes
   follows); `fingerprint` (the canonical interface fingerprint a database is bound to);
-- codecs: `codecs` (the text encodings of turn records, charge sets and release rows, and the
-  incremental load cache);
+- codecs: `codecs` (the exact "p/q" text of a Fraction, the text encodings of turn records,
+  charge sets and release rows, and the incremental load cache);
 - the binding of a database to the interface it serves: `epochs` (the recorded interface,
   the epoch log and its forward-only rules, `bind`), `evolution` (which interface changes
   carry the ledgers over), `periods` (budget periods from a public clock);
@@ -30,19 +32,9 @@ May import: `core/`, `channel/`, `mechanism/`, `parts/`, `interface`, `contract`
 from dpmem_ref.core.lazy import TYPE_CHECKING, attach
 
 if TYPE_CHECKING:
-    from dpmem_ref.ledger.codecs import decode_turn, encode_turn
-    from dpmem_ref.ledger.contract import (
-        LedgerSession,
-        LedgerStore,
-        LedgerStoreError,
-        ReleaseOutcome,
-        ReleaseRequest,
-        SessionKey,
-        SessionSnapshot,
-        SlotRelease,
-        fraction_from_text,
-        fraction_to_text,
-    )
+    from dpmem_ref.ledger.codecs import decode_turn, encode_turn, fraction_from_text, fraction_to_text
+    from dpmem_ref.ledger.contract import LedgerSession, LedgerStore, LedgerStoreError
+    from dpmem_ref.ledger.facts import ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot, SlotRelease
     from dpmem_ref.ledger.fingerprint import interface_fingerprint
     from dpmem_ref.ledger.memory import MemoryLedgerSession, MemoryLedgerStore
     from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
@@ -51,21 +43,11 @@ if TYPE_CHECKING:
 
 # defining module -> the public names it gives this face (imported on first use)
 _MODULES = {
-    "dpmem_ref.ledger.contract": (
-        "LedgerSession",
-        "LedgerStore",
-        "LedgerStoreError",
-        "ReleaseOutcome",
-        "ReleaseRequest",
-        "SessionKey",
-        "SessionSnapshot",
-        "SlotRelease",
-        "fraction_from_text",
-        "fraction_to_text",
-    ),
+    "dpmem_ref.ledger.contract": ("LedgerSession", "LedgerStore", "LedgerStoreError"),
+    "dpmem_ref.ledger.facts": ("ReleaseOutcome", "ReleaseRequest", "SessionKey", "SessionSnapshot", "SlotRelease"),
     "dpmem_ref.ledger.fingerprint": ("interface_fingerprint",),
     "dpmem_ref.ledger.memory": ("MemoryLedgerSession", "MemoryLedgerStore"),
-    "dpmem_ref.ledger.codecs": ("decode_turn", "encode_turn"),
+    "dpmem_ref.ledger.codecs": ("decode_turn", "encode_turn", "fraction_from_text", "fraction_to_text"),
     "dpmem_ref.ledger.sqlite": ("SQLiteLedgerStore",),
     "dpmem_ref.ledger.sqlite.session": ("SQLiteLedgerSession",),
     "dpmem_ref.ledger.urls": ("open_ledger_store",),

@@ -37,7 +37,9 @@ import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.files import read_file
-from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey, SlotRelease, fraction_to_text
+from dpmem_ref.ledger.codecs import fraction_to_text
+from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.ledger.facts import SessionKey, SlotRelease
 
 ENV_KEY = "DPMEM_LEDGER_KEY"
 ENV_KEY_FILE = "DPMEM_LEDGER_KEY_FILE"

@@ -32,7 +32,8 @@ from typing import Any
 import attrs
 
 from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey
-from dpmem_ref.ledger.contract import LedgerStoreError, SessionKey
+from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.ledger.facts import SessionKey
 from dpmem_ref.ledger.verify import (
     Row,
     _Bad,

@@ -7,6 +7,7 @@ same encoding and validation run for every backend, the in-memory one included.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Hashable, Sequence
 from fractions import Fraction
@@ -16,16 +17,28 @@ import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
-from dpmem_ref.ledger.contract import (
-    LedgerStoreError,
-    SessionKey,
-    SessionSnapshot,
-    SlotRelease,
-    fraction_from_text,
-    fraction_to_text,
-)
+from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.ledger.facts import SessionKey, SessionSnapshot, SlotRelease
 
 MAX_RECORD_BYTES = 1 << 20
+MAX_FRACTION_TEXT = 401  # "p/q" of at most 200 digits each: bounded work on a corrupted row
+_FRACTION_TEXT = re.compile(r"^(0|[1-9][0-9]*)/([1-9][0-9]*)$")
+
+
+def fraction_to_text(value: Fraction) -> str:
+    """Exact ledger text "p/q" (denominator always written)."""
+    return f"{value.numerator}/{value.denominator}"
+
+
+def fraction_from_text(text: object, where: str) -> Fraction:
+    if not isinstance(text, str):
+        raise LedgerStoreError(f"{where}: expected exact 'p/q' text, found {type(text).__name__}")
+    if len(text) > MAX_FRACTION_TEXT:
+        raise LedgerStoreError(f"{where}: a 'p/q' value of more than {MAX_FRACTION_TEXT} characters")
+    match = _FRACTION_TEXT.fullmatch(text)
+    if match is None:
+        raise LedgerStoreError(f"{where}: expected exact non-negative 'p/q' text")
+    return Fraction(int(match.group(1)), int(match.group(2)))
 
 
 def _encode_public(value: object, field: str) -> Any:

@@ -18,8 +18,10 @@ from typing import Any
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.interface import Interface
-from dpmem_ref.ledger.contract import LedgerStore, SessionKey, fraction_to_text
+from dpmem_ref.ledger.codecs import fraction_to_text
+from dpmem_ref.ledger.contract import LedgerStore
 from dpmem_ref.ledger.evolution import Change, classify
+from dpmem_ref.ledger.facts import SessionKey
 from dpmem_ref.ledger.fingerprint import interface_description, interface_fingerprint
 from dpmem_ref.ledger.periods import epoch_ends, epoch_origins, period_index
 from dpmem_ref.ledger.scopes import ScopeKey

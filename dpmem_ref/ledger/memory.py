@@ -17,13 +17,7 @@ import attrs
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.codecs import decode_turn
-from dpmem_ref.ledger.contract import (
-    ReleaseRequest,
-    SessionKey,
-    SessionSnapshot,
-    SlotRelease,
-    release_row,
-)
+from dpmem_ref.ledger.facts import ReleaseRequest, SessionKey, SessionSnapshot, SlotRelease, release_row
 from dpmem_ref.ledger.scopes import check_meta_key
 from dpmem_ref.ledger.session import LedgerBackend, Ledgers, TemplateSession
 

@@ -39,15 +39,9 @@ from dpmem_ref.ledger.chain import (
     open_body,
     turn_body,
 )
-from dpmem_ref.ledger.codecs import decode_release, decode_turn
-from dpmem_ref.ledger.contract import (
-    LEGACY_SCHEMA_VERSION,
-    SCHEMA_VERSION,
-    LedgerStoreError,
-    SessionKey,
-    fraction_from_text,
-    interface_mismatch,
-)
+from dpmem_ref.ledger.codecs import decode_release, decode_turn, fraction_from_text
+from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, SCHEMA_VERSION, LedgerStoreError, interface_mismatch
+from dpmem_ref.ledger.facts import SessionKey
 
 if TYPE_CHECKING:
     from dpmem_ref.interface import Interface

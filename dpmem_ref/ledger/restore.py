@@ -35,10 +35,8 @@ from dpmem_ref.ledger.backup import (
     verify_sqlite,
 )
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, reanchor_body, rollback_body
-from dpmem_ref.ledger.contract import (
-    LedgerStoreError,
-    check_fingerprint,
-)
+from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.ledger.facts import check_fingerprint
 from dpmem_ref.ledger.migrate import Routes, Sql, migrate_rows
 from dpmem_ref.ledger.sqlite.schema import SCHEMA, append_event, chain_head, describe_sqlite_error, identity
 

@@ -16,14 +16,8 @@ import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.validate import PRINTABLE_ASCII
-from dpmem_ref.ledger.contract import (
-    ReleaseRequest,
-    SessionKey,
-    check_caps,
-    check_fingerprint,
-    check_key_part,
-    committed_charge,
-)
+from dpmem_ref.ledger.contract import committed_charge
+from dpmem_ref.ledger.facts import ReleaseRequest, SessionKey, check_caps, check_fingerprint, check_key_part
 
 _APP = "[A-Za-z0-9][A-Za-z0-9._-]*"  # no ':', so no two scopes share a name
 _NUMBER = "0|[1-9][0-9]*"
@@ -157,7 +151,7 @@ def grouped_ledgers(
     rows: Sequence[Sequence[object]],
 ) -> list[tuple[str, dict[str, Fraction], dict[str, Fraction]]]:
     """(interaction, attribute, spent, cap) rows -> one (interaction, spent, caps) per session."""
-    from dpmem_ref.ledger.contract import fraction_from_text
+    from dpmem_ref.ledger.codecs import fraction_from_text
 
     out: dict[str, tuple[dict[str, Fraction], dict[str, Fraction]]] = {}
     for interaction, attribute, spent, cap in rows:

@@ -40,8 +40,8 @@ from dpmem_ref.core.errors import ContractViolation
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.chain import HighWater, bind_body, charge_body, open_body, rebind_body, turn_body
 from dpmem_ref.ledger.codecs import encode_turn
-from dpmem_ref.ledger.contract import (
-    FaultHook,
+from dpmem_ref.ledger.contract import FaultHook, id_used_before, interface_mismatch, needs_migration
+from dpmem_ref.ledger.facts import (
     ReleaseOutcome,
     ReleaseRequest,
     SessionKey,
@@ -50,9 +50,6 @@ from dpmem_ref.ledger.contract import (
     check_fingerprint,
     check_same_caps,
     check_turn_id,
-    id_used_before,
-    interface_mismatch,
-    needs_migration,
 )
 from dpmem_ref.ledger.scopes import check_scope_keys, checked_rebind, committed_scopes, rebound_caps
 

@@ -22,7 +22,8 @@ from typing import Any
 import attrs
 
 from dpmem_ref.ledger.chain import GENESIS_MAC, MAX_BODY_BYTES, ChainKey, HighWater, record_digest, rows_identity
-from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError, fraction_from_text
+from dpmem_ref.ledger.codecs import fraction_from_text
+from dpmem_ref.ledger.contract import SCHEMA_VERSION, LedgerStoreError
 
 Row = Sequence[Any]
 

@@ -30,8 +30,10 @@ from dpmem_ref.contract import require_contract
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.validate import check_id, check_int
 from dpmem_ref.interface import Interface
-from dpmem_ref.ledger.contract import LedgerStore, SessionKey, fraction_to_text
+from dpmem_ref.ledger.codecs import fraction_to_text
+from dpmem_ref.ledger.contract import LedgerStore
 from dpmem_ref.ledger.epochs import bind, epoch_guarantee, epoch_log
+from dpmem_ref.ledger.facts import SessionKey
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.ledger.periods import Clock, epoch_origins, period_index, read_clock
 from dpmem_ref.ledger.scopes import ScopeKey

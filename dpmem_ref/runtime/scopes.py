@@ -42,7 +42,8 @@ import attrs
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
-from dpmem_ref.ledger.contract import LedgerSession, ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot
+from dpmem_ref.ledger.contract import LedgerSession
+from dpmem_ref.ledger.facts import ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot
 from dpmem_ref.ledger.scopes import ScopeKey
 from dpmem_ref.runtime.turns import RecordedTurn
 from dpmem_ref.schemas import json_value

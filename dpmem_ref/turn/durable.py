@@ -40,15 +40,8 @@ from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.policy import Store
 from dpmem_ref.core.transcript import Query, TurnRecord
 from dpmem_ref.interface import Interface, check_ledger_size
-from dpmem_ref.ledger.contract import (
-    LedgerSession,
-    LedgerStore,
-    ReleaseRequest,
-    SessionKey,
-    SessionSnapshot,
-    SlotRelease,
-    check_key_part,
-)
+from dpmem_ref.ledger.contract import LedgerSession, LedgerStore
+from dpmem_ref.ledger.facts import ReleaseRequest, SessionKey, SessionSnapshot, SlotRelease, check_key_part
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.mechanism.randomness import RandomSource
 from dpmem_ref.mechanism.timing import DEFAULT_TURN_DEADLINE_S, check_deadline, wait_until

@@ -26,7 +26,7 @@ from dpmem_ref.core.validate import (
     missing,
     shown_type,
 )
-from dpmem_ref.ledger.contract import FINGERPRINT, KEY_PART, NAME, RELEASE_ID
+from dpmem_ref.ledger.facts import FINGERPRINT, KEY_PART, NAME, RELEASE_ID
 from dpmem_ref.runtime.memory import ITEM_ID
 from dpmem_ref.serve.models import NAME_PATTERN
 

@@ -32,7 +32,7 @@ from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
 from dpmem_ref.ledger.anchor import read_anchor, write_anchor
 from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.ledger.chain import ChainKey, HighWater, charge_body, key_from_environment, open_body
-from dpmem_ref.ledger.contract import SessionKey, SlotRelease
+from dpmem_ref.ledger.facts import SessionKey, SlotRelease
 from dpmem_ref.ledger.restore import restore_sqlite
 from dpmem_ref.ledger.sqlite.schema import append_event
 from tests.kernel_fixtures import run_cli

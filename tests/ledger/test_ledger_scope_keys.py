@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.ledger.contract import SessionKey
+from dpmem_ref.ledger.facts import SessionKey
 from dpmem_ref.ledger.scopes import ScopeKey
 
 # (the key, the stored interaction text): the layout every database written so far holds

@@ -22,7 +22,7 @@ from test_ledger_concurrency import ONE_SLOT
 
 from dpmem_ref.config.load import interface_from_dict
 from dpmem_ref.ledger import LedgerStoreError, open_ledger_store
-from dpmem_ref.ledger.contract import ReleaseRequest
+from dpmem_ref.ledger.facts import ReleaseRequest
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn.durable import DurableSession
 from tests.ledger_fixtures import chain_key_fixture

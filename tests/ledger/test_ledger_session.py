@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from dpmem_ref.core.errors import ContractViolation
-from dpmem_ref.ledger.contract import ReleaseRequest, SessionKey
+from dpmem_ref.ledger.facts import ReleaseRequest, SessionKey
 from dpmem_ref.ledger.memory import MemoryLedgerStore
 from dpmem_ref.ledger.session import assert_within_caps
 

@@ -34,7 +34,8 @@ import pytest
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
-from dpmem_ref.ledger.contract import LedgerSession, ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot
+from dpmem_ref.ledger.contract import LedgerSession
+from dpmem_ref.ledger.facts import ReleaseOutcome, ReleaseRequest, SessionKey, SessionSnapshot
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.ledger.scopes import ScopeKey
 from dpmem_ref.mechanism import em

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dpmem_ref.ledger.contract import SessionKey, SessionSnapshot
+from dpmem_ref.ledger.facts import SessionKey, SessionSnapshot
 from dpmem_ref.ledger.scopes import ScopeKey
 from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession
 from tests.runtime_fixtures import charged, copy_example, open_runtime

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dpmem_ref.ledger.contract import fraction_to_text
+from dpmem_ref.ledger.codecs import fraction_to_text
 from tests.runtime_fixtures import charged, copy_example, open_runtime
 
 SHARES = {"diabetes": Fraction(2), "debt": Fraction(1)}  # recipes' share in examples/agent/assistant.toml

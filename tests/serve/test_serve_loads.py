@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("fastapi", reason="extra serve not installed")
 from starlette.testclient import TestClient  # noqa: E402
 
-from dpmem_ref.ledger.contract import SessionKey, SessionSnapshot  # noqa: E402
+from dpmem_ref.ledger.facts import SessionKey, SessionSnapshot  # noqa: E402
 from dpmem_ref.ledger.scopes import ScopeKey  # noqa: E402
 from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession  # noqa: E402
 from dpmem_ref.runtime import AgentRuntime  # noqa: E402

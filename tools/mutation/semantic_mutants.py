@@ -185,7 +185,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "release-row-first-slot",
         "the committed release row records every slot as the turn's first (slot index 0)"
         " (tests/ledger/test_ledger_request_sequences.py: later slots of a turn)",
-        (("ledger/contract.py", r"index=request\.index,", "index=0,"),),
+        (("ledger/facts.py", r"index=request\.index,", "index=0,"),),
     ),
     # (2) a seeded test whose seed drew the outcome that hides the bug
     Mutation(

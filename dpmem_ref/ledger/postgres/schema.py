@@ -12,14 +12,9 @@ from dpmem_ref.ledger.anchor import LIVE, anchor_text, parse_anchor
 from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, check_genesis, database_identity, genesis_body
 from dpmem_ref.ledger.checkpoint import Checkpoint, TailRows, Verified, checkpoint_text
 from dpmem_ref.ledger.checkpoint import verify_on_open as verify_checkpoint
-from dpmem_ref.ledger.contract import (
-    LEGACY_SCHEMA_VERSION,
-    SCHEMA_VERSION,
-    LedgerStoreError,
-    SessionKey,
-    fraction_from_text,
-    needs_migration,
-)
+from dpmem_ref.ledger.codecs import fraction_from_text
+from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, SCHEMA_VERSION, LedgerStoreError, needs_migration
+from dpmem_ref.ledger.facts import SessionKey
 
 # "user" is reserved in PostgreSQL: the key column is user_name. Exact values as "p/q" text.
 SCHEMA = """

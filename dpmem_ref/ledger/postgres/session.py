@@ -14,15 +14,8 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from dpmem_ref.ledger.checkpoint import served_rows
-from dpmem_ref.ledger.codecs import LoadCache, decode_release, release_values
-from dpmem_ref.ledger.contract import (
-    ReleaseRequest,
-    SessionKey,
-    SessionSnapshot,
-    SlotRelease,
-    fraction_to_text,
-    release_row,
-)
+from dpmem_ref.ledger.codecs import LoadCache, decode_release, fraction_to_text, release_values
+from dpmem_ref.ledger.facts import ReleaseRequest, SessionKey, SessionSnapshot, SlotRelease, release_row
 from dpmem_ref.ledger.postgres.schema import locked_ledgers
 from dpmem_ref.ledger.session import Ledgers, TemplateSession
 

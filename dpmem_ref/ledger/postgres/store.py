@@ -29,13 +29,9 @@ from psycopg import errors as pg_errors
 from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.checkpoint import Checkpoint, LiveVerification, Served
-from dpmem_ref.ledger.contract import (
-    FaultHook,
-    LedgerStoreError,
-    SessionKey,
-    fraction_from_text,
-    fraction_to_text,
-)
+from dpmem_ref.ledger.codecs import fraction_from_text, fraction_to_text
+from dpmem_ref.ledger.contract import FaultHook, LedgerStoreError
+from dpmem_ref.ledger.facts import SessionKey
 from dpmem_ref.ledger.postgres.schema import (
     append_event,
     chain_head,

@@ -12,15 +12,8 @@ from typing import TYPE_CHECKING
 import attrs
 
 from dpmem_ref.ledger.checkpoint import served_rows
-from dpmem_ref.ledger.codecs import LoadCache, release_values
-from dpmem_ref.ledger.contract import (
-    ReleaseRequest,
-    SessionKey,
-    SessionSnapshot,
-    SlotRelease,
-    fraction_to_text,
-    release_row,
-)
+from dpmem_ref.ledger.codecs import LoadCache, fraction_to_text, release_values
+from dpmem_ref.ledger.facts import ReleaseRequest, SessionKey, SessionSnapshot, SlotRelease, release_row
 from dpmem_ref.ledger.session import Ledgers, TemplateSession
 from dpmem_ref.ledger.sqlite.schema import ledger_rows
 

@@ -26,13 +26,9 @@ from dpmem_ref.core.validate import check_seconds
 from dpmem_ref.ledger.anchor import anchor_on_open, anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.checkpoint import Checkpoint, LiveVerification, Served
-from dpmem_ref.ledger.contract import (
-    FaultHook,
-    LedgerStoreError,
-    SessionKey,
-    fraction_from_text,
-    fraction_to_text,
-)
+from dpmem_ref.ledger.codecs import fraction_from_text, fraction_to_text
+from dpmem_ref.ledger.contract import FaultHook, LedgerStoreError
+from dpmem_ref.ledger.facts import SessionKey
 from dpmem_ref.ledger.scopes import check_meta_key, grouped_ledgers
 from dpmem_ref.ledger.session import LedgerBackend
 from dpmem_ref.ledger.sqlite.schema import (
