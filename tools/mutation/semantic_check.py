@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from semantic_mutants import MUTATIONS, Mutation  # noqa: E402  (tools/mutation/semantic_mutants.py: the mutants)
 
-COPY = ["dpmem_ref", "counterexamples", "proofs_as_tests", "tests", "tools", "examples", "conftest.py", "pyproject.toml"]
+COPY = ["dpmem_ref", "counterexamples", "proofs_as_tests", "tests", "tools", "benchmarks", "examples", "conftest.py", "pyproject.toml"]
 IGNORE = shutil.ignore_patterns("__pycache__", ".hypothesis", "*.pyc", ".pytest_cache")
 
 
