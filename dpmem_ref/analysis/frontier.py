@@ -41,6 +41,7 @@ programme runs instead under the same limit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fractions import Fraction
 from math import prod
 from typing import TYPE_CHECKING
@@ -200,14 +201,7 @@ def _maximise(
         grow = len(step.tops) - width
         hi = his[step.cls]
         base = {key + (0,) * grow: value for key, value in table.items()}
-        # Every widened key: the base keys and their chains of admissions (a chain stops
-        # where it meets a key already found: its continuation is found too).
-        keys: dict[tuple[int, ...], None] = dict.fromkeys(base)
-        for x in base:
-            y = _advance(x, step)
-            while y is not None and y not in keys:
-                keys[y] = None
-                y = _advance(y, step)
+        keys = _widened_keys(base, step)
         entries += len(keys)
         if entries > limit:
             raise FrontierFull
@@ -258,12 +252,7 @@ def _maximise_within(
         grow = len(step.tops) - width
         hi = his[step.cls]
         base = {key + (0,) * grow: pairs for key, pairs in table.items()}
-        keys: dict[tuple[int, ...], None] = dict.fromkeys(base)
-        for x in base:
-            y = _advance(x, step)
-            while y is not None and y not in keys:
-                keys[y] = None
-                y = _advance(y, step)
+        keys = _widened_keys(base, step)
         best: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}  # (turns, value, admissions here)
         for key in sorted(keys):
             candidates = [(t, v, 0) for t, v in base.get(key, ())]
@@ -307,6 +296,19 @@ def _maximise_within(
     for (_, step), pointers in zip(reversed(order.steps), reversed(back), strict=True):
         end, end_turns, counts[step.cls] = pointers[(end, end_turns)]
     return high, counts
+
+
+def _widened_keys(base: Mapping[tuple[int, ...], object], step: Step) -> dict[tuple[int, ...], None]:
+    """Every widened key of a step: the base keys and their chains of admissions (a chain
+    stops where it meets a key already found: its continuation is found too), in the order
+    found (the callers sort them)."""
+    keys: dict[tuple[int, ...], None] = dict.fromkeys(base)
+    for x in base:
+        y = _advance(x, step)
+        while y is not None and y not in keys:
+            keys[y] = None
+            y = _advance(y, step)
+    return keys
 
 
 def _advance(key: tuple[int, ...], step: Step) -> tuple[int, ...] | None:
