@@ -47,6 +47,11 @@ OP = st.tuples(
     st.sampled_from([Fraction(1, 3), Fraction(2, 3), Fraction(1)]),
 )
 OPS = st.lists(OP, min_size=1, max_size=8)
+CHARGES = st.lists(
+    st.tuples(st.sampled_from([Fraction(0), Fraction(1, 3), Fraction(1), Fraction(2)]),
+              st.sampled_from([Fraction(1), Fraction(2)])),
+    min_size=1, max_size=6,
+)  # fmt: skip  # (eps, the cap of session n % 2) per charge: C3 and C5 hold or break anywhere
 SLOW = settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=25)
 
 
@@ -212,13 +217,7 @@ def _forged(path: Path, charges: list[tuple[Fraction, Fraction]]) -> None:
 
 
 @SLOW
-@given(
-    charges=st.lists(
-        st.tuples(st.sampled_from([Fraction(0), Fraction(1, 3), Fraction(1), Fraction(2)]),
-                  st.sampled_from([Fraction(1), Fraction(2)])),
-        min_size=1, max_size=6,
-    )
-)  # fmt: skip
+@given(charges=CHARGES)
 def test_verify_accepts_a_chain_exactly_when_every_charge_keeps_c3_and_c5(
     tmp_path: Path, charges: list[tuple[Fraction, Fraction]]
 ) -> None:
@@ -226,12 +225,7 @@ def test_verify_accepts_a_chain_exactly_when_every_charge_keeps_c3_and_c5(
     folder.mkdir()
     path = folder / "l.db"
     _forged(path, charges)
-    spent = {0: Fraction(0), 1: Fraction(0)}
-    lawful = True
-    for n, (epsilon, _) in enumerate(charges):
-        cap = charges[n % 2][1]
-        spent[n % 2] += epsilon
-        lawful = lawful and epsilon > 0 and spent[n % 2] <= cap  # C3 and C5 at every prefix
+    lawful = _lawful(charges)
     report = verify_sqlite(path)
     assert report.ok == lawful, report.line()
     if not lawful:
@@ -281,13 +275,7 @@ def _forged_postgres(url: str, charges: list[tuple[Fraction, Fraction]]) -> None
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=10)
-@given(
-    charges=st.lists(
-        st.tuples(st.sampled_from([Fraction(0), Fraction(1, 3), Fraction(1), Fraction(2)]),
-                  st.sampled_from([Fraction(1), Fraction(2)])),
-        min_size=1, max_size=6,
-    )
-)  # fmt: skip
+@given(charges=CHARGES)
 def test_postgres_verify_accepts_a_chain_exactly_when_every_charge_keeps_c3_and_c5(
     charges: list[tuple[Fraction, Fraction]],
 ) -> None:
