@@ -14,8 +14,13 @@ from dpmem_ref.analysis.components import ComponentSearch
 from dpmem_ref.analysis.loss import IV_DPS
 from dpmem_ref.config.load import interface_from_dict
 from dpmem_ref.mechanism.em import iv_precision
-from tests.audit.test_auditor_lattice import agree, engine_agrees_on_lattice_cases, replays
-from tests.audit_generators import coupled_case, lattice_case
+from tests.audit.test_auditor_lattice import (
+    agree,
+    engine_agrees_on_large_plans,
+    engine_agrees_on_lattice_cases,
+    replays,
+)
+from tests.audit_generators import coupled_case
 
 
 def uses_frontier(interface: object, store_a: object, store_b: object, horizon: int) -> bool:
@@ -94,14 +99,4 @@ def test_frontier_agrees_with_the_lattice_on_large_preallocated_plans() -> None:
     """40 generated deployments with preallocated plans of C_a = 16-64 and horizons of
     64-256 (the horizon binds on some): frontier vs lattice (itself checked against the
     sparse programme on the same deployments), to 40 digits both ways."""
-    used = 0
-    for seed in range(40):
-        data, a, b, horizon = lattice_case(seed, large=True)
-        loaded = interface_from_dict(data)
-        interface, store_a, store_b = loaded.interface, loaded.store(a), loaded.store(b)
-        mine = worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="frontier")
-        theirs = worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="lattice")
-        assert agree(mine.a_over_b.value, theirs.a_over_b.value), seed
-        assert agree(mine.b_over_a.value, theirs.b_over_a.value), seed
-        used += uses_frontier(interface, store_a, store_b, horizon)
-    assert used >= 20
+    assert engine_agrees_on_large_plans("frontier", "lattice", 40, uses_frontier) >= 20

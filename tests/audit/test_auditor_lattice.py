@@ -101,21 +101,27 @@ def engine_agrees_on_lattice_cases(search: str, general_every: int, runs_itself:
     return used
 
 
-def test_lattice_agrees_on_large_preallocated_plans() -> None:
-    """60 generated deployments with preallocated plans of C_a = 16-64 and horizons of
-    64-256: lattice vs the sparse ledger programme, to 40 digits both ways (the lattice
-    itself runs on 29 of them)."""
+def engine_agrees_on_large_plans(search: str, reference: str, cases: int, runs_itself: Callable[..., object]) -> int:
+    """Over `cases` generated deployments with preallocated plans of C_a = 16-64 and
+    horizons of 64-256 (`lattice_case(seed, large=True)`): the engine `search` agrees with
+    the engine `reference` to 40 digits both ways; returns on how many the engine itself ran."""
     used = 0
-    for seed in range(60):
+    for seed in range(cases):
         data, a, b, horizon = lattice_case(seed, large=True)
         loaded = interface_from_dict(data)
         interface, store_a, store_b = loaded.interface, loaded.store(a), loaded.store(b)
-        mine = worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="lattice")
-        theirs = worst_case_loss(interface, store_a, store_b, horizon, strict=False, search="ledger")
+        mine = worst_case_loss(interface, store_a, store_b, horizon, strict=False, search=search)
+        theirs = worst_case_loss(interface, store_a, store_b, horizon, strict=False, search=reference)
         assert agree(mine.a_over_b.value, theirs.a_over_b.value), seed
         assert agree(mine.b_over_a.value, theirs.b_over_a.value), seed
-        used += uses_lattice(interface, store_a, store_b, horizon)
-    assert used >= 25
+        used += bool(runs_itself(interface, store_a, store_b, horizon))
+    return used
+
+
+def test_lattice_agrees_on_large_preallocated_plans() -> None:
+    """60 generated deployments: lattice vs the sparse ledger programme (the lattice itself
+    runs on 29 of them)."""
+    assert engine_agrees_on_large_plans("lattice", "ledger", 60, uses_lattice) >= 25
 
 
 def test_round3_cells_in_the_lattice_shape_agree_with_the_sparse_programme() -> None:
