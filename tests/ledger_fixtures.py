@@ -3,9 +3,13 @@ shadow eval/tests/conftest.py)."""
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterator
 
 import pytest
+
+from dpmem_ref.ledger.facts import SessionKey, SessionSnapshot
+from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession
 
 
 def chain_key_fixture(key: str) -> Callable[..., Iterator[None]]:
@@ -20,3 +24,18 @@ def chain_key_fixture(key: str) -> Callable[..., Iterator[None]]:
         yield
 
     return _chain_key
+
+
+@pytest.fixture(name="loads")
+def count_loads(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter[SessionKey]]:
+    """Every `load` of a SQLite ledger session, counted by session key (then the real load).
+    Import it into a test module to use it as `loads` (`from tests.ledger_fixtures import count_loads`)."""
+    counted: collections.Counter[SessionKey] = collections.Counter()
+    real = SQLiteLedgerSession.load
+
+    def load(self: SQLiteLedgerSession) -> SessionSnapshot:
+        counted[self.key] += 1
+        return real(self)
+
+    monkeypatch.setattr(SQLiteLedgerSession, "load", load)
+    yield counted

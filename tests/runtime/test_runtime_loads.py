@@ -7,33 +7,16 @@ the charges still re-check C5 in the store's transaction, so the ledgers stay ex
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
-import pytest
-
-from dpmem_ref.ledger.facts import SessionKey, SessionSnapshot
+from dpmem_ref.ledger.facts import SessionKey
 from dpmem_ref.ledger.scopes import ScopeKey
-from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession
+from tests.ledger_fixtures import count_loads  # noqa: F401  (the `loads` fixture)
 from tests.runtime_fixtures import charged, copy_example, open_runtime
 
 DINNER = "What should I make for dinner?"  # affordable-dinner: charges debt and diabetes
 NO_MATCH = "tell me a joke"
-
-
-@pytest.fixture
-def loads(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter[SessionKey]]:
-    """Every `load` of a SQLite ledger session, counted by session key (then the real load)."""
-    counted: collections.Counter[SessionKey] = collections.Counter()
-    real = SQLiteLedgerSession.load
-
-    def load(self: SQLiteLedgerSession) -> SessionSnapshot:
-        counted[self.key] += 1
-        return real(self)
-
-    monkeypatch.setattr(SQLiteLedgerSession, "load", load)
-    yield counted
 
 
 def test_each_agent_turn_loads_its_scope_once(tmp_path: Path, loads: collections.Counter[SessionKey]) -> None:

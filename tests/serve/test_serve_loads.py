@@ -13,24 +13,16 @@ import pytest
 pytest.importorskip("fastapi", reason="extra serve not installed")
 from starlette.testclient import TestClient  # noqa: E402
 
-from dpmem_ref.ledger.facts import SessionKey, SessionSnapshot  # noqa: E402
+from dpmem_ref.ledger.facts import SessionKey  # noqa: E402
 from dpmem_ref.ledger.scopes import ScopeKey  # noqa: E402
-from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession  # noqa: E402
 from dpmem_ref.runtime import AgentRuntime  # noqa: E402
 from dpmem_ref.serve.app import create_app  # noqa: E402
 from dpmem_ref.serve.keys import load_keys  # noqa: E402
+from tests.ledger_fixtures import count_loads  # noqa: E402, F401  (the `loads` fixture)
 from tests.serve.live import DINNER, agent_of, auth, marked_memory, write_keys  # noqa: E402
 
 
-def test_each_served_turn_loads_its_scope_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    loads: collections.Counter[SessionKey] = collections.Counter()
-    real = SQLiteLedgerSession.load
-
-    def load(self: SQLiteLedgerSession) -> SessionSnapshot:
-        loads[self.key] += 1
-        return real(self)
-
-    monkeypatch.setattr(SQLiteLedgerSession, "load", load)
+def test_each_served_turn_loads_its_scope_once(tmp_path: Path, loads: collections.Counter[SessionKey]) -> None:
     keys_path, tokens = write_keys(tmp_path)
     memory, _ = marked_memory(tmp_path)
     url = f"sqlite:///{tmp_path / 'ledgers.db'}"
