@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 
 from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey
+from dpmem_ref.ledger.codecs import fraction_to_text
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.facts import SessionKey
 from dpmem_ref.ledger.verify import (
@@ -93,7 +94,7 @@ class Checkpoint:
 
 
 def _fraction_map(values: dict[str, Fraction]) -> dict[str, str]:
-    return {a: f"{v.numerator}/{v.denominator}" for a, v in sorted(values.items())}
+    return {a: fraction_to_text(v) for a, v in sorted(values.items())}
 
 
 @attrs.define
