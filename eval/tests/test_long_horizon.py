@@ -57,3 +57,75 @@ def test_small_run_has_the_expected_shape() -> None:
         assert row["matched_turns"] <= row["personalised_turns"] <= row["T"]
         assert row["exact_loss_max"] <= row["L_target_max"] + 1e-12  # Theorem 1, pathwise
     assert "| DP-MemView (on) | on | 32 |" in table(rows)
+
+
+def _echo_run(tmp_path):
+    return replace(RUN_PRESETS["cpu"], backend="echo", cache_dir=str(tmp_path / "cache"), progress=False)
+
+
+def test_generated_run_adds_trec_unsup_response_auc_and_generic_only(tmp_path) -> None:
+    config = replace(PRESETS["long-smoke"], horizons=(16, 32), pairs_per_split=1, methods=("dp_on",))
+    rows = measure(config, _pairs(), llm=_echo_run(tmp_path))
+    assert [(r["key"], r["reuse"], r["T"]) for r in rows] == [
+        ("dp_on", False, 16), ("dp_on", False, 32), ("dp_on", True, 16), ("dp_on", True, 32),
+        ("generic_only", False, 16), ("generic_only", False, 32)]
+    for row in rows:
+        assert 0.0 <= row["Unsup"] <= 1.0 and 0.0 <= row["tRec"] <= 1.0
+        low, high = row["tRec_ci"]
+        assert low <= row["tRec"] <= high
+        assert 0.0 <= row["response_auc"] <= 1.0
+        assert "NOT the paper's" in row["judge"]  # the proxy judge is labelled as such
+    generic = [r for r in rows if r["key"] == "generic_only"]
+    # the generic view at every turn: the same 16 prompts again, the same judgement per turn
+    assert generic[0]["tRec"] == generic[1]["tRec"] and generic[0]["personalised_turns"] == 0.0
+    stats = rows[0]["generation"]
+    assert stats["requested"] == stats["cache_hits"] + stats["repeated"] + stats["generated"]
+    assert stats["generated"] < stats["requested"] / 10  # no history in a prompt: turns repeat
+    text = table(rows)
+    assert "| GenericOnly | off | 32 | 0.000 | – |" in text and "not run" not in text
+
+
+def test_each_turn_is_judged_on_the_gold_of_the_query_asked_then(tmp_path, monkeypatch) -> None:
+    from dpmem_eval.pipeline.judge import ProxyJudge
+    from dpmem_eval.pipeline.runner import split_of
+
+    seen = []
+    original = ProxyJudge.judge
+
+    def spy(self, items):
+        seen.extend(items)
+        return original(self, items)
+
+    monkeypatch.setattr(ProxyJudge, "judge", spy)
+    pairs = _pairs()
+    tests = [p for p in pairs if split_of(p) == "test"]  # only test pairs are judged
+    config = replace(PRESETS["long-smoke"], horizons=(40,), pairs_per_split=1, methods=("dp_on",))
+    measure(config, pairs, llm=_echo_run(tmp_path))
+    assert len(seen) == 3 * 2 * len(tests)  # dp_on without and with reuse, GenericOnly; M and M'
+
+    def expected(pair):
+        # turn i asks query i mod 16, and is judged on that query's gold record only
+        names = trajectory(pair, 40)
+        texts = {q.query_id: q.text for q in pair.queries}
+        gold = {g.query_id: g for g in pair.gold}
+        asked = [texts[n] for n in names]
+        on_m = [list(gold[n].target_required) if n in gold else [] for n in names]
+        on_m_prime = [list(gold[n].unsupported_target_specific) if n in gold else [] for n in names]
+        return asked, (on_m, on_m_prime)
+
+    for item in seen:
+        judged: dict[int, list[str]] = {}
+        for turn, text in item.behaviours:
+            judged.setdefault(turn, []).append(text)
+        found = [judged.get(t, []) for t in range(40)]
+        matches = [p for p in tests if expected(p)[0] == [q for q, _ in item.turns] and found in expected(p)[1]]
+        assert matches and any(found), item.behaviours[:3]
+
+
+def test_generation_refuses_a_prompt_with_history(tmp_path) -> None:
+    import pytest
+
+    from dpmem_eval.pipeline.horizon_llm import respond
+
+    with pytest.raises(ValueError, match="history_turns = 0"):
+        respond([], replace(_echo_run(tmp_path), history_turns=2))

@@ -31,13 +31,30 @@ def command_long_horizon(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/{config.preset}")
     out.mkdir(parents=True, exist_ok=True)
     git = git_commit()
-    rows = measure(config)
+    llm = None
+    if not args.kernel_only:
+        from dpmem_eval.pipeline.config import PRESETS as RUN_PRESETS
+
+        llm = replace(RUN_PRESETS["cpu"], backend=args.backend, cache_dir=args.cache_dir, progress=True)
+    rows = measure(config, llm=llm)
     command = "dpmem-eval " + " ".join(getattr(args, "argv", ["long-horizon"]))
-    document = {"config": config.__dict__, "command": command, "git": git, "versions": package_versions(), "rows": rows}
+    document = {"config": config.__dict__, "command": command, "git": git, "versions": package_versions(),
+                "llm": None if llm is None else {k: getattr(llm, k) for k in ("models", "backend", "max_new_tokens",
+                                                                             "temperature", "history_turns", "encoder", "judge")},
+                "rows": rows}
     (out / "long_horizon.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
-    note = (f"Kernel-only long-horizon run (no LLM), preset {config.preset}, commit {git['commit']}"
-            f"{' (dirty tree)' if git['dirty'] else ''}.\nCommand: `{command}`.\n"
-            "tRec, Unsup and the response-level AUC need generation and the judge (`dpmem-eval run`): not run here.\n\n")
+    head = (f"Long-horizon run, preset {config.preset}, commit {git['commit']}{' (dirty tree)' if git['dirty'] else ''}."
+            f"\nCommand: `{command}`.\n")
+    if llm is None:
+        head += "Kernel only (--kernel-only): tRec, Unsup and the response-level AUC need generation and the judge.\n\n"
+    else:
+        judge = rows[0].get("judge", llm.judge)
+        stats = rows[0].get("generation", {})
+        head += (f"Responses: {llm.models[0]} ({llm.backend}), {llm.max_new_tokens} new tokens, no history in the prompt "
+                 f"(the cpu preset of `dpmem-eval run`); {stats.get('requested', 0)} turns, {stats.get('generated', 0)} "
+                 f"generated, the rest from the response cache. Judge: {judge}. Auditor encoder: {llm.encoder}. "
+                 "tRec and Unsup: test pairs, 95% bootstrap CI over pairs.\n\n")
+    note = head
     (out / "long_horizon.md").write_text(note + table(rows) + "\n")
     plot(rows, out / "long_horizon.png")
     print(f"long-horizon: wrote {out}/long_horizon.json, .md, .png")
@@ -47,9 +64,14 @@ def command_long_horizon(args: argparse.Namespace) -> int:
 def add_horizon_parser(sub: Subcommands) -> None:
     from dpmem_eval.pipeline import horizon
 
-    parser = sub.add_parser("long-horizon", help="personalisation over T = 16..128 turns, with and without reuse (kernel only)",
+    parser = sub.add_parser("long-horizon", help="personalisation over T = 16..128 turns, with and without reuse",
                             description=horizon.__doc__.split("\n\n", 1)[0] if horizon.__doc__ else None)
     parser.add_argument("--preset", choices=sorted(horizon.PRESETS), default="long-cpu")
     parser.add_argument("--horizons", default=None, help="comma-separated T values (default: the preset's)")
     parser.add_argument("--out", default=None, help="output directory (default runs/<preset>)")
+    parser.add_argument("--kernel-only", action="store_true",
+                        help="no generation: kernel metrics only (tRec, Unsup and the response AUC not run)")
+    parser.add_argument("--backend", choices=("hf", "echo"), default="hf",
+                        help="response backend (echo: the deterministic test backend, no model)")
+    parser.add_argument("--cache-dir", default=None, help="models and response cache (default: the run's, DPMEM_EVAL_CACHE)")
     parser.set_defaults(handler=command_long_horizon)

@@ -165,8 +165,10 @@ def view_features(views: Sequence[tuple[tuple[str, str], ...]], index: dict[tupl
     return rows
 
 
-def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict[str, Any]]:
-    """One row per (method, reuse, T): the kernel-only metrics (module docstring)."""
+def measure(config: LongConfig, pairs: Sequence[Any] | None = None, llm: Any | None = None) -> list[dict[str, Any]]:
+    """One row per (method, reuse, T): the kernel-only metrics (module docstring); with `llm`
+    (a `dpmem-eval run` configuration: model, decoding, encoder, judge, cache) also tRec, Unsup
+    and the response AUC (`horizon_llm`), and one GenericOnly row per T."""
     import numpy as np
 
     from dpmem_eval.pipeline import auditor
@@ -186,6 +188,9 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
     index = {(slot, v.name): i for i, (slot, v) in enumerate((s, v) for s, vs in policy.views.items() for v in vs)}
     attributes = sorted({p.attribute for p in pairs})
     methods = {m.key: m for m in M.all_methods()}
+    from dpmem_eval.pipeline.horizon_llm import LongTranscript, view_conditioning
+
+    transcripts: list[LongTranscript] = []
     rows = []
     for key in config.methods:
         method = methods[key]
@@ -204,6 +209,10 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                     for seed in config.seeds:
                         for side, store in stores.items():
                             side_run = run_side(interface, pair, store, names, seed, key)
+                            if llm is not None:
+                                transcripts.append(LongTranscript(
+                                    (key, reuse, horizon), pair.pair_id, pair.attribute, split, side, seed, tuple(names),
+                                    view_conditioning(pair, interface, names, side_run.views)))
                             features = auditor.prefix_features(view_features(side_run.views, index))[-1:]
                             samples.append(auditor.Sample(pair.pair_id, pair.attribute, split, side, seed, features))
                             ledgers.append(side_run.target_ledger)
@@ -247,7 +256,34 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None) -> list[dict
                 })
                 print(f"long-horizon: {key} reuse={reuse} T={horizon}: {rows[-1]['personalised_turns']:.1f} personalised, "
                       f"view AUC {test['auc']:.3f} ({rows[-1]['seconds']} s)", flush=True)
+    if llm is not None:
+        rows = with_responses(rows, transcripts, config, pairs, policy, attributes, llm)
     return rows
+
+
+def with_responses(rows: list[dict[str, Any]], transcripts: list[Any], config: LongConfig, pairs: Sequence[Any],
+                   policy: Any, attributes: Sequence[str], llm: Any) -> list[dict[str, Any]]:
+    """The kernel rows with tRec, Unsup and the response AUC added (`horizon_llm`), and a
+    GenericOnly row per T (the generic view at every turn: deterministic, one seed)."""
+    from dpmem_eval.pipeline.horizon_llm import GENERIC_ONLY, LongTranscript, generic_conditioning, respond, score
+    from dpmem_eval.pipeline.runner import split_of
+
+    for horizon in config.horizons:
+        for pair in pairs:
+            names = trajectory(pair, horizon)
+            for side in ("M", "M'"):
+                transcripts.append(LongTranscript((GENERIC_ONLY, False, horizon), pair.pair_id, pair.attribute, split_of(pair),
+                                                  side, config.seeds[0], tuple(names), generic_conditioning(pair, policy, names)))
+    responses, stats = respond(transcripts, llm)
+    print(f"long-horizon: {stats['requested']} turns generated or looked up: {stats['cache_hits']} cache hits, "
+          f"{stats['repeated']} repeats, {stats['generated']} generated ({stats['wall_s']} s)", flush=True)
+    metrics, judge_label = score(transcripts, responses, {p.pair_id: p for p in pairs}, llm, attributes)
+    out = [{**row, **metrics[(row["key"], row["reuse"], row["T"])], "judge": judge_label, "generation": stats} for row in rows]
+    for horizon in config.horizons:
+        out.append({"method": "GenericOnly", "key": GENERIC_ONLY, "reuse": False, "T": horizon,
+                    "personalised_turns": 0.0, "personalised_share": 0.0, "bound_B_a": 0.0,
+                    **metrics[(GENERIC_ONLY, False, horizon)], "judge": judge_label, "generation": stats})
+    return out
 
 
 COLUMNS = (
@@ -259,43 +295,67 @@ COLUMNS = (
 )
 
 
+LLM_COLUMNS = (("tRec", "tRec"), ("Unsup", "Unsup"), ("response_auc", "response AUC"))
+
+
+def _cell(key: str, row: dict[str, Any]) -> str:
+    if key not in row or row[key] is None:
+        return "–" if "tRec" in row else "not run"
+    value = row[key]
+    if key == "reuse":
+        return "on" if value else "off"
+    if key in ("tRec", "Unsup") and row.get(f"{key}_ci"):
+        low, high = row[f"{key}_ci"]
+        return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    head = "| " + " | ".join(title for _, title in COLUMNS) + " | tRec | Unsup | response AUC |"
-    lines = [head, "|" + "---|" * (len(COLUMNS) + 3)]
+    columns = COLUMNS + LLM_COLUMNS
+    lines = ["| " + " | ".join(title for _, title in columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
-        cells = []
-        for key, _ in COLUMNS:
-            value = row[key]
-            cells.append(("on" if value else "off") if key == "reuse" else f"{value:.3f}" if isinstance(value, float) else str(value))
-        lines.append("| " + " | ".join(cells) + " | not run | not run | not run |")
+        lines.append("| " + " | ".join(_cell(key, row) for key, _ in columns) + " |")
     return "\n".join(lines)
 
 
 def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """tRec and the response AUC against T (when generated), beside the kernel-only proxy,
+    the view-level AUC and the exact loss; one line per method and reuse setting."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    kernel_rows = [r for r in rows if "matched_protected_share" in r]
+    generated = any("tRec" in r for r in rows)
+    panels = (["tRec", "response_auc"] if generated else []) + ["matched_protected_share", "view_auc", "exact_loss_max"]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.3 * len(panels), 3.8))
+    ax = dict(zip(panels, axes, strict=True))
     for key in sorted({r["key"] for r in rows}):
         for reuse in (False, True):
             chosen = [r for r in rows if r["key"] == key and r["reuse"] == reuse]
+            if not chosen:
+                continue
             label = f"{chosen[0]['method']}{' + reuse' if reuse else ''}"
-            style = "-" if reuse else "--"
+            style = ":" if key == "generic_only" else "-" if reuse else "--"
             ts = [r["T"] for r in chosen]
-            axes[0].plot(ts, [r["matched_protected_share"] for r in chosen], style, marker="o", label=label)
-            axes[1].plot(ts, [r["view_auc"] for r in chosen], style, marker="o", label=label)
-            axes[2].plot(ts, [r["exact_loss_max"] for r in chosen], style, marker="o", label=label)
-    chance = float(np.mean([r["matched_protected_chance"] for r in rows]))
-    axes[0].axhline(chance, color="grey", lw=0.8, ls=":")
-    axes[0].set(title="protected reads served the store's best view\n(kernel-only tRec proxy)", xlabel="T", ylim=(0, 1))
-    axes[1].set(title="view-level auditor AUC", xlabel="T", ylim=(0.4, 1))
-    axes[1].axhline(0.5, color="grey", lw=0.8)
-    bound = max(r["bound_B_a"] for r in rows)
-    axes[2].set(title="max exact loss of the released transcript", xlabel="T", ylim=(0, bound * 1.1))
-    axes[2].axhline(bound, color="grey", lw=0.8, ls=":")
+            for panel in panels:
+                if all(panel in r for r in chosen):
+                    ax[panel].plot(ts, [r[panel] for r in chosen], style, marker="o", label=label)
+    if generated:
+        ax["tRec"].set(title=f"tRec on M ({rows[0].get('judge', 'judge').split(';')[0]})", xlabel="T", ylim=(0, 1))
+        ax["response_auc"].set(title="response-level auditor AUC", xlabel="T", ylim=(0.4, 1))
+        ax["response_auc"].axhline(0.5, color="grey", lw=0.8)
+    chance = float(np.mean([r["matched_protected_chance"] for r in kernel_rows]))
+    ax["matched_protected_share"].axhline(chance, color="grey", lw=0.8, ls=":")
+    ax["matched_protected_share"].set(title="protected reads served the store's best view\n(kernel-only tRec proxy)",
+                                      xlabel="T", ylim=(0, 1))
+    ax["view_auc"].set(title="view-level auditor AUC", xlabel="T", ylim=(0.4, 1))
+    ax["view_auc"].axhline(0.5, color="grey", lw=0.8)
+    bound = max(r["bound_B_a"] for r in kernel_rows)
+    ax["exact_loss_max"].set(title="max exact loss of the released transcript", xlabel="T", ylim=(0, bound * 1.1))
+    ax["exact_loss_max"].axhline(bound, color="grey", lw=0.8, ls=":")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -1,0 +1,159 @@
+"""Long horizons with the response LLM: tRec, Unsup and the response-level AUC at T = 16..128.
+
+The kernel part (`horizon.measure`) releases each turn's views; here every turn becomes the
+prompt the response LLM receives in the CPU preset of `dpmem-eval run` (the query and the
+released view texts, `history_turns = 0`: no earlier turns in the prompt), generated with the
+same model, decoding and cache (`generation.CachedGenerator`), so a turn already answered by a
+cpu-preset run is a cache hit. Then, exactly as `dpmem-eval run` does at T = 16:
+
+- tRec (on M) and Unsup (on M'): the run's judge (the CPU preset's proxy judge, labelled as
+  such in every table) on each turn's gold behaviours (the pair's gold record of the query
+  asked at that turn, so a query asked eight times is judged eight times), averaged over a
+  transcript, over the seeds of a pair side, then over the test pairs (C.5), with a 95%
+  percentile bootstrap CI over pairs;
+- response AUC: the pipeline's auditor (`auditor.audit`, logistic regression on the train
+  pairs' responses, calibrated on validation, macro-AUC on test) fitted on the mean embedding
+  of all T responses of a transcript (its last prefix feature).
+
+GenericOnly (the generic view of the query's slot at every turn, Table 8) is the floor tRec
+decays toward without reuse: it is generated and judged the same way, once (deterministic).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dpmem_ref.channel.prompt import TurnConditioning, build_messages
+
+Group = tuple[str, bool, int]  # (method key, reuse, T)
+GENERIC_ONLY = "generic_only"
+
+
+@dataclass(frozen=True)
+class LongTranscript:
+    """One side of one pair under one setting: the query asked and the views released at every turn."""
+
+    group: Group
+    pair_id: str
+    attribute: str
+    split: str
+    side: str
+    seed: int
+    names: tuple[str, ...]  # query id per turn
+    conditioning: tuple[TurnConditioning, ...]
+
+
+def view_conditioning(pair: Any, interface: Any, names: Sequence[str],
+                      views: Sequence[tuple[tuple[str, str], ...]]) -> tuple[TurnConditioning, ...]:
+    """DP-MemView's prompt inputs: the query text and the released views' public texts only."""
+    text = {q.query_id: q.text for q in pair.queries}
+    return tuple(
+        TurnConditioning(text[name], "views", tuple(interface.vocabulary(slot).view(view).text for slot, view in turn))
+        for name, turn in zip(names, views, strict=True)
+    )
+
+
+def generic_conditioning(pair: Any, policy: Any, names: Sequence[str]) -> tuple[TurnConditioning, ...]:
+    """GenericOnly: the generic view of the query's slot at every turn (no memory read)."""
+    by_id = {q.query_id: q for q in pair.queries}
+    return tuple(TurnConditioning(by_id[n].text, "views", (policy.views[by_id[n].slot][0].text,)) for n in names)
+
+
+def respond(transcripts: Sequence[LongTranscript], run: Any) -> tuple[list[list[str]], dict[str, Any]]:
+    """Every turn's response from the run's first response model (one batched, deduplicated,
+    cached pass: the prompts carry no history, so turn order does not matter)."""
+    from dpmem_eval.pipeline.backends import DecodingConfig, backend_options, make_backend
+    from dpmem_eval.pipeline.batching import close_backend
+    from dpmem_eval.pipeline.cache import ResponseCache
+    from dpmem_eval.pipeline.generation import CachedGenerator
+    from dpmem_eval.pipeline.stages import cache_root
+
+    if run.history_turns != 0:
+        raise ValueError("the long-horizon study generates each turn without history (history_turns = 0)")
+    model = run.models[0]
+    decoding = DecodingConfig(max_new_tokens=run.max_new_tokens, temperature=run.temperature, seed=run.seed)
+    cache = ResponseCache(cache_root(run.cache_dir) / "responses.sqlite")
+    backend = make_backend(run.backend, model, batch_size=run.batch_size, cache_dir=run.cache_dir, **backend_options(run))
+    generator = CachedGenerator(backend, cache, decoding, batch_size=run.batch_size, progress=run.progress,
+                                token_budget=run.token_budget)
+    start = time.perf_counter()
+    try:
+        prompts = [build_messages(c, ()) for t in transcripts for c in t.conditioning]
+        replies = generator.generate(prompts, description="long-horizon turns")
+    finally:
+        close_backend(backend)
+        cache.close()
+    out, at = [], 0
+    for t in transcripts:
+        out.append(replies[at:at + len(t.conditioning)])
+        at += len(t.conditioning)
+    stats = {"model": model, "backend": run.backend, **generator.stats.as_dict(),
+             "wall_s": round(time.perf_counter() - start, 2)}
+    return out, stats
+
+
+def score(transcripts: Sequence[LongTranscript], responses: Sequence[list[str]], pairs_by_id: dict[str, Any],
+          run: Any, attributes: Sequence[str]) -> tuple[dict[Group, dict[str, Any]], str]:
+    """Per group: tRec and Unsup on the test pairs (with bootstrap CIs) and the response AUC."""
+    import numpy as np
+
+    from dpmem_eval.pipeline import auditor
+    from dpmem_eval.pipeline.auditor import Encoder
+    from dpmem_eval.pipeline.cache import ResponseCache
+    from dpmem_eval.pipeline.judge import JudgeItem
+    from dpmem_eval.pipeline.runner import bootstrap_mean_ci
+    from dpmem_eval.pipeline.stages import cache_root, load_encoder, make_judge
+
+    encoder = load_encoder(Encoder, run)
+    cache = ResponseCache(cache_root(run.cache_dir) / "responses.sqlite")
+    judge = make_judge(run.judge, encoder, run, cache)
+    encoder.encode(sorted({r for rs in responses for r in rs}))  # one batched pass; memoised per text
+    groups: dict[Group, list[int]] = {}
+    for i, t in enumerate(transcripts):
+        groups.setdefault(t.group, []).append(i)
+    results: dict[Group, dict[str, Any]] = {}
+    try:
+        for group, members in groups.items():
+            chosen = [i for i in members if transcripts[i].split == "test"]
+            items = []
+            for i in chosen:
+                t = transcripts[i]
+                gold = {g.query_id: g for g in pairs_by_id[t.pair_id].gold}
+                behaviours: list[tuple[int, str]] = []
+                for turn, name in enumerate(t.names):
+                    record = gold.get(name)
+                    if record is not None:
+                        listed = record.target_required if t.side == "M" else record.unsupported_target_specific
+                        behaviours.extend((turn, text) for text in listed)
+                queries = tuple(c.query for c in t.conditioning)
+                items.append(JudgeItem(tuple(zip(queries, responses[i], strict=True)), tuple(behaviours)))
+            verdicts = judge.judge(items) if items else []
+            per_pair: dict[str, dict[str, list[float]]] = {}
+            for i, verdict in zip(chosen, verdicts, strict=True):
+                t = transcripts[i]
+                if verdict.behaviours:
+                    key = "tRec" if t.side == "M" else "Unsup"
+                    per_pair.setdefault(t.pair_id, {"tRec": [], "Unsup": []})[key].append(float(np.mean(verdict.behaviours)))
+            metrics: dict[str, Any] = {}
+            for key in ("tRec", "Unsup"):
+                values = [float(np.mean(v[key])) for _, v in sorted(per_pair.items()) if v[key]]
+                metrics[key] = float(np.mean(values)) if values else float("nan")
+                metrics[f"{key}_ci"] = bootstrap_mean_ci(values, run.n_boot)
+            samples = [
+                auditor.Sample(transcripts[i].pair_id, transcripts[i].attribute, transcripts[i].split, transcripts[i].side,
+                               transcripts[i].seed, auditor.prefix_features(encoder.encode(responses[i]))[-1:])
+                for i in members
+            ]
+            test = auditor.audit(samples, attributes, 1, seed=0, n_boot=200).at("test")
+            metrics.update(response_auc=test["auc"], response_auc_lo=test.get("auc_lo"), response_auc_hi=test.get("auc_hi"))
+            results[group] = metrics
+            print(f"long-horizon: {group[0]} reuse={group[1]} T={group[2]}: tRec {metrics['tRec']:.3f}, "
+                  f"Unsup {metrics['Unsup']:.3f}, response AUC {test['auc']:.3f}", flush=True)
+    finally:
+        label = judge.label
+        judge.close()
+        cache.close()
+    return results, label
