@@ -129,3 +129,26 @@ def test_generation_refuses_a_prompt_with_history(tmp_path) -> None:
 
     with pytest.raises(ValueError, match="history_turns = 0"):
         respond([], replace(_echo_run(tmp_path), history_turns=2))
+
+
+def test_checklist_judge_is_calibrated_as_the_committed_cpu_run(tmp_path) -> None:
+    from pathlib import Path
+
+    config = replace(PRESETS["long-smoke"], horizons=(16,), pairs_per_split=1, methods=("dp_on",))
+    repo = Path(__file__).resolve().parents[2]
+    from dpmem_eval.pipeline.horizon_llm import calibration_rows
+
+    run = replace(_echo_run(tmp_path), judge="checklist")
+    rows = measure(config, _pairs(), llm=run, calibration=calibration_rows(run, repo / "results" / "cpu"))
+    assert all(r["judge"].startswith("checklist-judge") for r in rows)
+    assert all(0.0 <= r["tRec"] <= 1.0 for r in rows)
+
+
+def test_cli_names_a_missing_calibration_run_in_one_line(tmp_path, capsys) -> None:
+    from dpmem_eval.cli import main
+
+    status = main(["long-horizon", "--preset", "long-smoke", "--backend", "echo", "--cache-dir", str(tmp_path / "c"),
+                   "--calibrate-from", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "--calibrate-from" in err[0] and "transcripts-smollm2.jsonl" in err[0]
+    assert not (tmp_path / "out").exists()

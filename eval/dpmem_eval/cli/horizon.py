@@ -6,9 +6,10 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dpmem_eval.cli.errors import fail
+from dpmem_eval.pipeline.errors import UserError
 from dpmem_ref.core.exits import EXIT_OK
 
 if TYPE_CHECKING:
@@ -29,14 +30,22 @@ def command_long_horizon(args: argparse.Namespace) -> int:
             return fail(f"--horizons: expected comma-separated integers in 1..1024, found {args.horizons!r}")
         config = replace(config, horizons=horizons)
     out = Path(args.out or f"runs/{config.preset}")
-    out.mkdir(parents=True, exist_ok=True)
     git = git_commit()
     llm = None
     if not args.kernel_only:
         from dpmem_eval.pipeline.config import PRESETS as RUN_PRESETS
 
-        llm = replace(RUN_PRESETS["cpu"], backend=args.backend, cache_dir=args.cache_dir, progress=True)
-    rows = measure(config, llm=llm)
+        llm = replace(RUN_PRESETS["cpu"], backend=args.backend, cache_dir=args.cache_dir, judge=args.judge, progress=True)
+    calibration: list[dict[str, Any]] = []
+    if llm is not None and llm.judge == "checklist":
+        from dpmem_eval.pipeline.horizon_llm import calibration_rows
+
+        try:
+            calibration = calibration_rows(llm, Path(args.calibrate_from))
+        except UserError as exc:  # before anything is written
+            return fail(str(exc))
+    rows = measure(config, llm=llm, calibration=calibration)
+    out.mkdir(parents=True, exist_ok=True)
     command = "dpmem-eval " + " ".join(getattr(args, "argv", ["long-horizon"]))
     document = {"config": config.__dict__, "command": command, "git": git, "versions": package_versions(),
                 "llm": None if llm is None else {k: getattr(llm, k) for k in ("models", "backend", "max_new_tokens",
@@ -73,5 +82,9 @@ def add_horizon_parser(sub: Subcommands) -> None:
                         help="no generation: kernel metrics only (tRec, Unsup and the response AUC not run)")
     parser.add_argument("--backend", choices=("hf", "echo"), default="hf",
                         help="response backend (echo: the deterministic test backend, no model)")
+    parser.add_argument("--judge", choices=("checklist", "proxy"), default="checklist",
+                        help="tRec/Unsup judge (checklist: calibrated as the committed cpu run's, see --calibrate-from)")
+    parser.add_argument("--calibrate-from", default="results/cpu",
+                        help="a `dpmem-eval run` directory whose RawReadSet transcripts calibrate the checklist judge")
     parser.add_argument("--cache-dir", default=None, help="models and response cache (default: the run's, DPMEM_EVAL_CACHE)")
     parser.set_defaults(handler=command_long_horizon)

@@ -165,10 +165,12 @@ def view_features(views: Sequence[tuple[tuple[str, str], ...]], index: dict[tupl
     return rows
 
 
-def measure(config: LongConfig, pairs: Sequence[Any] | None = None, llm: Any | None = None) -> list[dict[str, Any]]:
+def measure(config: LongConfig, pairs: Sequence[Any] | None = None, llm: Any | None = None,
+            calibration: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
     """One row per (method, reuse, T): the kernel-only metrics (module docstring); with `llm`
     (a `dpmem-eval run` configuration: model, decoding, encoder, judge, cache) also tRec, Unsup
-    and the response AUC (`horizon_llm`), and one GenericOnly row per T."""
+    and the response AUC (`horizon_llm`; a checklist judge is calibrated on `calibration`, the
+    transcripts of a `dpmem-eval run`: `horizon_llm.calibration_rows`), and one GenericOnly row per T."""
     import numpy as np
 
     from dpmem_eval.pipeline import auditor
@@ -257,15 +259,22 @@ def measure(config: LongConfig, pairs: Sequence[Any] | None = None, llm: Any | N
                 print(f"long-horizon: {key} reuse={reuse} T={horizon}: {rows[-1]['personalised_turns']:.1f} personalised, "
                       f"view AUC {test['auc']:.3f} ({rows[-1]['seconds']} s)", flush=True)
     if llm is not None:
-        rows = with_responses(rows, transcripts, config, pairs, policy, attributes, llm)
+        rows = with_responses(rows, transcripts, config, pairs, policy, attributes, llm, calibration)
     return rows
 
 
 def with_responses(rows: list[dict[str, Any]], transcripts: list[Any], config: LongConfig, pairs: Sequence[Any],
-                   policy: Any, attributes: Sequence[str], llm: Any) -> list[dict[str, Any]]:
+                   policy: Any, attributes: Sequence[str], llm: Any,
+                   calibration: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
     """The kernel rows with tRec, Unsup and the response AUC added (`horizon_llm`), and a
     GenericOnly row per T (the generic view at every turn: deterministic, one seed)."""
-    from dpmem_eval.pipeline.horizon_llm import GENERIC_ONLY, LongTranscript, generic_conditioning, respond, score
+    from dpmem_eval.pipeline.horizon_llm import (
+        GENERIC_ONLY,
+        LongTranscript,
+        generic_conditioning,
+        respond,
+        score,
+    )
     from dpmem_eval.pipeline.runner import split_of
 
     for horizon in config.horizons:
@@ -277,7 +286,7 @@ def with_responses(rows: list[dict[str, Any]], transcripts: list[Any], config: L
     responses, stats = respond(transcripts, llm)
     print(f"long-horizon: {stats['requested']} turns generated or looked up: {stats['cache_hits']} cache hits, "
           f"{stats['repeated']} repeats, {stats['generated']} generated ({stats['wall_s']} s)", flush=True)
-    metrics, judge_label = score(transcripts, responses, {p.pair_id: p for p in pairs}, llm, attributes)
+    metrics, judge_label = score(transcripts, responses, {p.pair_id: p for p in pairs}, llm, attributes, calibration)
     out = [{**row, **metrics[(row["key"], row["reuse"], row["T"])], "judge": judge_label, "generation": stats} for row in rows]
     for horizon in config.horizons:
         out.append({"method": "GenericOnly", "key": GENERIC_ONLY, "reuse": False, "T": horizon,

@@ -6,8 +6,9 @@ released view texts, `history_turns = 0`: no earlier turns in the prompt), gener
 same model, decoding and cache (`generation.CachedGenerator`), so a turn already answered by a
 cpu-preset run is a cache hit. Then, exactly as `dpmem-eval run` does at T = 16:
 
-- tRec (on M) and Unsup (on M'): the run's judge (the CPU preset's proxy judge, labelled as
-  such in every table) on each turn's gold behaviours (the pair's gold record of the query
+- tRec (on M) and Unsup (on M'): the run's judge (by default the checklist judge of the
+  committed cpu run, calibrated on that run's RawReadSet train and validation transcripts;
+  every table names it and says it is not the paper's judge) on each turn's gold behaviours (the pair's gold record of the query
   asked at that turn, so a query asked eight times is judged eight times), averaged over a
   transcript, over the seeds of a pair side, then over the test pairs (C.5), with a 95%
   percentile bootstrap CI over pairs;
@@ -24,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dpmem_ref.channel.prompt import TurnConditioning, build_messages
@@ -95,9 +97,25 @@ def respond(transcripts: Sequence[LongTranscript], run: Any) -> tuple[list[list[
     return out, stats
 
 
+def calibration_rows(run: Any, directory: Path) -> list[dict[str, Any]]:
+    """The transcripts the checklist judge is calibrated on: RawReadSet's train and validation
+    transcripts of a `dpmem-eval run` with the same response model (the committed cpu run), so
+    the long-horizon table is judged exactly as that run's Table 2."""
+    from dpmem_eval.pipeline.errors import UserError
+    from dpmem_eval.pipeline.runner import model_slug, read_transcripts
+
+    path = directory / f"transcripts-{model_slug(run.models[0])}.jsonl"
+    if not path.exists() and not path.with_name(path.name + ".gz").exists():
+        raise UserError(f"--calibrate-from {directory}: no {path.name}(.gz) (the checklist judge is calibrated on a "
+                        "`dpmem-eval run` of the same response model)")
+    return read_transcripts(path)
+
+
 def score(transcripts: Sequence[LongTranscript], responses: Sequence[list[str]], pairs_by_id: dict[str, Any],
-          run: Any, attributes: Sequence[str]) -> tuple[dict[Group, dict[str, Any]], str]:
-    """Per group: tRec and Unsup on the test pairs (with bootstrap CIs) and the response AUC."""
+          run: Any, attributes: Sequence[str],
+          calibration: Sequence[dict[str, Any]] = ()) -> tuple[dict[Group, dict[str, Any]], str]:
+    """Per group: tRec and Unsup on the test pairs (with bootstrap CIs) and the response AUC.
+    A judge that is calibrated (the checklist judge) is fitted on `calibration` first."""
     import numpy as np
 
     from dpmem_eval.pipeline import auditor
@@ -110,6 +128,12 @@ def score(transcripts: Sequence[LongTranscript], responses: Sequence[list[str]],
     encoder = load_encoder(Encoder, run)
     cache = ResponseCache(cache_root(run.cache_dir) / "responses.sqlite")
     judge = make_judge(run.judge, encoder, run, cache)
+    if hasattr(judge, "calibrate"):  # on the calibration run's own pairs (the cpu preset's, transfer included)
+        from dataclasses import replace
+
+        from dpmem_eval.pipeline.stages import pairs_by_id as run_pairs
+
+        judge.calibrate(calibration, run_pairs(replace(run, transfer_pairs=0)))
     encoder.encode(sorted({r for rs in responses for r in rs}))  # one batched pass; memoised per text
     groups: dict[Group, list[int]] = {}
     for i, t in enumerate(transcripts):
