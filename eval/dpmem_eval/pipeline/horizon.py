@@ -1,6 +1,7 @@
 """Long horizons: what a budget buys over T = 16, 64 and 128 turns, with and without reuse.
 
     dpmem-eval long-horizon [--preset long-cpu|long-smoke] [--horizons 16,64,128] [--out DIR]
+                            [--kernel-only] [--judge checklist|proxy] [--calibrate-from DIR]
 
 Each PairedMem pair's first 16 queries (the paper's T = 16 trajectory) are asked again and
 again, as a user returns to the same topics: turn i asks query i mod 16. DP-MemView (on)
@@ -10,7 +11,10 @@ of the slot serves the slot's queries for `refresh_after` turns; a refresh the c
 re-serves it). (pre) plans its C_a over the whole trajectory: without reuse every charged
 read, with reuse the fresh reads of the reuse schedule (public: the trajectory and the rule).
 
-Measured here from the kernel alone (no LLM):
+Unless --kernel-only, every turn is also answered by the cpu preset's response model and
+judged (`horizon_llm`): tRec, Unsup and the response-level AUC, and a GenericOnly row per T.
+
+Measured from the kernel alone (no LLM):
 
 - personalised turns: turns whose released view on M is not the slot's generic view;
 - matched turns: personalised turns whose view is the one the scorer ranks first on M (the
@@ -26,8 +30,7 @@ Measured here from the kernel alone (no LLM):
 - view AUC: the pipeline's auditor (`auditor.audit`: logistic regression on train pairs,
   calibrated on validation, macro-AUC on test) fitted on the released views themselves
   (one-hot per slot view, mean over the prefix), an auditor that sees everything the response
-  LLM is given. The response-level AUC, tRec and Unsup need generation and the judge: this
-  module leaves them to `dpmem-eval run` (not measured here; docs/reuse.md says what remains).
+  LLM is given.
 """
 
 from __future__ import annotations
@@ -316,6 +319,8 @@ def _cell(key: str, row: dict[str, Any]) -> str:
     if key in ("tRec", "Unsup") and row.get(f"{key}_ci"):
         low, high = row[f"{key}_ci"]
         return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+    if key in ("view_auc", "response_auc") and row.get(f"{key}_lo") is not None and row.get(f"{key}_hi") is not None:
+        return f"{value:.3f} [{row[f'{key}_lo']:.3f}, {row[f'{key}_hi']:.3f}]"
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
