@@ -9,7 +9,8 @@ from dataclasses import replace
 
 from dpmem_eval.pipeline import methods as M
 from dpmem_eval.pipeline.config import PRESETS as RUN_PRESETS
-from dpmem_eval.pipeline.horizon import PRESETS, fresh_schedule, long_interface, measure, table, trajectory
+from dpmem_eval.pipeline.horizon import PRESETS, fresh_schedule, long_interface, measure, trajectory
+from dpmem_eval.pipeline.horizon_report import table
 from dpmem_eval.pipeline.runner import load_pairs
 
 

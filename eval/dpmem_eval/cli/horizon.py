@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 def command_long_horizon(args: argparse.Namespace) -> int:
-    from dpmem_eval.pipeline.horizon import PRESETS, measure, plot, table
+    from dpmem_eval.pipeline.horizon import PRESETS, measure
+    from dpmem_eval.pipeline.horizon_report import plot, table
     from dpmem_eval.pipeline.provenance import git_commit, package_versions
 
     config = PRESETS[args.preset]
