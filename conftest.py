@@ -29,3 +29,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # Durable ledgers need an explicit key (docs/durability.md, "Keys are explicit"); tests that do
 # not set one run on the public development key, as a developer would, by the explicit flag.
 os.environ.setdefault("DPMEM_LEDGER_DEV_KEY", "1")
+
+# Under mutmut's stats run (tools/mutation/run.sh) the trampolines of this process find the
+# mode in mutmut's process-local state; a child process a test starts (`dpmem serve`, a crash
+# test's writer) would find it in the environment and look for mutmut's configuration in its
+# own working directory, and fail. Children run the original code during that run; during a
+# mutant's run the mutant's name stays in the environment, so children run the mutant too.
+if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+    del os.environ["MUTANT_UNDER_TEST"]

@@ -3,7 +3,7 @@ reused releases (a point mass on a released view, no charge), so an interface wi
 audited exactly; on the Figure 2 example and on generated interfaces its worst case is the
 same or lower than without reuse, within B_a (Theorem 1). Not a theorem in general: reuse
 frees budget that another slot may spend, and a constructed case shows the loss rising (still
-within B_a). `dpmem check` refuses a refresh that reads memory with one line naming C4."""
+within B_a); when no attribute is charged by two slots it is never higher (generated cases). `dpmem check` refuses a refresh that reads memory with one line naming C4."""
 
 from __future__ import annotations
 
@@ -83,6 +83,49 @@ def test_generated_interfaces_with_reuse_stay_within_the_bound_and_no_higher() -
         assert _no_higher(with_reuse, without), seed
         audited += 1
     assert audited >= 30
+
+
+def _slots_charging(data: dict[str, Any]) -> dict[str, set[str]]:
+    """Per attribute, the slots whose reads are charged to it (the declared charge set, or the
+    attributes whose groups the read touches when none is declared)."""
+    groups = {name: set(spec["group"]) for name, spec in data["attributes"].items()}
+    out: dict[str, set[str]] = {name: set() for name in groups}
+    for query in data["queries"]:
+        for read in query["reads"]:
+            touched = [n for n, g in groups.items() if g & set(read["positions"])]
+            for name in read.get("charge", touched):
+                out[name].add(read["slot"])
+    return out
+
+
+def test_reuse_never_raises_the_loss_when_no_attribute_is_charged_by_two_slots() -> None:
+    """The condition under which "reuse audits to the same or lower loss" holds: every
+    attribute is charged by reads of one slot only, so a re-served view frees budget that no
+    other slot can spend, and the reusing slot's fresh selections are a subset in number of
+    those without reuse. Any subset of slots reuses, refresh_after 1..4, T = 2..5."""
+    audited = 0
+    for seed in range(2, 1200, 5):
+        data, a, b = interface_case(seed)
+        if any(len(slots) > 1 for slots in _slots_charging(data).values()):
+            continue
+        plain = interface_from_dict(data)
+        if contract_violations(plain.interface):
+            continue
+        rng = random.Random(seed)
+        used = sorted({read["slot"] for query in data["queries"] for read in query["reads"]})
+        reusing = rng.sample(used, rng.randint(1, len(used)))
+        reuse = interface_from_dict({**data, "reuse": [{"slot": s, "refresh_after": rng.randint(1, 4)} for s in sorted(reusing)]})
+        horizon = 2 + seed % 4
+        without = worst_case_loss(plain.interface, plain.store(a), plain.store(b), horizon)
+        with_reuse = worst_case_loss(reuse.interface, reuse.store(a), reuse.store(b), horizon)
+        assert _no_higher(with_reuse, without), seed
+        audited += 1
+    assert audited >= 40
+
+
+def test_two_slots_charging_one_attribute_is_where_reuse_can_raise_the_loss() -> None:
+    """The constructed case below breaks exactly that condition (slots x and y both charge a)."""
+    assert _slots_charging(_freed_budget_case()) == {"a": {"x", "y"}}
 
 
 def _freed_budget_case() -> dict[str, Any]:
