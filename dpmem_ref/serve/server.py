@@ -169,6 +169,7 @@ def serve_one(
         sock = bind(host, port)
         config = uvicorn.Config(
             create_app(runtime, keys, mcp=mcp, workers=workers, **({} if deadline_s is None else {"deadline_s": deadline_s})),
+            interface="asgi3",  # named, not guessed from the app's __call__ (a wrapped __call__ misleads the guess)
             http=bounded_protocol(limits),
             log_config=None,
             access_log=False,
