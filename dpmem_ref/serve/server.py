@@ -167,9 +167,13 @@ def serve_one(
     runtime.channel = SerialChannel(runtime.channel)
     try:
         sock = bind(host, port)
+        app = create_app(runtime, keys, mcp=mcp, workers=workers, **({} if deadline_s is None else {"deadline_s": deadline_s}))
+        # The app handed over by a named factory, its interface named: otherwise uvicorn probes
+        # by calling the app with no arguments and guesses from what happens.
         config = uvicorn.Config(
-            create_app(runtime, keys, mcp=mcp, workers=workers, **({} if deadline_s is None else {"deadline_s": deadline_s})),
-            interface="asgi3",  # named, not guessed from the app's __call__ (a wrapped __call__ misleads the guess)
+            lambda: app,
+            factory=True,
+            interface="asgi3",
             http=bounded_protocol(limits),
             log_config=None,
             access_log=False,
