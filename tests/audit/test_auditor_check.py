@@ -138,3 +138,29 @@ def test_human_output_lists_violations(capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out
     assert "1 violation(s)" in out
     assert "  C5  cap rule 'none' does not keep L_a <= B_a on every path" in out
+
+
+@pytest.mark.parametrize(("tags", "exact"), [({"specific": ["t"]}, Fraction(1, 5)), ({"compatible": ["t"]}, Fraction(2, 5)),
+                                              ({"compatible": ["t"], "specific": ["u"]}, Fraction(3, 5))])
+def test_sensitivity_counts_only_the_tag_kinds_a_view_has(tags: dict[str, list[str]], exact: Fraction) -> None:
+    """Eq. (6): w_c [v has compatible tags] + w_s [v has specific tags]; a view with one kind
+    of tag moves its score by that kind's weight only (exact argument, z3 and the counterexample)."""
+    from dpmem_ref.config.load import interface_from_dict
+
+    data = {
+        "positions": ["x"],
+        "attributes": {"a": {"group": [1], "cap": 2}},
+        "budget": {"rule": "online", "K": 2},
+        "scorer": {"kind": "linear", "weights": {"r": "2/5", "c": "2/5", "s": "1/5"}, "sensitivity": "3/5"},
+        "slots": {"x": {"generic": "x-g", "views": {"x-g": {}, "x-t": tags}}},
+        "queries": [{"name": "q", "reads": [{"slot": "x", "positions": [1]}]}],
+        "stores": {"A": {"1": {"tags": ["t"]}}, "B": {}},
+    }
+    vocabulary = interface_from_dict(data).interface.vocabulary("x")
+    for declared in (exact, exact - Fraction(1, 100)):
+        proof = prove_linear_sensitivity(LinearTagScorer(weights=LinearWeights(), declared_sensitivity=declared), vocabulary)
+        assert proof.exact == exact and proof.holds is (declared >= exact)
+        assert proof.z3 == ("proved" if declared >= exact else "refuted")
+        if not proof.holds:
+            assert proof.counterexample is not None and proof.counterexample.view == "x-t"
+            assert proof.counterexample.gap == exact
