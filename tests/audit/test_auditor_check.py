@@ -164,3 +164,27 @@ def test_sensitivity_counts_only_the_tag_kinds_a_view_has(tags: dict[str, list[s
         if not proof.holds:
             assert proof.counterexample is not None and proof.counterexample.view == "x-t"
             assert proof.counterexample.gap == exact
+
+
+@pytest.mark.parametrize("declared", [Fraction(1, 10), Fraction(1, 4), Fraction(59, 100)])
+def test_z3_counterexample_is_a_real_counterexample(declared: Fraction) -> None:
+    """A refuting z3 model names a view of the slot and two tag sets whose scores, recomputed
+    from the scorer's definition (c: any compatible tag; s: the share of specific tags;
+    relevance cancels), differ by exactly the reported gap, above the declared bound."""
+    vocabulary = load_interface_file(EXAMPLES / "figure2.toml").interface.vocabulary("food")
+    scorer = LinearTagScorer(weights=LinearWeights(), declared_sensitivity=declared)
+    exact = scorer.exact_sensitivity(vocabulary)
+    verdict, found = z3_verdict(scorer, vocabulary, declared, exact)
+    assert verdict == "refuted" and found is not None
+    (view,) = [v for v in vocabulary.views if v.name == found.view]
+    weights = LinearWeights()
+
+    def score(tags: tuple[str, ...]) -> Fraction:
+        present = set(tags)
+        c = Fraction(1) if present & view.compatible else Fraction(0)
+        s = Fraction(len(present & view.specific), len(view.specific)) if view.specific else Fraction(0)
+        return weights.compatibility * c + weights.specificity * s
+
+    assert set(found.tags_in_m) | set(found.tags_in_m_prime) <= view.compatible | view.specific
+    assert abs(score(found.tags_in_m) - score(found.tags_in_m_prime)) == found.gap
+    assert declared < found.gap <= exact
