@@ -22,6 +22,7 @@ EXAMPLES = "examples"
 
 FIGURE2 = f"{EXAMPLES}/figure2.toml"
 REUSE = f"{EXAMPLES}/figure2-reuse.toml"
+EVALUATION = f"{EXAMPLES}/evaluation.toml"
 BROKEN = sorted(p.stem for p in (ROOT / EXAMPLES / "broken").glob("*.toml"))
 
 CASES: dict[str, list[str]] = {
@@ -37,6 +38,16 @@ CASES: dict[str, list[str]] = {
     "audit-figure2-same-store": ["audit", FIGURE2, "--store-a", "M", "--store-b", "M", "--horizon", "3"],
     "audit-figure2-max-states": ["audit", FIGURE2, "--store-a", "M", "--store-b", "M_no_diabetes", "--horizon", "16",
                                  "--max-states", "5"],
+    "audit-figure2-neutral-T6": ["audit", FIGURE2, "--store-a", "M", "--store-b", "neutral", "--horizon", "6"],
+    "audit-figure2-debt-T8-json": ["audit", FIGURE2, "--store-a", "M", "--store-b", "M_no_debt", "--horizon", "8", "--json",
+                                   "--periods", "3"],
+    "audit-reuse-neutral-T5": ["audit", REUSE, "--store-a", "neutral", "--store-b", "M", "--horizon", "5"],
+    **{f"audit-evaluation-{a}-{b}-T2{suffix}": ["audit", EVALUATION, "--store-a", a, "--store-b", b, "--horizon", "2",
+                                                 *(["--json"] if suffix else [])]
+       for a, b in (("neutral", "M_debt_and_job_loss"), ("neutral", "neutral_non_runner"), ("neutral", "neutral"),
+                    ("M_debt", "M_diabetes"))
+       for suffix in ("", "-json")},
+    "check-evaluation": ["check", EVALUATION],
     **{f"check-broken-{name}": ["check", f"{EXAMPLES}/broken/{name}.toml"] for name in BROKEN},
     **{f"check-broken-{name}-json": ["check", f"{EXAMPLES}/broken/{name}.toml", "--json"] for name in BROKEN},
 }
