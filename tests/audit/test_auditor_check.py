@@ -188,3 +188,21 @@ def test_z3_counterexample_is_a_real_counterexample(declared: Fraction) -> None:
     assert set(found.tags_in_m) | set(found.tags_in_m_prime) <= view.compatible | view.specific
     assert abs(score(found.tags_in_m) - score(found.tags_in_m_prime)) == found.gap
     assert declared < found.gap <= exact
+
+
+@pytest.mark.parametrize("declared", [Fraction(3, 5), Fraction(1, 5)])
+def test_without_z3_the_exact_argument_alone_decides(declared: Fraction, monkeypatch: pytest.MonkeyPatch) -> None:
+    """z3 missing (or not asked for): the verdict is "unavailable" and the exact argument
+    (Eq. 6) alone says whether the declared bound holds, with its counterexample."""
+    import sys
+
+    vocabulary = load_interface_file(EXAMPLES / "figure2.toml").interface.vocabulary("food")
+    scorer = LinearTagScorer(weights=LinearWeights(), declared_sensitivity=declared)
+    asked_not = prove_linear_sensitivity(scorer, vocabulary, use_z3=False)
+    monkeypatch.setitem(sys.modules, "z3", None)  # `import z3` raises ImportError
+    assert z3_verdict(scorer, vocabulary, declared, Fraction(3, 5)) == ("unavailable", None)
+    missing = prove_linear_sensitivity(scorer, vocabulary)
+    for proof in (asked_not, missing):
+        assert proof.z3 == "unavailable" and proof.exact == Fraction(3, 5)
+        assert proof.holds is (declared >= Fraction(3, 5))
+        assert (proof.counterexample is None) is proof.holds
