@@ -1,0 +1,96 @@
+"""The chain's evidence format, written out by hand: a ledger written by this version must
+verify under the next, so every event body and the MAC over it are fixed bytes. Each body
+below is the canonical JSON (sorted keys, no spaces, ASCII; amounts as exact "p/q") the chain records, and each MAC
+is recomputed here from the documented message layout
+HMAC-SHA256(key, "dpmem-chain-v1|seq|kind|previous|body") with hmac itself, not with the
+chain's code. A change to any of them is a format change (a new domain tag, a migration).
+Also the key rules at their edges: 16..4096 bytes, from either variable, never both."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger import chain
+from dpmem_ref.ledger.facts import SessionKey, SlotRelease
+
+SECRET = b"0123456789abcdef0123456789abcdef"
+KEY = chain.ChainKey(secret=SECRET, keyed=True)
+SESSION = SessionKey("alice", "chat-1")
+ROW = SlotRelease(seq=7, release_id="r7", turn_id="t3", index=1, slot="food", view="low-glycemic", admitted=True,
+                  charge_set=frozenset({"diabetes", "debt"}), epsilon=Fraction(2, 3))
+
+
+def _mac(seq: int, kind: str, previous: str, body: str) -> str:
+    message = b"|".join((b"dpmem-chain-v1", str(seq).encode(), kind.encode(), previous.encode(), body.encode()))
+    return hmac.new(SECRET, message, hashlib.sha256).hexdigest()
+
+
+def test_key_id_and_the_mac_follow_the_documented_layout() -> None:
+    assert KEY.key_id == hmac.new(SECRET, b"dpmem key id", hashlib.sha256).hexdigest()[:16]
+    assert chain.unkeyed().key_id == "unkeyed"
+    assert KEY.mac(5, "charge", "ab" * 32, '{"x":1}') == _mac(5, "charge", "ab" * 32, '{"x":1}')
+    assert KEY.mac(5, "charge", "ab" * 32, '{"x":1}') != KEY.mac(6, "charge", "ab" * 32, '{"x":1}')
+    assert repr(KEY) == f"ChainKey(key_id={KEY.key_id!r})" and SECRET.decode() not in repr(KEY)
+
+
+def test_event_bodies_are_fixed_bytes() -> None:
+    assert chain.genesis_body(KEY, "dpmem-ledger-3", "0" * 32) == (
+        f'{{"database_id":"{"0" * 32}","key_id":"{KEY.key_id}","schema":"dpmem-ledger-3"}}'
+    )
+    assert chain.bind_body("fp") == '{"fingerprint":"fp"}'
+    assert chain.open_body(SESSION, {"debt": Fraction(4), "diabetes": Fraction(2)}) == (
+        '{"caps":{"debt":"4/1","diabetes":"2/1"},"interaction":"chat-1","user":"alice"}'
+    )
+    release = (
+        '{"admitted":true,"charge_set":["debt","diabetes"],"epsilon":"2/3","index":1,"release_id":"r7",'
+        '"seq":7,"slot":"food","turn_id":"t3","view":"low-glycemic"}'
+    )
+    assert chain.charge_body(SESSION, ROW, {"diabetes": Fraction(2, 3)}) == (
+        f'{{"interaction":"chat-1","ledgers":{{"diabetes":"2/3"}},"release":{release},"user":"alice"}}'
+    )
+    assert chain.charge_body(SESSION, ROW, {"diabetes": Fraction(2, 3)}, [(SessionKey("alice", "all"), {"debt": Fraction(1)})]) == (
+        f'{{"interaction":"chat-1","ledgers":{{"diabetes":"2/3"}},"release":{release},'
+        '"scopes":[{"interaction":"all","ledgers":{"debt":"1/1"},"user":"alice"}],"user":"alice"}'
+    )
+    assert chain.rebind_body(None, "fp2", {"b": "2", "a": "1"}, [(SESSION, {"debt": Fraction(1, 2)}, {"debt": Fraction(4)})]) == (
+        '{"expected":null,"fingerprint":"fp2","meta":{"a":"1","b":"2"},'
+        '"sessions":[{"caps":{"debt":"4/1"},"interaction":"chat-1","ledgers":{"debt":"1/2"},"user":"alice"}]}'
+    )
+    digest = hashlib.sha256(b"record").hexdigest()
+    assert chain.record_digest("record") == digest
+    assert chain.turn_body(SESSION, 9, "t3", "record") == (
+        f'{{"interaction":"chat-1","record_sha256":"{digest}","seq":9,"turn_id":"t3","user":"alice"}}'
+    )
+    assert chain.reanchor_body("3:aa", chain.HighWater(9, "bb")) == '{"previous":"3:aa","to_mac":"bb","to_seq":9}'
+    assert chain.rollback_body(9, "bb", 4, "cc") == '{"from_mac":"bb","from_seq":9,"to_mac":"cc","to_seq":4}'
+
+
+def test_database_identity_reads_the_genesis_or_falls_back_to_its_mac() -> None:
+    body = chain.genesis_body(KEY, "s", "0123456789abcdef" * 2)
+    assert chain.database_identity(body, "f" * 64) == "0123456789abcdef" * 2
+    for broken in ('{"database_id":"XYZ"}', "not json", "[1]", '{"database_id":"' + "0" * 31 + '"}'):
+        assert chain.database_identity(broken, "e" * 64) == "genesis-" + "e" * 32
+
+
+@pytest.mark.parametrize(("size", "ok"), [(15, False), (16, True), (4096, True), (4097, False)])
+def test_key_length_edges(size: int, ok: bool, tmp_path: Path) -> None:
+    secret = "k" * size
+    file = tmp_path / "key"
+    file.write_text(secret + "\n")
+    for environ in ({chain.ENV_KEY: secret}, {chain.ENV_KEY_FILE: str(file)}):
+        if ok:
+            assert chain.key_from_environment(environ).secret == secret.encode()
+        else:
+            with pytest.raises(InputError, match="16..4096 bytes"):
+                chain.key_from_environment(environ)
+
+
+def test_both_key_variables_are_refused() -> None:
+    with pytest.raises(InputError, match="not both"):
+        chain.key_from_environment({chain.ENV_KEY: "k" * 32, chain.ENV_KEY_FILE: "/nonexistent"})
