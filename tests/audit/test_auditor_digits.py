@@ -93,3 +93,18 @@ def test_text_is_exactly_k_times_ten_to_the_e(units: int, exponent: int) -> None
 )
 def test_text_layout(units: int, exponent: int, text: str) -> None:
     assert format_units(units, exponent) == text
+
+
+@given(st.integers(-320, 320), st.integers(1, 10**60), st.booleans())
+def test_interval_ends_round_outward_to_the_loss_digits(exponent: int, mantissa: int, up: bool) -> None:
+    """An interval end printed for the audit: at most LOSS_DIGITS significant digits, rounded
+    outward (down for the lower end, up for the upper), and within one unit of its last digit."""
+    from dpmem_ref.audit.numbers import LOSS_DIGITS, end_text
+
+    value = Fraction(mantissa) * Fraction(10) ** exponent
+    shown = Fraction(Decimal(end_text(value, up=up)))
+    assert (shown >= value) if up else (shown <= value)
+    unit = Fraction(10) ** (decimal_exponent(value) - LOSS_DIGITS + 1)
+    assert abs(shown - value) < unit
+    digits = end_text(value, up=up).lstrip("-").split("e")[0].replace(".", "").strip("0")
+    assert len(digits) <= LOSS_DIGITS
