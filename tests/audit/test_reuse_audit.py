@@ -69,18 +69,21 @@ def _with_reuse(data: dict[str, Any], seed: int) -> dict[str, Any]:
     return {**data, "reuse": [{"slot": slot, "refresh_after": rng.randint(1, 3)} for slot in sorted(used)]}
 
 
+def _reuse_audits_no_higher(data: dict[str, Any], with_rules: dict[str, Any], a: str, b: str, horizon: int) -> bool:
+    """The exact worst case of `with_rules` (the interface with reuse) is no higher than `data`'s."""
+    plain, reuse = interface_from_dict(data), interface_from_dict(with_rules)
+    without = worst_case_loss(plain.interface, plain.store(a), plain.store(b), horizon)
+    with_reuse = worst_case_loss(reuse.interface, reuse.store(a), reuse.store(b), horizon)
+    return _no_higher(with_reuse, without)
+
+
 def test_generated_interfaces_with_reuse_stay_within_the_bound_and_no_higher() -> None:
     audited = 0
     for seed in range(0, 400, 3):
         data, a, b = interface_case(seed)
-        plain = interface_from_dict(data)
-        if contract_violations(plain.interface):
+        if contract_violations(interface_from_dict(data).interface):
             continue
-        reuse = interface_from_dict(_with_reuse(data, seed))
-        horizon = 2 + seed % 3
-        without = worst_case_loss(plain.interface, plain.store(a), plain.store(b), horizon)
-        with_reuse = worst_case_loss(reuse.interface, reuse.store(a), reuse.store(b), horizon)
-        assert _no_higher(with_reuse, without), seed
+        assert _reuse_audits_no_higher(data, _with_reuse(data, seed), a, b, 2 + seed % 3), seed
         audited += 1
     assert audited >= 30
 
@@ -108,17 +111,13 @@ def test_reuse_never_raises_the_loss_when_no_attribute_is_charged_by_two_slots()
         data, a, b = interface_case(seed)
         if any(len(slots) > 1 for slots in _slots_charging(data).values()):
             continue
-        plain = interface_from_dict(data)
-        if contract_violations(plain.interface):
+        if contract_violations(interface_from_dict(data).interface):
             continue
         rng = random.Random(seed)
         used = sorted({read["slot"] for query in data["queries"] for read in query["reads"]})
         reusing = rng.sample(used, rng.randint(1, len(used)))
-        reuse = interface_from_dict({**data, "reuse": [{"slot": s, "refresh_after": rng.randint(1, 4)} for s in sorted(reusing)]})
-        horizon = 2 + seed % 4
-        without = worst_case_loss(plain.interface, plain.store(a), plain.store(b), horizon)
-        with_reuse = worst_case_loss(reuse.interface, reuse.store(a), reuse.store(b), horizon)
-        assert _no_higher(with_reuse, without), seed
+        rules = {**data, "reuse": [{"slot": s, "refresh_after": rng.randint(1, 4)} for s in sorted(reusing)]}
+        assert _reuse_audits_no_higher(data, rules, a, b, 2 + seed % 4), seed
         audited += 1
     assert audited >= 40
 

@@ -47,6 +47,7 @@ def main() -> int:
     parser.add_argument("--out", default="tools/mutation/REPORT.md")
     parser.add_argument("--floor", type=float, default=90.0)
     parser.add_argument("--run-status", default="0", help="exit status of `mutmut run` (124: stopped by the time bound)")
+    parser.add_argument("--note", default="", help="a paragraph printed under the run status (what this run covered)")
     parser.add_argument("--list-unjudged", action="store_true",
                         help="print the cached survivors not judged equivalent, one name a line, and write no report")
     args = parser.parse_args()
@@ -115,6 +116,7 @@ def main() -> int:
         "",
         f"`mutmut run` exit status: {args.run_status}" + (" (stopped by the time bound: partial)" if args.run_status == "124" else ""),
         "",
+        *([args.note, ""] if args.note else []),
         "## Score",
         "",
         f"- mutants checked: {checked} (of {sum(total.values())} generated; {total['not checked']} not checked)",
