@@ -14,14 +14,15 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
-from dpmem_eval.pipeline.backends import Backend, make_backend
+from dpmem_eval.pipeline.backends import Backend, backend_options, make_backend
 from dpmem_eval.pipeline.backends.base import DecodingConfig, Messages
 from dpmem_eval.pipeline.batching import free_accelerator_memory, oom_errors, token_budget_batches
 from dpmem_eval.pipeline.cache import ResponseCache, cache_key
 
 __all__ = ["MAX_OOM_HALVINGS", "CachedGenerator", "DecodingConfig", "GenerationStats", "Messages", "make_backend",
-           "messages_key"]
+           "messages_key", "response_generator"]
 
 
 @dataclass
@@ -166,3 +167,14 @@ class CachedGenerator:
                 bar.update(len(chunk))
         if bar is not None:
             bar.close()
+
+
+def response_generator(config: Any, model: str, cache: ResponseCache) -> CachedGenerator:
+    """Response model `model` of a run configuration behind `cache`: its backend and engine
+    settings, the run's decoding (part of the cache key: the same configuration finds the same
+    answers, whichever command asks) and batching. The caller closes `generator.backend`."""
+    decoding = DecodingConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed)
+    backend = make_backend(config.backend, model, batch_size=config.batch_size, cache_dir=config.cache_dir,
+                           **backend_options(config))
+    return CachedGenerator(backend, cache, decoding, batch_size=config.batch_size, progress=config.progress,
+                           token_budget=config.token_budget)

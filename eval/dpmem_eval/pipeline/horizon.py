@@ -284,7 +284,8 @@ def with_responses(rows: list[dict[str, Any]], transcripts: list[Any], config: L
             names = trajectory(pair, horizon)
             for side in ("M", "M'"):
                 transcripts.append(LongTranscript((GENERIC_ONLY, False, horizon), pair.pair_id, pair.attribute, split_of(pair),
-                                                  side, config.seeds[0], tuple(names), generic_conditioning(pair, policy, names)))
+                                                  side, config.seeds[0], tuple(names),
+                                                  generic_conditioning(pair, policy, side, names)))
     responses, stats = respond(transcripts, llm)
     print(f"long-horizon: {stats['requested']} turns generated or looked up: {stats['cache_hits']} cache hits, "
           f"{stats['repeated']} repeats, {stats['generated']} generated ({stats['wall_s']} s)", flush=True)

@@ -58,35 +58,35 @@ def view_conditioning(pair: Any, interface: Any, names: Sequence[str],
     )
 
 
-def generic_conditioning(pair: Any, policy: Any, names: Sequence[str]) -> tuple[TurnConditioning, ...]:
-    """GenericOnly: the generic view of the query's slot at every turn (no memory read)."""
+def generic_conditioning(pair: Any, policy: Any, side: str, names: Sequence[str]) -> tuple[TurnConditioning, ...]:
+    """GenericOnly at every turn of the trajectory: the baseline's own conditioning
+    (`methods.baseline_conditioning`) over the queries asked, in order."""
+    from dpmem_eval.pipeline import methods as M
+
     by_id = {q.query_id: q for q in pair.queries}
-    return tuple(TurnConditioning(by_id[n].text, "views", (policy.views[by_id[n].slot][0].text,)) for n in names)
+    (generic,) = [m for m in M.MAIN_METHODS if m.key == GENERIC_ONLY]
+    return M.baseline_conditioning(generic, pair, side, policy, len(names), asked=[by_id[n] for n in names])
 
 
 def respond(transcripts: Sequence[LongTranscript], run: Any) -> tuple[list[list[str]], dict[str, Any]]:
     """Every turn's response from the run's first response model (one batched, deduplicated,
     cached pass: the prompts carry no history, so turn order does not matter)."""
-    from dpmem_eval.pipeline.backends import DecodingConfig, backend_options, make_backend
     from dpmem_eval.pipeline.batching import close_backend
     from dpmem_eval.pipeline.cache import ResponseCache
-    from dpmem_eval.pipeline.generation import CachedGenerator
+    from dpmem_eval.pipeline.generation import response_generator
     from dpmem_eval.pipeline.stages import cache_root
 
     if run.history_turns != 0:
         raise ValueError("the long-horizon study generates each turn without history (history_turns = 0)")
     model = run.models[0]
-    decoding = DecodingConfig(max_new_tokens=run.max_new_tokens, temperature=run.temperature, seed=run.seed)
     cache = ResponseCache(cache_root(run.cache_dir) / "responses.sqlite")
-    backend = make_backend(run.backend, model, batch_size=run.batch_size, cache_dir=run.cache_dir, **backend_options(run))
-    generator = CachedGenerator(backend, cache, decoding, batch_size=run.batch_size, progress=run.progress,
-                                token_budget=run.token_budget)
+    generator = response_generator(run, model, cache)
     start = time.perf_counter()
     try:
         prompts = [build_messages(c, ()) for t in transcripts for c in t.conditioning]
         replies = generator.generate(prompts, description="long-horizon turns")
     finally:
-        close_backend(backend)
+        close_backend(generator.backend)
         cache.close()
     out, at = [], 0
     for t in transcripts:
@@ -114,15 +114,13 @@ def calibration_rows(run: Any, directory: Path) -> list[dict[str, Any]]:
 def score(transcripts: Sequence[LongTranscript], responses: Sequence[list[str]], pairs_by_id: dict[str, Any],
           run: Any, attributes: Sequence[str],
           calibration: Sequence[dict[str, Any]] = ()) -> tuple[dict[Group, dict[str, Any]], str]:
-    """Per group: tRec and Unsup on the test pairs (with bootstrap CIs) and the response AUC.
-    A judge that is calibrated (the checklist judge) is fitted on `calibration` first."""
-    import numpy as np
-
+    """Per group: tRec and Unsup on the test pairs (with bootstrap CIs: `runner.judge_model`,
+    each turn on the gold of the query asked then) and the response AUC. A judge that is
+    calibrated (the checklist judge) is fitted on `calibration` first."""
     from dpmem_eval.pipeline import auditor
     from dpmem_eval.pipeline.auditor import Encoder
     from dpmem_eval.pipeline.cache import ResponseCache
-    from dpmem_eval.pipeline.judge import JudgeItem
-    from dpmem_eval.pipeline.runner import bootstrap_mean_ci
+    from dpmem_eval.pipeline.runner import judge_model
     from dpmem_eval.pipeline.stages import cache_root, load_encoder, make_judge
 
     encoder = load_encoder(Encoder, run)
@@ -138,46 +136,29 @@ def score(transcripts: Sequence[LongTranscript], responses: Sequence[list[str]],
     groups: dict[Group, list[int]] = {}
     for i, t in enumerate(transcripts):
         groups.setdefault(t.group, []).append(i)
-    results: dict[Group, dict[str, Any]] = {}
+    label_of = {group: f"{group[0]}|{group[1]}|{group[2]}" for group in groups}
+    rows = [{"method": label_of[t.group], "pair_id": t.pair_id, "split": t.split, "side": t.side,
+             "queries": [c.query for c in t.conditioning], "query_ids": list(t.names), "responses": responses[i]}
+            for i, t in enumerate(transcripts) if t.split == "test"]
     try:
-        for group, members in groups.items():
-            chosen = [i for i in members if transcripts[i].split == "test"]
-            items = []
-            for i in chosen:
-                t = transcripts[i]
-                gold = {g.query_id: g for g in pairs_by_id[t.pair_id].gold}
-                behaviours: list[tuple[int, str]] = []
-                for turn, name in enumerate(t.names):
-                    record = gold.get(name)
-                    if record is not None:
-                        listed = record.target_required if t.side == "M" else record.unsupported_target_specific
-                        behaviours.extend((turn, text) for text in listed)
-                queries = tuple(c.query for c in t.conditioning)
-                items.append(JudgeItem(tuple(zip(queries, responses[i], strict=True)), tuple(behaviours)))
-            verdicts = judge.judge(items) if items else []
-            per_pair: dict[str, dict[str, list[float]]] = {}
-            for i, verdict in zip(chosen, verdicts, strict=True):
-                t = transcripts[i]
-                if verdict.behaviours:
-                    key = "tRec" if t.side == "M" else "Unsup"
-                    per_pair.setdefault(t.pair_id, {"tRec": [], "Unsup": []})[key].append(float(np.mean(verdict.behaviours)))
-            metrics: dict[str, Any] = {}
-            for key in ("tRec", "Unsup"):
-                values = [float(np.mean(v[key])) for _, v in sorted(per_pair.items()) if v[key]]
-                metrics[key] = float(np.mean(values)) if values else float("nan")
-                metrics[f"{key}_ci"] = bootstrap_mean_ci(values, run.n_boot)
-            samples = [
-                auditor.Sample(transcripts[i].pair_id, transcripts[i].attribute, transcripts[i].split, transcripts[i].side,
-                               transcripts[i].seed, auditor.prefix_features(encoder.encode(responses[i]))[-1:])
-                for i in members
-            ]
-            test = auditor.audit(samples, attributes, 1, seed=0, n_boot=200).at("test")
-            metrics.update(response_auc=test["auc"], response_auc_lo=test.get("auc_lo"), response_auc_hi=test.get("auc_hi"))
-            results[group] = metrics
-            print(f"long-horizon: {group[0]} reuse={group[1]} T={group[2]}: tRec {metrics['tRec']:.3f}, "
-                  f"Unsup {metrics['Unsup']:.3f}, response AUC {test['auc']:.3f}", flush=True)
+        judged = judge_model(rows, pairs_by_id, judge, n_boot=run.n_boot)
     finally:
         label = judge.label
         judge.close()
         cache.close()
+    results: dict[Group, dict[str, Any]] = {}
+    for group, members in groups.items():
+        track = judged[label_of[group]]["pairedmem"]
+        metrics: dict[str, Any] = {key: track[key] for key in ("tRec", "Unsup")}
+        metrics.update({f"{key}_ci": track["ci"][key] for key in ("tRec", "Unsup")})
+        samples = [
+            auditor.Sample(transcripts[i].pair_id, transcripts[i].attribute, transcripts[i].split, transcripts[i].side,
+                           transcripts[i].seed, auditor.prefix_features(encoder.encode(responses[i]))[-1:])
+            for i in members
+        ]
+        test = auditor.audit(samples, attributes, 1, seed=0, n_boot=200).at("test")
+        metrics.update(response_auc=test["auc"], response_auc_lo=test.get("auc_lo"), response_auc_hi=test.get("auc_hi"))
+        results[group] = metrics
+        print(f"long-horizon: {group[0]} reuse={group[1]} T={group[2]}: tRec {metrics['tRec']:.3f}, "
+              f"Unsup {metrics['Unsup']:.3f}, response AUC {test['auc']:.3f}", flush=True)
     return results, label

@@ -174,13 +174,15 @@ def _store(pair: Any, side: str) -> Sequence[Any]:
     return store
 
 
-def baseline_conditioning(method: MethodSpec, pair: Any, side: str, policy: PublicPolicy, horizon: int) -> tuple[TurnConditioning, ...]:
-    """Per-turn response-LLM input of a deterministic baseline (Table 8)."""
+def baseline_conditioning(method: MethodSpec, pair: Any, side: str, policy: PublicPolicy, horizon: int,
+                          asked: Sequence[Any] | None = None) -> tuple[TurnConditioning, ...]:
+    """Per-turn response-LLM input of a deterministic baseline (Table 8): over the pair's first
+    `horizon` queries, or over the queries `asked` in that order (a trajectory that repeats)."""
     store = _store(pair, side)
     protected = _protected_positions(pair, policy)
     taskmin = task_min_positions(pair)
     out = []
-    for query in pair.queries[:horizon]:
+    for query in pair.queries[:horizon] if asked is None else asked:
         reads = sorted(query.read_positions)
         if method.kind == "generic":
             generic = policy.views[query.slot][0]

@@ -226,7 +226,9 @@ def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], jud
     """U, tRec, Unsup per method and track (test pairs and transfer pairs), seeds averaged
     within a pair side before averaging over pairs (C.5); beside each mean, the per-pair
     values (`per_pair`, sorted by pair id) and a 95% percentile bootstrap CI over pairs
-    (`ci`, `n_boot` resamples of the pairs, seed 0)."""
+    (`ci`, `n_boot` resamples of the pairs, seed 0). Turn i is judged on the gold record of
+    the query asked then: the pair's i-th query, or `row["query_ids"][i]` when the row names
+    them (a trajectory that asks queries again, `dpmem-eval long-horizon`)."""
     import numpy as np
 
     from dpmem_eval.pipeline.judge import JudgeItem
@@ -236,9 +238,10 @@ def judge_model(rows: Sequence[dict[str, Any]], pairs_by_id: dict[str, Any], jud
     for row in chosen:
         pair = pairs_by_id[row["pair_id"]]
         gold = {g.query_id: g for g in pair.gold}
+        asked = row.get("query_ids") or [q.query_id for q in pair.queries[: len(row["responses"])]]
         behaviours: list[tuple[int, str]] = []
-        for index, query in enumerate(pair.queries[: len(row["responses"])]):
-            record = gold.get(query.query_id)
+        for index, query_id in enumerate(asked):
+            record = gold.get(query_id)
             if record is None:
                 continue
             listed = record.target_required if row["side"] == "M" else record.unsupported_target_specific

@@ -142,23 +142,19 @@ def stage_generation(out: Path, config: RunConfig, policy: PublicPolicy, methods
     from dataclasses import replace
 
     from dpmem_eval.pipeline import methods as M
-    from dpmem_eval.pipeline.backends import DecodingConfig, backend_options, make_backend
     from dpmem_eval.pipeline.batching import close_backend
-    from dpmem_eval.pipeline.generation import CachedGenerator
+    from dpmem_eval.pipeline.generation import response_generator
     from dpmem_eval.pipeline.runner import generate_transcripts, model_slug, write_transcripts
     from dpmem_eval.pipeline.summary import generation_line, note, stage
 
     generating = {m.key for m in methods if m.generates}
-    decoding = DecodingConfig(max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed)
     postprocess = {"output_filter": M.output_filter(policy)}
     generation_stats = {}
     stage(3, f"generation: {', '.join(config.models)} ({config.backend}), {config.horizon} turns per transcript")
     for model in config.models:
         start = time.perf_counter()
-        backend = make_backend(config.backend, model, batch_size=config.batch_size, cache_dir=config.cache_dir,
-                               **backend_options(config))
-        generator = CachedGenerator(backend, cache, decoding, batch_size=config.batch_size, progress=config.progress,
-                                    token_budget=config.token_budget)
+        generator = response_generator(config, model, cache)
+        backend = generator.backend
         transcripts = [replace(t, responses=[]) for t in templates if t.method in generating]
         try:
             generate_transcripts(transcripts, generator, config, postprocess)
