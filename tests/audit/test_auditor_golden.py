@@ -76,17 +76,13 @@ def _masked(text: str) -> str:
 
 
 def _rendered(argv: list[str]) -> str:
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # the examples by their relative names, as a user types them
-    try:
-        code, out, err = run_cli(argv)
-    finally:
-        os.chdir(cwd)
+    code, out, err = run_cli(argv)
     return f"$ dpmem {' '.join(argv)}\nexit {code}\n--- stdout\n{_masked(out)}--- stderr\n{_masked(err)}"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_output_matches_its_golden_file(name: str) -> None:
+def test_output_matches_its_golden_file(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)  # the examples by their relative names, as a user types them
     text = _rendered(CASES[name])
     path = GOLDEN / f"{name}.txt"
     if os.environ.get("DPMEM_UPDATE_GOLDEN") == "1":
