@@ -6,6 +6,7 @@ default. thorough: 20x the examples, random seeds, for deep runs
 """
 
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 
@@ -37,3 +38,30 @@ os.environ.setdefault("DPMEM_LEDGER_DEV_KEY", "1")
 # mutant's run the mutant's name stays in the environment, so children run the mutant too.
 if os.environ.get("MUTANT_UNDER_TEST") == "stats":
     del os.environ["MUTANT_UNDER_TEST"]
+
+
+def pytest_collection_modifyitems(config: object, items: list[Any]) -> None:
+    """Under mutmut (tools/mutation/run.sh), run a mutant's tests cheapest file first.
+
+    mutmut passes the tests that reach a mutated function in set order and stops at the first
+    failure (-x); a mutant that a quick test kills then costs that test, not whichever
+    multi-process test came first. Files stay together, fastest test first within each. The durations are mutmut's own, from its stats run (the
+    working directory is its mutants/ copy). The order of tests changes nothing else: each is
+    independent.
+    """
+    if os.environ.get("DPMEM_MUTMUT") != "1" or not os.path.exists("mutmut-stats.json"):
+        return
+    import json
+
+    with open("mutmut-stats.json", encoding="utf-8") as stats_file:
+        duration_by_test = json.load(stats_file).get("duration_by_test", {})
+
+    def duration(item: Any) -> float:
+        return float(duration_by_test.get(item.nodeid, float("inf")))
+
+    # A file's tests stay together: a module-scoped fixture (a served app) is set up once.
+    file_cost: dict[str, float] = {}
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        file_cost[path] = file_cost.get(path, 0.0) + duration(item)
+    items.sort(key=lambda item: (file_cost[item.nodeid.split("::")[0]], item.nodeid.split("::")[0], duration(item)))
