@@ -42,6 +42,9 @@ CASES: dict[str, list[str]] = {
     "audit-figure2-debt-T8-json": ["audit", FIGURE2, "--store-a", "M", "--store-b", "M_no_debt", "--horizon", "8", "--json",
                                    "--periods", "3"],
     "audit-reuse-neutral-T5": ["audit", REUSE, "--store-a", "neutral", "--store-b", "M", "--horizon", "5"],
+    # The controls differ on the first turn, a two-slot turn: its note is printed once, on its first line.
+    "audit-broken-raw-evidence-control-neutral-T1": ["audit", f"{EXAMPLES}/broken/raw-evidence-control.toml",
+                                                     "--store-a", "M", "--store-b", "neutral", "--horizon", "1"],
     **{f"audit-evaluation-{a}-{b}-T2{suffix}": ["audit", EVALUATION, "--store-a", a, "--store-b", b, "--horizon", "2",
                                                  *(["--json"] if suffix else [])]
        for a, b in (("neutral", "M_debt_and_job_loss"), ("neutral", "neutral_non_runner"), ("neutral", "neutral"),
