@@ -123,15 +123,6 @@ def sensitivity_violations(interface: Interface, use_z3: bool = True) -> tuple[l
     return violations, proofs
 
 
-def _violation_kind(violation: Violation) -> str:
-    """What a kernel violation is about, from its code (never its prose)."""
-    if violation.code == "C3.sensitivity_below_bound":
-        return "sensitivity"
-    if violation.part_level:
-        return "global part"
-    return "read"
-
-
 def _global_scope(interface: Interface) -> str:
     slots = sorted(charged_reads(interface))
     return f" (every charged selection: slots {', '.join(slots)})" if slots else ""
@@ -145,8 +136,8 @@ def check_interface(interface: Interface, use_z3: bool = True) -> CheckReport:
     violations = []
     found, proofs = sensitivity_violations(interface, use_z3=use_z3)
     for violation in find_violations(interface, eq6=not proofs):
-        kind = _violation_kind(violation)
-        violations.append(attrs.evolve(violation, message=violation.message + (scope if kind == "global part" else "")))
+        # A part-level finding (from its code, never its prose) concerns every charged selection.
+        violations.append(attrs.evolve(violation, message=violation.message + (scope if violation.part_level else "")))
     violations.extend(found)
     order = {c: i for i, c in enumerate(CONDITION_ORDER)}
     violations.sort(key=lambda v: order.get(v.condition, 99))
