@@ -24,7 +24,7 @@ def _interface() -> InterfaceFile:
         "left": {"group": [1, 2, 3], "cap": 1},
         "right": {"group": [4], "cap": "1/2"},
     }
-    base = {str(p): {"tags": []} for p in range(1, 7)}
+    base: dict[str, object] = {str(p): {"tags": []} for p in range(1, 7)}
     tagged = {"tags": ["blood-sugar"]}
     data["stores"] = {
         "A": base,

@@ -132,7 +132,11 @@ def test_a_group_disjoint_from_the_differences_is_never_useful() -> None:
     ],
 )
 def test_equally_cheap_covers_resolve_as_the_search_documents(
-    groups: list[tuple[set[int], int]], size: int, differing: set[int], attributes: tuple[str, ...], cost: int
+    groups: list[tuple[set[int], Fraction | int]],
+    size: int,
+    differing: set[int],
+    attributes: tuple[str, ...],
+    cost: int,
 ) -> None:
     """Among covers of equal cost the one named (in `dpmem audit`'s adjacency line) is the
     greedy incumbent, replaced only by a strictly cheaper cover, the first the branching
