@@ -94,3 +94,60 @@ def test_not_coverable_and_empty() -> None:
     policy = policy_of([({1}, 1)], 3)
     assert minimum_cover(policy, frozenset({1, 2})) is None
     assert minimum_cover(policy, frozenset()) == cover_module.Cover((), Fraction(0))
+
+
+def test_dominance_drops_a_group_within_an_equally_capped_one() -> None:
+    """a00 ({1}, cap 2) lies within a01 ({1, 2}, cap 2): equal caps, strictly smaller part,
+    dominated whatever the declaration order."""
+    policy = policy_of([({1}, 2), ({1, 2}, 2)], 2)
+    assert useful_attributes(policy, frozenset({1, 2})) == [("a01", frozenset({1, 2}), Fraction(2))]
+
+
+def test_a_group_disjoint_from_the_differences_is_never_useful() -> None:
+    """a00 holds no differing position: however cheap, it helps no cover and is not listed."""
+    policy = policy_of([({3}, 1), ({1, 2}, 2)], 3)
+    assert useful_attributes(policy, frozenset({1, 2})) == [("a01", frozenset({1, 2}), Fraction(2))]
+
+
+@pytest.mark.parametrize(
+    ("groups", "size", "differing", "attributes", "cost"),
+    [
+        # The greedy cover (least cap per new position: a00 at 2/2, before a01 at 1/1) is
+        # already minimal; the equally cheap {a01, a02} does not replace it.
+        ([({1, 2, 3}, 2), ({1}, 1), ({2}, 1)], 3, {1, 2}, ("a00",), 2),
+        # Greedy takes a01 (1 per position), then a02: cost 3, as a00 alone; a01, a02 stay.
+        ([({1, 2}, 3), ({2}, 1), ({1}, 2)], 2, {1, 2}, ("a01", "a02"), 3),
+        # Greedy ties a00, a01, a02 at 1 per position and takes the first declared: {a00, a01}
+        # costs 2, and the search's a02 (also 2) is not strictly cheaper.
+        ([({1}, 1), ({2}, 1), ({1, 2}, 2)], 2, {1, 2}, ("a00", "a01"), 2),
+        # Greedy costs 6; the search branches on the position with the fewest holders (5: only
+        # a04), then 3 (a02), then 2 (a00 before a01): the first cover of cost 5 it meets.
+        (
+            [({2, 4}, 1), ({1, 2}, 1), ({3, 4}, 1), ({1}, 3), ({1, 5}, 3), ({2}, 1)],
+            5,
+            {1, 2, 3, 4, 5},
+            ("a00", "a02", "a04"),
+            5,
+        ),
+    ],
+)
+def test_equally_cheap_covers_resolve_as_the_search_documents(
+    groups: list[tuple[set[int], Fraction | int]],
+    size: int,
+    differing: set[int],
+    attributes: tuple[str, ...],
+    cost: int,
+) -> None:
+    """Among covers of equal cost the one named (in `dpmem audit`'s adjacency line) is the
+    greedy incumbent, replaced only by a strictly cheaper cover, the first the branching
+    order reaches (module docstring, steps 3-4)."""
+    found = minimum_cover(policy_of(groups, size), frozenset(differing))
+    assert found == cover_module.Cover(attributes, Fraction(cost))
+
+
+def test_every_method_prices_the_empty_cover_as_an_exact_fraction() -> None:
+    pytest.importorskip("z3")
+    policy = policy_of([({1}, 1), ({2}, 2)], 3)
+    for method in (minimum_cover, minimum_cover_exhaustive, minimum_cover_z3):
+        found = method(policy, frozenset())
+        assert found is not None and found.attributes == () and type(found.cost) is Fraction
