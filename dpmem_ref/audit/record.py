@@ -108,6 +108,7 @@ def witness_rows(
             else:
                 found = {v: (ab, ba) for v, ab, ba in steps.steps(plan_a, plan_b)}
                 step_ab, step_ba = found.get(view, (INFINITE, INFINITE))
+                broken = broken or view not in found  # neither store releases it: impossible from here
             charged = tuple(sorted(shown.charge_set)) if shown.admitted else ()
             slots.append(
                 SlotRow(

@@ -155,11 +155,12 @@ def test_slots_out_of_step_stay_infinite_until_the_stores_meet_again() -> None:
     ]
 
 
-def test_a_view_neither_store_can_release_is_infinite_both_ways() -> None:
+def test_a_view_neither_store_can_release_is_infinite_both_ways_and_ends_the_witness() -> None:
+    """The transcript is impossible under both stores from that view on: its turn is the last."""
     witness = [_turn(("g", "g.elsewhere"), ("k", "k.v1"))]
-    assert _summary(witness_rows(ROUTED, GK, GK, witness)) == [
-        ((("g", "g.elsewhere", "inf", "inf"), ("k", "k.v1", "0", "0")), "inf", "inf", _ledgers(2))
-    ]
+    expected = [((("g", "g.elsewhere", "inf", "inf"), ("k", "k.v1", "0", "0")), "inf", "inf", _ledgers(2))]
+    assert _summary(witness_rows(ROUTED, GK, GK, witness)) == expected
+    assert _summary(witness_rows(ROUTED, GK, GK, witness * 3)) == expected
 
 
 @attrs.frozen
