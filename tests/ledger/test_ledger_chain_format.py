@@ -17,6 +17,7 @@ import pytest
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import chain
+from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.facts import SessionKey, SlotRelease
 
 SECRET = b"0123456789abcdef0123456789abcdef"
@@ -76,6 +77,30 @@ def test_database_identity_reads_the_genesis_or_falls_back_to_its_mac() -> None:
     assert chain.database_identity(body, "f" * 64) == "0123456789abcdef" * 2
     for broken in ('{"database_id":"XYZ"}', "not json", "[1]", '{"database_id":"' + "0" * 31 + '"}'):
         assert chain.database_identity(broken, "e" * 64) == "genesis-" + "e" * 32
+
+
+def test_the_identity_of_a_chains_rows_is_its_genesis_id_or_the_genesis_mac() -> None:
+    """A genesis written before identities existed (no `database_id`): its MAC stands in."""
+    body = chain.genesis_body(KEY, "s", "0123456789abcdef" * 2)
+    assert chain.rows_identity([(1, "genesis", body, "f" * 64), (2, "bind", "{}", "a" * 64)]) == "0123456789abcdef" * 2
+    legacy = f'{{"key_id":"{KEY.key_id}","schema":"2"}}'
+    assert chain.rows_identity([(1, "genesis", legacy, "e" * 64)]) == "genesis-" + "e" * 32
+    assert chain.rows_identity([]) is None and chain.rows_identity([(1, "genesis", None, "e" * 64)]) is None
+
+
+def test_a_genesis_that_is_unreadable_or_names_another_key_is_refused_in_one_line() -> None:
+    for unreadable in ("not json", "[1]"):
+        with pytest.raises(LedgerStoreError) as refused:
+            chain.check_genesis("l.db", KEY, unreadable)
+        assert str(refused.value) == "ledger database l.db: unreadable chain genesis"
+    # An edited genesis shows at most 16 characters of the key id it names.
+    with pytest.raises(LedgerStoreError) as other:
+        chain.check_genesis("l.db", KEY, '{"key_id":"' + "0123456789abcdefXYZ" * 3 + '"}')
+    assert str(other.value) == (
+        "ledger database l.db: chained with key id 0123456789abcdef, but the configured key "
+        f"(DPMEM_LEDGER_KEY / DPMEM_LEDGER_KEY_FILE) has key id {KEY.key_id}"
+    )
+    chain.check_genesis("l.db", KEY, chain.genesis_body(KEY, "2"))  # its own key: accepted
 
 
 @pytest.mark.parametrize(("size", "ok"), [(15, False), (16, True), (4096, True), (4097, False)])
