@@ -39,7 +39,7 @@ from dpmem_ref.ledger.anchor import (
 )
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, rows_identity
 from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, SCHEMA_VERSION, LedgerStoreError
-from dpmem_ref.ledger.sqlite.schema import COLUMNS, describe_sqlite_error
+from dpmem_ref.ledger.sqlite.schema import COLUMNS, describe_sqlite_error, foreign_objects
 from dpmem_ref.ledger.url_forms import redact_url
 from dpmem_ref.ledger.verify import LedgerRows, Replay, replay
 
@@ -135,6 +135,9 @@ def _schema_problem(connection: sqlite3.Connection) -> str | None:
     meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
     if meta.get("schema") != SCHEMA_VERSION:
         return f"meta.schema is not version {SCHEMA_VERSION}"
+    planted = foreign_objects(connection)
+    if planted is not None:
+        return f"foreign schema ({planted}: dpmem's schema has none)"
     return None
 
 

@@ -98,8 +98,22 @@ def append_event(connection: sqlite3.Connection, key: ChainKey, kind: str, body:
     return HighWater(seq, mac)
 
 
+def foreign_objects(connection: sqlite3.Connection) -> str | None:
+    """The file's triggers and views, named ("trigger t, view v"), or None: dpmem's schema has
+    neither, and one planted by whoever can write the file (a restored backup) would run inside
+    every later commit, rewriting charges after they are sealed."""
+    found = connection.execute(
+        "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view') ORDER BY type, name"
+    ).fetchall()
+    return ", ".join(f"{kind} {name}" for kind, name in found) or None
+
+
 def open_chain(connection: sqlite3.Connection, database: str, key: ChainKey) -> HighWater | None:
-    """Schema version, legacy refusal and the chain's genesis (one key per database)."""
+    """Schema version, legacy refusal, objects outside the schema and the chain's genesis (one
+    key per database)."""
+    planted = foreign_objects(connection)
+    if planted is not None:
+        raise LedgerStoreError(f"ledger database {database}: foreign schema ({planted}: dpmem's schema has none)")
     connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
     row = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     if row is not None and row[0] == LEGACY_SCHEMA_VERSION:
