@@ -1,7 +1,9 @@
 """What `replay` (the chain verifier behind `dpmem ledger verify`) reports, line for line.
 
-An auditor reads one problem line: what is wrong and where (the event's seq and kind). Each
-chain here is written by a key holder and sealed with the right key (an explicit non-default
+An auditor reads one problem line: what is wrong and where (the chain row, the event's seq
+and kind, the table row), for the walk (shape, seq, MAC), every event kind (genesis, bind,
+open, charge with its C3/C5 checks and scopes, turn, rebind, recoveries), every table compared
+with the chain, and the high-water mark. Each chain here is written by a key holder and sealed with the right key (an explicit non-default
 key, so a MAC or key-id mistake cannot hide behind the development key): only the semantic
 check of the event can catch it. The rebind cases are the evidence rule of an interface
 change: the ledgers are carried over unchanged, no counted attribute is dropped and no new cap
@@ -80,6 +82,12 @@ def ledger_rows(
     )
 
 
+def with_row(rows: LedgerRows, position: int, row: Sequence[Any]) -> LedgerRows:
+    """`rows` with chain row `position` (0-based) replaced by `row` (the others keep their seals)."""
+    chain = (*rows.chain[:position], row, *rows.chain[position + 1 :])
+    return LedgerRows(rows.meta, chain, rows.ledgers, rows.releases, rows.turns)
+
+
 def problem(rows: LedgerRows, mark: HighWater | None = None) -> str | None:
     return replay(rows, KEY, mark).problem
 
@@ -119,8 +127,7 @@ def test_a_long_stored_key_id_is_cut_to_sixteen_characters() -> None:
 def test_a_misshapen_first_row_has_no_key_id(shape: int) -> None:
     rows = ledger_rows()
     first = (*rows.chain[0], "extra") if shape == 5 else rows.chain[0][:3]
-    misshapen = LedgerRows(rows.meta, (first, *rows.chain[1:]), rows.ledgers, rows.releases, rows.turns)
-    assert problem(misshapen) == (
+    assert problem(with_row(rows, 0, first)) == (
         "chained with key id None, but the configured key (DPMEM_LEDGER_KEY / DPMEM_LEDGER_KEY_FILE) "
         f"has key id {KEY.key_id}"
     )
@@ -128,6 +135,11 @@ def test_a_misshapen_first_row_has_no_key_id(shape: int) -> None:
 
 def test_an_unreadable_genesis_body_is_named_at_seq_1() -> None:
     assert problem(ledger_rows((("genesis", "not json"), *EVENTS[1:]))) == "chain seq 1: unreadable event body"
+
+
+def test_a_genesis_body_that_is_no_text_is_named_at_seq_1() -> None:
+    rows = ledger_rows()
+    assert problem(with_row(rows, 0, (1, "genesis", 5, rows.chain[0][3]))) == "chain seq 1: unreadable text"
 
 
 def test_a_chain_short_of_its_anchor_names_its_head_seq() -> None:
@@ -177,11 +189,6 @@ def charge(release: dict[str, Any] | None = None, **fields: Any) -> tuple[str, s
 def release_row(**columns: Any) -> tuple[Any, ...]:
     names = ("user", "interaction", "seq", "release_id", "turn_id", "index", "slot", "view", "admitted", "set", "eps")
     return tuple(columns.get(name, value) for name, value in zip(names, RELEASE_ROW, strict=True))
-
-
-def with_row(rows: LedgerRows, position: int, row: Sequence[Any]) -> LedgerRows:
-    chain = (*rows.chain[:position], row, *rows.chain[position + 1 :])
-    return LedgerRows(rows.meta, chain, rows.ledgers, rows.releases, rows.turns)
 
 
 INTACT = ledger_rows()
@@ -271,9 +278,10 @@ def test_a_bad_chain_row_or_event_is_named_at_its_seq(case: str) -> None:
 
 
 CHARGE_PROBLEMS: dict[str, tuple[tuple[str, str], str]] = {
-    "no release": (("charge", json.dumps({"user": "alice", "interaction": "chat"})),
-                   "no release"),
+    "no release": (event("charge", user="alice", interaction="chat"), "no release"),
     "a session never opened": (charge(user="bob"), "a session that was never opened"),
+    "a user that is no text": (charge(user=1), "unreadable text"),
+    "an interaction that is no text": (charge(interaction=["chat"]), "unreadable text"),
     "a release seq that is no integer": (charge({"seq": 0}), "not a positive integer seq"),
     "a charge set that is no list": (charge({"charge_set": "diabetes"}), "unreadable charge set"),
     "a charge set holding no text": (charge({"charge_set": ["diabetes", 1]}), "unreadable charge set"),
@@ -413,6 +421,10 @@ TABLE_PROBLEMS: dict[str, tuple[LedgerRows, str]] = {
     "a ledger row in another spelling": (
         tables(ledgers=(("alice", "chat", "debt", "0/1", "6/2"),)),
         "ledgers row (alice, chat, debt): differs from the chain (not the canonical 'p/q' text)",
+    ),
+    "a spent ledger in another spelling": (
+        tables(ledgers=(("alice", "chat", "diabetes", "4/6", "2/1"),)),
+        "ledgers row (alice, chat, diabetes): differs from the chain (not the canonical 'p/q' text)",
     ),
     "a ledger row that is unreadable": (
         tables(ledgers=(("alice", "chat", "debt", "0/1", "3"),)),
