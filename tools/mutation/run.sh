@@ -23,6 +23,13 @@ cd "$(dirname "$0")/../.."
 PY="${PYTHON:-.venv/bin/python}"
 LOG="${TMPDIR:-/tmp}/dpmem-mutmut-$$.log"
 export HYPOTHESIS_PROFILE=ci DPMEM_MUTATION_RUN=1 DPMEM_MUTMUT=1
+# A temp folder of its own: pytest keeps only the newest few numbered basetemp folders under
+# the temp root and deletes older ones, so other pytest sessions on the machine (a developer's
+# test runs) would delete a running mutant's tmp_path under it; the mutant's run then crashes
+# (exit 255) and mutmut books it as a timeout, a kill the tests never made.
+MUTATION_TMP="$(mktemp -d "${TMPDIR:-/tmp}/dpmem-mutmut-tmp.XXXXXX")"
+export TMPDIR="$MUTATION_TMP"
+trap 'rm -rf "$MUTATION_TMP"' EXIT
 unset PYTHONPATH  # mutmut puts its mutated copy (mutants/) first on sys.path
 if [ "${MUTATION_FRESH:-0}" = "1" ]; then
   rm -rf mutants
