@@ -26,9 +26,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 EQUIVALENTS = ROOT / "tools" / "mutation" / "equivalents.toml"
-# mutmut 3's exit-code meanings (mutmut.stats.status_by_exit_code).
+# mutmut 3's exit-code meanings (mutmut.stats.status_by_exit_code), except 255, which mutmut books
+# as a timeout: its worker's pytest run raised instead of returning a verdict (here: pytest did not
+# find a test id it was given), so no test ran to a result and the mutant counts as not checked.
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 35: "suspicious",
-          36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout", 37: "caught by type check",
+          36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "not checked", 37: "caught by type check",
           -11: "segfault", -9: "segfault", 2: "interrupted", None: "not checked"}
 
 
@@ -49,7 +51,8 @@ def main() -> int:
     parser.add_argument("--run-status", default="0", help="exit status of `mutmut run` (124: stopped by the time bound)")
     parser.add_argument("--note", default="", help="a paragraph printed under the run status (what this run covered)")
     parser.add_argument("--list-unjudged", action="store_true",
-                        help="print the cached survivors not judged equivalent, one name a line, and write no report")
+                        help="print the cached survivors not judged equivalent and the mutants without a verdict (exit 255), "
+                             "one name a line, and write no report")
     args = parser.parse_args()
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
@@ -59,6 +62,7 @@ def main() -> int:
     per_module: dict[str, collections.Counter[str]] = {}
     timeout_codes: collections.Counter[int] = collections.Counter()
     survivors: list[tuple[str, str]] = []
+    no_verdict: list[str] = []  # exit 255: mutmut keeps it as a result, so only naming it re-runs it
     for module in modules:
         meta = ROOT / "mutants" / (module + ".meta")
         counts: collections.Counter[str] = collections.Counter()
@@ -66,13 +70,15 @@ def main() -> int:
             for name, code in json.loads(meta.read_text())["exit_code_by_key"].items():
                 status = STATUS.get(code, "suspicious")
                 counts[status] += 1
-                if status == "timeout":
+                if status == "timeout" or code == 255:
                     timeout_codes[code] += 1
                 if status in ("survived", "no tests", "suspicious"):
                     survivors.append((name, status))
+                if code == 255:
+                    no_verdict.append(name)
         per_module[module] = counts
-    if args.list_unjudged:  # tools/mutation/run.sh re-tests these against today's tests
-        print("\n".join(name for name, _ in survivors if name not in equivalents))
+    if args.list_unjudged:  # tools/mutation/run.sh re-tests these (and those without a verdict) first
+        print("\n".join([name for name, _ in survivors if name not in equivalents] + no_verdict))
         return 0
 
     total = collections.Counter()
@@ -108,11 +114,10 @@ def main() -> int:
         "Survivors of earlier runs were killed by behaviour tests through public names, each beside the behaviour it pins "
         "(`tests/core/test_policy.py`, `tests/turn/test_plan.py`, `tests/mechanism/test_em_sampler.py`, ...); what still survives is listed below, "
         "each judged equivalent in `tools/mutation/equivalents.toml` (one-line reason) or marked UNEXPLAINED. "
-        "A timeout counts as killed. mutmut gives that label to two exits: SIGXCPU (-24, the mutant made a test loop "
-        f"past mutmut's CPU or wall limit: {timeout_codes[-24] + timeout_codes[24] + timeout_codes[152]} here) and 255 "
-        f"({timeout_codes[255]} here: its worker caught an exception escaping pytest, which is what a mutant does that "
-        "breaks the construction of a module-level test fixture, e.g. a `Layout` check refusing every layout: the "
-        "collection of the tests that use it fails).",
+        "A timeout counts as killed: SIGXCPU (-24, the mutant made a test loop past mutmut's CPU or wall limit: "
+        f"{timeout_codes[-24] + timeout_codes[24] + timeout_codes[152]} here). mutmut gives the same label to exit 255, "
+        "which is no verdict: its worker's pytest run raised instead of returning (a test id it was given that pytest "
+        f"did not find); those count as not checked ({timeout_codes[255]} here) and are re-run.",
         "",
         f"`mutmut run` exit status: {args.run_status}" + (" (stopped by the time bound: partial)" if args.run_status == "124" else ""),
         "",

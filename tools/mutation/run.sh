@@ -38,7 +38,8 @@ fi
 status=0
 deadline=$(( $(date +%s) + ${MUTATION_TIMEOUT_S:-5400} ))
 if [ -d mutants ]; then
-  # Survivors (and no-tests, suspicious) of the cached run, by name, except those judged
+  # Survivors (and no-tests, suspicious) of the cached run and its mutants without a verdict
+  # (exit 255), by name, except survivors judged
   # equivalent (no test can kill them; re-testing one runs every test that reaches it).
   mapfile -t cached_survivors < <("$PY" tools/mutation/report.py --list-unjudged | sed '/^$/d')
   if [ "${#cached_survivors[@]}" -gt 0 ]; then
