@@ -11,7 +11,11 @@
 # MUTATION_ONLY (space-separated mutant-name patterns, e.g. "dpmem_ref.ledger.chain.*": test
 # only those now; the report counts the others as not checked),
 # MUTATION_TIMEOUT_S (default 5400: the run is bounded; an interrupted run still gets a
-# report of what was checked), MUTATION_FRESH=1 to discard mutmut's cached results.
+# report of what was checked), MUTATION_FRESH=1 to discard mutmut's cached results (and the
+# verdicts kept in tools/mutation/results/).
+# mutmut's cache (mutants/) is lost with the machine, so its verdicts are also kept in the
+# repository (tools/mutation/results.py): restored before the run where mutants/ has none,
+# saved after it. Commit tools/mutation/results/ with the report.
 # Rerunning without MUTATION_FRESH tests only the mutants mutmut has no result for (those of
 # functions changed since: mutmut compares per-function hashes) and, first, re-tests every
 # survivor of the cached run not judged equivalent against today's tests (mutmut skips cached
@@ -32,8 +36,9 @@ export TMPDIR="$MUTATION_TMP"
 trap 'rm -rf "$MUTATION_TMP"' EXIT
 unset PYTHONPATH  # mutmut puts its mutated copy (mutants/) first on sys.path
 if [ "${MUTATION_FRESH:-0}" = "1" ]; then
-  rm -rf mutants
+  rm -rf mutants tools/mutation/results
 fi
+"$PY" tools/mutation/results.py restore
 
 status=0
 deadline=$(( $(date +%s) + ${MUTATION_TIMEOUT_S:-5400} ))
@@ -54,4 +59,5 @@ if [ "$status" = "0" ]; then
     "${only[@]}" >"$LOG" 2>&1 || status=$?
 fi
 echo "mutmut run: exit $status (log: $LOG)"
+"$PY" tools/mutation/results.py save
 "$PY" tools/mutation/report.py --out tools/mutation/REPORT.md --run-status "$status"

@@ -1,0 +1,89 @@
+"""The mutation verdicts kept in the repository (tools/mutation/results.py) survive the trip
+through mutmut's cache format unchanged, drop what is no verdict, never overwrite a newer
+cache, and the committed store names only mutants of modules under mutation."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("mutation_results", ROOT / "tools" / "mutation" / "results.py")
+assert _spec and _spec.loader
+results = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(results)
+
+MODULE = "dpmem_ref/ledger/chain.py"
+META = {
+    "exit_code_by_key": {
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_1": 1,  # killed
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_2": 0,  # survived
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_3": 255,  # no verdict
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_4": None,  # not run
+        "dpmem_ref.ledger.chain.x_unkeyed__mutmut_1": -24,  # timeout
+    },
+    "hash_by_function_name": {"x_record_digest": "0123456789ab", "x_unkeyed": "ba9876543210"},
+    "type_check_error_by_key": {},
+    "durations_by_key": {"dpmem_ref.ledger.chain.x_record_digest__mutmut_1": 0.5},
+    "estimated_durations_by_key": {},
+}
+
+
+def _write_meta(mutants: Path, meta: dict[str, object]) -> Path:
+    path = mutants / (MODULE + ".meta")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(meta))
+    return path
+
+
+def test_saved_verdicts_come_back_as_mutmut_meta_without_the_mutants_that_have_no_verdict(tmp_path: Path) -> None:
+    _write_meta(tmp_path / "mutants", META)
+    assert results.save(tmp_path / "mutants", tmp_path / "store") == 3
+    stored = json.loads((tmp_path / "store" / (MODULE + ".json")).read_text())
+    assert stored["hash_by_function_name"] == META["hash_by_function_name"]
+    assert stored["exit_code_by_key"] == {
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_1": 1,
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_2": 0,
+        "dpmem_ref.ledger.chain.x_unkeyed__mutmut_1": -24,
+    }
+
+    assert results.restore(tmp_path / "store", tmp_path / "fresh") == 3
+    meta = json.loads((tmp_path / "fresh" / (MODULE + ".meta")).read_text())
+    # mutmut's SourceFileMutationData.load pops exactly these keys and asserts none is left
+    assert set(meta) == {"exit_code_by_key", "hash_by_function_name", "type_check_error_by_key", "durations_by_key",
+                         "estimated_durations_by_key"}
+    assert meta["exit_code_by_key"] == stored["exit_code_by_key"]
+    assert meta["hash_by_function_name"] == META["hash_by_function_name"]
+
+
+def test_restore_never_overwrites_a_cache_mutmut_already_has(tmp_path: Path) -> None:
+    _write_meta(tmp_path / "mutants", META)
+    results.save(tmp_path / "mutants", tmp_path / "store")
+    newer = dict(META, exit_code_by_key={"dpmem_ref.ledger.chain.x_unkeyed__mutmut_1": 1})
+    path = tmp_path / "mutants" / (MODULE + ".meta")
+    path.write_text(json.dumps(newer))
+    assert results.restore(tmp_path / "store", tmp_path / "mutants") == 0
+    assert json.loads(path.read_text()) == newer
+
+
+def test_the_committed_store_names_only_mutants_of_mutated_modules_with_their_function_hashes() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    round4 = (ROOT / "tools" / "mutation" / "round4-modules.txt").read_text().split()
+    modules = set(config["only_mutate"]) | {line for line in round4 if line.endswith(".py")}
+    known_codes = {0, 1, 3, 5, 24, -24, 33, 34, 35, 36, 37, 152, -9, -11, 2}
+    for stored in sorted((ROOT / "tools" / "mutation" / "results").glob("**/*.py.json")):
+        module = stored.relative_to(ROOT / "tools" / "mutation" / "results").as_posix().removesuffix(".json")
+        assert module in modules, module
+        record = json.loads(stored.read_text())
+        dotted = module.removesuffix(".py").replace("/", ".")
+        for name, code in record["exit_code_by_key"].items():
+            prefix, _, function = name.rpartition(".")
+            assert prefix.startswith(dotted), name
+            mangled = re.fullmatch(r"(x\S*)__mutmut_\d+", function)
+            assert mangled, name
+            assert mangled.group(1) in record["hash_by_function_name"] or any(
+                key.endswith(mangled.group(1)) for key in record["hash_by_function_name"]), name
+            assert code in known_codes, (name, code)
