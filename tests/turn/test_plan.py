@@ -377,6 +377,21 @@ def test_active_slots_asks_a_router_that_reads_no_history_once_per_query(reads_h
     assert router.asked == ([0, 1, 1] if reads_history else [0])
 
 
+def test_active_slots_hands_the_store_to_a_memory_routing_hook():
+    """A memory-dependent routing hook (a C4 breach) decides G_t from the store it is given:
+    slot g is active only while position 1 holds evidence x."""
+    from dpmem_ref import PrivateHooks
+    from dpmem_ref.turn.plan import active_slots
+
+    def routing(query, history, store):
+        return ("g",) if "x" in store.items[0].tags else ()
+
+    interface = attrs.evolve(interface_reading_1_3(), hooks=PrivateHooks(routing=routing))
+    query = interface.query("q")
+    assert active_slots(interface, query, (), XYZW_STORE) == ("g",)
+    assert active_slots(interface, query, (), make_store(p1=item("v"))) == ()
+
+
 def test_a_slot_plan_carries_one_ledger_form():
     """The ledgers after the charge are the `LedgerVector` alone; `ledgers_after` is its
     Fraction view, made when asked."""

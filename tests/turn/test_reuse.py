@@ -9,20 +9,25 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.contract import contract_violations
 from dpmem_ref.core.errors import ContractViolation, InputError
 from dpmem_ref.core.policy import Store
-from dpmem_ref.core.transcript import PublicPrefix
+from dpmem_ref.core.transcript import PublicPrefix, Query, SlotRead, TurnRecord
+from dpmem_ref.core.views import View, Vocabulary
 from dpmem_ref.interface import Interface
+from dpmem_ref.mechanism.em import PointMass
 from dpmem_ref.mechanism.randomness import SeededRandomSource
+from dpmem_ref.parts.broken import PrivateHooks
 from dpmem_ref.parts.reuse import ReusePolicy, ReuseRule
 from dpmem_ref.turn.plan import plan_slot
 from dpmem_ref.turn.planner import begin_turn
 from dpmem_ref.turn.runner import TurnResult, run_turn
 from dpmem_ref.turn.state import InterfaceState
+from tests.kernel_fixtures import XYZW_STORE, interface_reading_1, interface_reading_1_3, item, make_store
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURE2 = ROOT / "examples" / "figure2.toml"
@@ -209,6 +214,125 @@ def test_plan_slot_outside_a_turn_reuses_from_the_prefix_history() -> None:
     prefix = PublicPrefix(state.history, interface.query("affordable-dinner"), ())
     plan = plan_slot(interface, state.ledgers, prefix, "food", loaded.store("neutral"))
     assert plan.reused and plan.distribution.support() == (dict(state.history[0].views)["food"],)
+
+
+# ---------------------------------------------------------------- the re-served plan
+
+
+def _fresh_g_turn() -> TurnRecord:
+    """One earlier turn of query q that released g.v1 for slot g, admitted (a fresh view)."""
+    return TurnRecord("q", (("g", "g.v1"),), None, "", (True,), (("g", frozenset({"a", "b"}), Fraction(1, 2)),))
+
+
+def _g_rule(**changes: Any) -> ReuseRule:
+    spec: dict[str, Any] = {"slot": "g", "queries": frozenset({"q"}), "refresh_after": 3}
+    spec.update(changes)
+    return ReuseRule(**spec)
+
+
+class _PrefixReadRouter:
+    """A public router (C4) whose read of slot g follows the whole prefix: {1, 3} at the
+    empty prefix; a completed turn drops position 3; a view released earlier this turn adds
+    position 2."""
+
+    name = "prefix-read"
+    violates = None
+    reads_history = True
+    reads_released_views = True
+
+    def active_slots(self, query: Query, history: tuple[TurnRecord, ...]) -> tuple[str, ...]:
+        return tuple(read.slot for read in query.reads)
+
+    def read(self, prefix: PublicPrefix, slot: str) -> SlotRead:
+        positions = {1} if prefix.history else {1, 3}
+        if prefix.released:
+            positions.add(2)
+        return attrs.evolve(prefix.query.read_for(slot), positions=frozenset(positions))
+
+    def state_key(self, history: tuple[TurnRecord, ...]) -> Any:
+        return len(history)
+
+
+def test_re_served_plan_is_a_point_mass_over_the_vocabulary_at_no_charge() -> None:
+    interface = attrs.evolve(interface_reading_1_3(), reuse=ReusePolicy((_g_rule(),)))
+    query = interface.query("q")
+    ledgers = (Fraction(1, 2), Fraction(1, 2))
+    plan = plan_slot(interface, ledgers, PublicPrefix((_fresh_g_turn(),), query, ()), "g", XYZW_STORE)
+    assert plan.reused and not plan.admitted
+    assert plan.read == query.read_for("g")  # what the router reads at the prefix, not nothing
+    assert plan.distribution == PointMass(views=("g.gen", "g.v1"), view="g.v1")
+    assert plan.vocabulary == interface.vocabulary("g")
+    assert (plan.charge_set, plan.epsilon) == (frozenset(), Fraction(0))
+    assert type(plan.epsilon) is Fraction and plan.public_shape[2] == 0
+    assert plan.ledgers_after == ledgers
+
+
+def test_re_served_plan_reads_what_the_router_reads_at_the_whole_prefix() -> None:
+    """The read recorded in a re-served plan is the router's at h_{t,j} = (history, q_t,
+    views released earlier this turn): each part of the prefix moves it."""
+    interface = attrs.evolve(interface_reading_1_3(_PrefixReadRouter()), reuse=ReusePolicy((_g_rule(),)))
+    query = interface.query("q")
+    history = (_fresh_g_turn(),)
+    ledgers = (Fraction(1, 2), Fraction(1, 2))
+    reads = {}
+    for name, released in (("history", ()), ("history and a release", (("h", "h.v1"),))):
+        plan = plan_slot(interface, ledgers, PublicPrefix(history, query, released), "g", XYZW_STORE)
+        assert plan.reused
+        reads[name] = plan.read.positions
+    assert reads == {"history": frozenset({1}), "history and a release": frozenset({1, 2})}
+
+
+def test_strict_plan_refuses_a_reuse_rule_that_refreshes_on_memory() -> None:
+    """plan_slot does not run the contract check: the re-serve itself refuses the C4 breach
+    when strict, whatever the store holds."""
+    interface = attrs.evolve(interface_reading_1(), reuse=ReusePolicy((_g_rule(memory_change=True),)))
+    prefix = PublicPrefix((_fresh_g_turn(),), interface.query("q"), ())
+    for store in (XYZW_STORE, make_store(p1=item())):
+        with pytest.raises(ContractViolation) as caught:
+            plan_slot(interface, (Fraction(1, 2), Fraction(0)), prefix, "g", store)
+        assert caught.value.code == "C4.reuse_reads_memory"
+
+
+def test_lenient_memory_refresh_looks_at_the_read_items_only() -> None:
+    """As deployed (strict=False), the memory-reading rule refreshes when an item of the read
+    set (position 1 here) holds evidence, whatever the other positions hold."""
+    interface = attrs.evolve(interface_reading_1(), reuse=ReusePolicy((_g_rule(memory_change=True),)))
+    prefix = PublicPrefix((_fresh_g_turn(),), interface.query("q"), ())
+    ledgers = (Fraction(1, 2), Fraction(0))
+    evidence_at_read = make_store(p1=item("x"), p2=item(), p3=item(), p4=item())
+    evidence_elsewhere = make_store(p1=item(), p2=item("y"), p3=item("z"), p4=item("w"))
+    reused = {
+        name: plan_slot(interface, ledgers, prefix, "g", store, strict=False).reused
+        for name, store in (("at the read", evidence_at_read), ("elsewhere", evidence_elsewhere))
+    }
+    assert reused == {"at the read": False, "elsewhere": True}
+
+
+def test_re_served_plan_takes_the_vocabulary_hook_with_the_slot_and_the_store() -> None:
+    """A store-dependent vocabulary hook (a C1 breach, strict=False) sets the re-served
+    plan's vocabulary and the views of its point mass."""
+    small = Vocabulary("g", (View("g.gen"), View("g.v1")), "g.gen")
+    large = Vocabulary("g", (View("g.gen"), View("g.v1"), View("g.v2")), "g.gen")
+    asked: list[tuple[str, Store]] = []
+
+    def vocabulary(slot: str, store: Store) -> Vocabulary:
+        asked.append((slot, store))
+        return large if "x" in store.items[0].tags else small
+
+    interface = attrs.evolve(
+        interface_reading_1(), reuse=ReusePolicy((_g_rule(),)), hooks=PrivateHooks(vocabulary=vocabulary)
+    )
+    prefix = PublicPrefix((_fresh_g_turn(),), interface.query("q"), ())
+    other = make_store(p1=item("v"))
+    stores = (XYZW_STORE, other)
+    plans = [plan_slot(interface, (Fraction(1, 2), Fraction(0)), prefix, "g", s, strict=False) for s in stores]
+    assert [plan.reused for plan in plans] == [True, True]
+    assert [plan.vocabulary for plan in plans] == [large, small]
+    assert [plan.distribution for plan in plans] == [
+        PointMass(views=("g.gen", "g.v1", "g.v2"), view="g.v1"),
+        PointMass(views=("g.gen", "g.v1"), view="g.v1"),
+    ]
+    assert asked == [("g", XYZW_STORE), ("g", other)]
 
 
 # ---------------------------------------------------------------- configuration errors
