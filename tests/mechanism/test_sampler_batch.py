@@ -19,6 +19,7 @@ from dpmem_ref import SeededRandomSource, TapeSource, exponential_mechanism
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.mechanism.em import ExponentialWeights
 from dpmem_ref.mechanism.em_sampler import ExactTable, build_table
+from dpmem_ref.mechanism.randomness import RandomSource
 
 P_MIN = 1e-6
 
@@ -261,3 +262,58 @@ def test_new_sampler_paths_use_no_floats() -> None:
     looked_at = ("draw_many", "resolve", "residual_accept", "exp_neg_bounds", "_series_bounds", *mechanism_names)
     for name in looked_at:
         assert any(name in code_name for code_name in seen), name  # the tracer did look there
+
+
+# Weights 2 exp(-1/3), 1, exp(-7), exp(-5/2) on a 6-bit table (scale 23): outcome 0 owns sure
+# slots 0-31 and residual slot 32; outcome 1 (exponent 0) sure slots 33-55 and no residual;
+# outcome 2 no sure slot, only residual slot 56; outcome 3 sure slot 57, residual slot 58;
+# slots 59-62 are empty (bound 63) and so is every 64-bit slot above. Each end (33, 56, 57)
+# is the first slot of the next outcome, a sure slot (33, 57) or a residual one (56).
+EDGY = build_table([2, 1, 1, 1], [Fraction(1, 3), Fraction(0), Fraction(7), Fraction(5, 2)], table_bits=6, chunk_bits=1)
+
+
+def test_the_edgy_table_has_the_layout_its_comment_describes() -> None:
+    assert (EDGY.scale, EDGY.sure, EDGY.ends, EDGY.bound) == (23, (32, 23, 0, 1), (33, 56, 57, 59), 63)
+
+
+@pytest.mark.parametrize("use_numpy", [True, False], ids=["numpy", "pure"])
+def test_a_batch_over_every_slot_draws_and_consumes_what_single_rounds_do(use_numpy: bool) -> None:
+    """Every slot of a small table, one by one in a batch (and the 64-bit tops): the batch's
+    draws are the single rounds' (`resolve`, then `draw` after an empty or rejected slot), and
+    it reads exactly the random tape they read, in the same order."""
+    slots = [*range(EDGY.bound + 1), 1 << 63, (1 << 64) - 1]
+    block = sum(slot << (64 * position) for position, slot in enumerate(slots))
+    follow_ups = [random.Random(13).getrandbits(64) for _ in range(20_000)]
+    batch_source = TapeSource([block, *follow_ups])
+    got = EDGY.draw_many(len(slots), batch_source, use_numpy=use_numpy)
+    replay = TapeSource(follow_ups)
+    expected = []
+    for slot in slots:
+        outcome = EDGY.resolve(slot, replay)
+        expected.append(EDGY.draw(replay) if outcome is None else outcome)
+    assert got == expected
+    assert batch_source.consumed == 1 + replay.consumed
+    # Each outcome's first and last sure slot; slots 33 and 57 lie at an end, the next outcome's.
+    assert got[0] == got[31] == 0 and got[33] == got[55] == 1 and got[57] == 3
+
+
+@pytest.mark.parametrize("use_numpy", [True, False], ids=["numpy", "pure"])
+def test_a_batch_decides_its_sure_slots_itself_and_resolves_only_residual_slots(
+    use_numpy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch is fast because it decides a sure slot by itself: only the rare residual (or
+    empty) slots go one at a time through `resolve`, in order. A tape of zeros makes every
+    residual Bernoulli accept (U = 0 < T_i - a_i), so each occupied slot draws its owner."""
+    resolved: list[int] = []
+    resolve = ExactTable.resolve
+
+    def recording_resolve(table: ExactTable, slot: int, source: RandomSource) -> int | None:
+        resolved.append(slot)
+        return resolve(table, slot, source)
+
+    monkeypatch.setattr(ExactTable, "resolve", recording_resolve)
+    slots = list(range(EDGY.ends[-1]))  # every occupied slot: sure, residual, each at an end
+    block = sum(slot << (64 * position) for position, slot in enumerate(slots))
+    got = EDGY.draw_many(len(slots), TapeSource([block] + [0] * 100), use_numpy=use_numpy)
+    assert got == [0] * 33 + [1] * 23 + [2] + [3] * 2
+    assert resolved == [32, 56, 58]  # the residual slots of outcomes 0, 2 and 3
