@@ -236,6 +236,28 @@ def test_a_deleted_anchor_is_refused_and_the_recorded_reanchor_recovers(ledger: 
     assert code == 2 and "nothing to re-anchor" in err
 
 
+def test_a_missing_anchor_is_refused_from_the_first_event_after_the_genesis(tmp_path: Path) -> None:
+    """Only a chain that is its genesis alone has nothing an anchor could miss: one event more
+    (here a session opened, seq 2) and a deleted anchor is refused like any other."""
+    fresh, opened = tmp_path / "fresh.db", tmp_path / "opened.db"
+    open_ledger_store(str(fresh)).close()
+    ledger_store = open_ledger_store(str(opened))
+    ledger_store.open_session("user", "chat", {"diabetes": 2})
+    ledger_store.close()
+    for path in (fresh, opened):
+        Path(f"{path}.hwm").unlink()
+    open_ledger_store(str(fresh)).close()  # the genesis alone (seq 1): opens
+    connection = sqlite3.connect(opened)
+    assert connection.execute("SELECT MAX(seq) FROM chain").fetchone() == (2,)
+    connection.close()
+    with pytest.raises(LedgerStoreError) as refused:
+        open_ledger_store(str(opened))
+    assert str(refused.value) == (
+        f"ledger database {opened}: its anchor {opened}.hwm is missing, so a truncated or older copy would go "
+        f"unnoticed; if this is the live database, re-anchor it (recorded in its chain): dpmem ledger reanchor {opened}"
+    )
+
+
 def test_a_deleted_anchor_while_a_store_runs_refuses_the_next_commit(ledger: Ledger) -> None:
     loaded = interface_from_dict(ONE_SLOT)
     ledger_store = open_ledger_store(ledger.url)

@@ -1,19 +1,31 @@
-"""An anchor path that holds no regular file (a directory, a FIFO, a symbolic link) is refused
-in one line that names what was found there, without blocking on a FIFO and without following
-a link (an attacker who can write the folder could point the anchor at another file)."""
+"""An anchor file: its exact bytes, who may read it, and what is refused at its path.
+
+Written: the sealed JSON text (keys sorted; the seal recomputed here from the documented
+layout, not with the chain's code) padded with spaces to one 512-byte sector, created readable
+and writable by its owner only whatever the umask. An anchor path that holds no regular file
+(a directory, a FIFO, a symbolic link) is refused in one line that names the path, without
+blocking on a FIFO and without following a link (an attacker who can write the folder could
+point the anchor at another file): when read, naming what was found there; when written,
+leaving whatever is there untouched."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
+import stat
 from pathlib import Path
 
 import pytest
 
 from dpmem_ref.ledger import chain
-from dpmem_ref.ledger.anchor import read_anchor
+from dpmem_ref.ledger.anchor import read_anchor, write_anchor
 from dpmem_ref.ledger.contract import LedgerStoreError
 
-KEY = chain.ChainKey(secret=b"k" * 32, keyed=True)
+SECRET = b"k" * 32
+KEY = chain.ChainKey(secret=SECRET, keyed=True)
+IDENTITY = "0123456789abcdef" * 2
+MARK = chain.HighWater(seq=7, mac="ab" * 32)
 
 
 def _make(kind: str, path: Path) -> None:
@@ -27,11 +39,14 @@ def _make(kind: str, path: Path) -> None:
         path.symlink_to(target)
 
 
-@pytest.mark.parametrize(("kind", "found"), [
-    ("directory", "expected a regular anchor file, found a directory: {path}"),
-    ("FIFO", "expected a regular anchor file, found a FIFO: {path}"),
-    ("link", "expected a regular file, found a link or another kind"),
-])
+@pytest.mark.parametrize(
+    ("kind", "found"),
+    [
+        ("directory", "expected a regular anchor file, found a directory: {path}"),
+        ("FIFO", "expected a regular anchor file, found a FIFO: {path}"),
+        ("link", "expected a regular file, found a link or another kind"),
+    ],
+)
 def test_an_anchor_that_is_not_a_regular_file_is_named_and_refused(kind: str, found: str, tmp_path: Path) -> None:
     path = tmp_path / "ledgers.db.hwm"
     _make(kind, path)
@@ -42,3 +57,47 @@ def test_an_anchor_that_is_not_a_regular_file_is_named_and_refused(kind: str, fo
 
 def test_a_missing_anchor_reads_as_none(tmp_path: Path) -> None:
     assert read_anchor(tmp_path / "none.hwm", KEY, "0" * 32) is None
+
+
+def test_a_written_anchor_is_its_sorted_sealed_text_padded_to_one_sector(tmp_path: Path) -> None:
+    path = tmp_path / "l.db.hwm"
+    write_anchor(path, KEY, IDENTITY, MARK)
+    sealed = f'{{"database_id":"{IDENTITY}","key_id":"{KEY.key_id}","mac":"{MARK.mac}","role":"live","seq":7}}'
+    message = b"|".join((b"dpmem-chain-v1", b"7", b"anchor", MARK.mac.encode(), sealed.encode()))
+    seal = hmac.new(SECRET, message, hashlib.sha256).hexdigest()
+    text = (
+        f'{{"database_id": "{IDENTITY}", "key_id": "{KEY.key_id}", "mac": "{MARK.mac}", "role": "live", '
+        f'"seal": "{seal}", "seq": 7}}'
+    )
+    assert path.read_bytes() == text.encode().ljust(512)
+    assert read_anchor(path, KEY, IDENTITY) == MARK
+
+
+def test_a_new_anchor_file_is_readable_and_writable_by_its_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "l.db.hwm"
+    permissive = os.umask(0)  # nothing masked: the mode is the one write_anchor asks for
+    try:
+        write_anchor(path, KEY, IDENTITY, MARK)
+    finally:
+        os.umask(permissive)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("kind", "why"),
+    [
+        ("directory", "cannot be written"),
+        ("FIFO", "not a regular file"),
+        ("link", "cannot be written"),
+    ],
+)
+def test_an_anchor_is_never_written_through_what_is_not_a_regular_file(kind: str, why: str, tmp_path: Path) -> None:
+    path = tmp_path / "ledgers.db.hwm"
+    _make(kind, path)
+    with pytest.raises(LedgerStoreError) as refused:
+        write_anchor(path, KEY, IDENTITY, MARK, force=True)
+    assert str(refused.value) == f"anchor {path}: {why}"
+    still = {"directory": stat.S_ISDIR, "FIFO": stat.S_ISFIFO, "link": stat.S_ISLNK}[kind]
+    assert still(path.lstat().st_mode)
+    if kind == "link":  # not followed: the file it points at stays empty
+        assert path.with_name("elsewhere").read_bytes() == b""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -23,8 +25,17 @@ from dpmem_ref.ledger.facts import SessionKey, SlotRelease
 SECRET = b"0123456789abcdef0123456789abcdef"
 KEY = chain.ChainKey(secret=SECRET, keyed=True)
 SESSION = SessionKey("alice", "chat-1")
-ROW = SlotRelease(seq=7, release_id="r7", turn_id="t3", index=1, slot="food", view="low-glycemic", admitted=True,
-                  charge_set=frozenset({"diabetes", "debt"}), epsilon=Fraction(2, 3))
+ROW = SlotRelease(
+    seq=7,
+    release_id="r7",
+    turn_id="t3",
+    index=1,
+    slot="food",
+    view="low-glycemic",
+    admitted=True,
+    charge_set=frozenset({"diabetes", "debt"}),
+    epsilon=Fraction(2, 3),
+)
 
 
 def _mac(seq: int, kind: str, previous: str, body: str) -> str:
@@ -35,6 +46,8 @@ def _mac(seq: int, kind: str, previous: str, body: str) -> str:
 def test_key_id_and_the_mac_follow_the_documented_layout() -> None:
     assert KEY.key_id == hmac.new(SECRET, b"dpmem key id", hashlib.sha256).hexdigest()[:16]
     assert chain.unkeyed().key_id == "unkeyed"
+    development = chain.key_from_environment({chain.ENV_DEV_KEY: "1"})
+    assert development == chain.ChainKey(secret=chain.UNKEYED, keyed=False) and development.keyed is False
     assert KEY.mac(5, "charge", "ab" * 32, '{"x":1}') == _mac(5, "charge", "ab" * 32, '{"x":1}')
     assert KEY.mac(5, "charge", "ab" * 32, '{"x":1}') != KEY.mac(6, "charge", "ab" * 32, '{"x":1}')
     assert repr(KEY) == f"ChainKey(key_id={KEY.key_id!r})" and SECRET.decode() not in repr(KEY)
@@ -55,11 +68,15 @@ def test_event_bodies_are_fixed_bytes() -> None:
     assert chain.charge_body(SESSION, ROW, {"diabetes": Fraction(2, 3)}) == (
         f'{{"interaction":"chat-1","ledgers":{{"diabetes":"2/3"}},"release":{release},"user":"alice"}}'
     )
-    assert chain.charge_body(SESSION, ROW, {"diabetes": Fraction(2, 3)}, [(SessionKey("alice", "all"), {"debt": Fraction(1)})]) == (
+    assert chain.charge_body(
+        SESSION, ROW, {"diabetes": Fraction(2, 3)}, [(SessionKey("alice", "all"), {"debt": Fraction(1)})]
+    ) == (
         f'{{"interaction":"chat-1","ledgers":{{"diabetes":"2/3"}},"release":{release},'
         '"scopes":[{"interaction":"all","ledgers":{"debt":"1/1"},"user":"alice"}],"user":"alice"}'
     )
-    assert chain.rebind_body(None, "fp2", {"b": "2", "a": "1"}, [(SESSION, {"debt": Fraction(1, 2)}, {"debt": Fraction(4)})]) == (
+    assert chain.rebind_body(
+        None, "fp2", {"b": "2", "a": "1"}, [(SESSION, {"debt": Fraction(1, 2)}, {"debt": Fraction(4)})]
+    ) == (
         '{"expected":null,"fingerprint":"fp2","meta":{"a":"1","b":"2"},'
         '"sessions":[{"caps":{"debt":"4/1"},"interaction":"chat-1","ledgers":{"debt":"1/2"},"user":"alice"}]}'
     )
@@ -77,6 +94,15 @@ def test_database_identity_reads_the_genesis_or_falls_back_to_its_mac() -> None:
     assert chain.database_identity(body, "f" * 64) == "0123456789abcdef" * 2
     for broken in ('{"database_id":"XYZ"}', "not json", "[1]", '{"database_id":"' + "0" * 31 + '"}'):
         assert chain.database_identity(broken, "e" * 64) == "genesis-" + "e" * 32
+
+
+def test_a_new_genesis_carries_a_fresh_128_bit_identity_that_reads_back_as_itself() -> None:
+    """32 lowercase hex digits, the only form `database_identity` takes from a genesis (any
+    other falls back to the genesis MAC, shared by every pre-identity ledger of one key)."""
+    bodies = [chain.genesis_body(KEY, "s") for _ in range(2)]
+    found = [json.loads(body)["database_id"] for body in bodies]
+    assert all(re.fullmatch("[0-9a-f]{32}", database_id) for database_id in found) and found[0] != found[1]
+    assert [chain.database_identity(body, "f" * 64) for body in bodies] == found
 
 
 def test_the_identity_of_a_chains_rows_is_its_genesis_id_or_the_genesis_mac() -> None:

@@ -11,11 +11,15 @@ head. Refusals are one line naming what and where. Paths are relative to the tes
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 import sqlite3
 import tempfile
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_ledger_binding import ROOT, legacy_ledger
@@ -24,7 +28,7 @@ from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
 from dpmem_ref.ledger.anchor import anchor_text, read_anchor
-from dpmem_ref.ledger.backup import backup_sqlite, verify_sqlite
+from dpmem_ref.ledger.backup import LedgerReport, backup_sqlite, verify_sqlite
 from dpmem_ref.ledger.chain import ChainKey, HighWater, reanchor_body, rollback_body
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.ledger.migrate import Routes
@@ -63,10 +67,10 @@ def charged(path: str, interaction: str, charges: int = 2) -> HighWater:
     return head(path)
 
 
-def sql(path: str, statement: str) -> list[tuple[object, ...]]:
+def sql(path: str, statement: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
     connection = sqlite3.connect(path)
     try:
-        rows = connection.execute(statement).fetchall()
+        rows = connection.execute(statement, params).fetchall()
         connection.commit()
         return rows
     finally:
@@ -259,6 +263,58 @@ def test_a_backup_the_live_database_cannot_take_is_refused_naming_the_live_datab
     intact("l.db", live)
 
 
+def test_a_live_database_that_is_no_sqlite_file_is_refused_naming_it() -> None:
+    charged("l.db", "first")
+    backup_sqlite("l.db", "b.db", key=KEY)
+    Path("junk.db").write_bytes(b"not an SQLite file " * 400)
+    with pytest.raises(LedgerStoreError) as refused:
+        restore_sqlite("b.db", "junk.db", key=KEY)
+    assert str(refused.value) == "ledger database junk.db: not an SQLite database"
+    assert Path("junk.db").read_bytes() == b"not an SQLite file " * 400
+
+
+def edited_after_its_verification(monkeypatch: pytest.MonkeyPatch, backup: str, statement: str) -> None:
+    """Another process writes the backup between restore's verification of it and its
+    snapshot (restore's own verify, spied on: the backup is edited as it returns)."""
+    import dpmem_ref.ledger.restore as restore
+
+    edited: list[str] = []
+
+    def verify_then_edit(path: str | Path, *args: Any, **kwargs: Any) -> LedgerReport:
+        report = verify_sqlite(path, *args, **kwargs)
+        if Path(path) == Path(backup) and not edited:
+            sql(backup, statement)
+            edited.append(backup)
+        return report
+
+    monkeypatch.setattr(restore, "verify_sqlite", verify_then_edit)
+
+
+def test_a_backup_edited_after_its_verification_is_caught_in_the_restored_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What goes in place is the verified copy, not the file verified a moment before."""
+    live = charged("l.db", "first")
+    backup_sqlite("l.db", "b.db", key=KEY)
+    edited_after_its_verification(monkeypatch, "b.db", "UPDATE ledgers SET spent = '0/1'")
+    with pytest.raises(LedgerStoreError) as refused:
+        restore_sqlite("b.db", "l.db", key=KEY)
+    problem = verify_sqlite("b.db", KEY, high_water=False).problem
+    assert problem is not None and str(refused.value) == f"restored copy of b.db does not verify: {problem}"
+    intact("l.db", live)
+
+
+def test_a_restored_copy_sqlite_cannot_finish_is_refused_naming_the_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy is a temporary file beside the database it is to become, named after it; the
+    line names that file, and nothing is left behind (no database, no copy)."""
+    charged("l.db", "first")
+    backup_sqlite("l.db", "b.db", key=KEY)
+    edited_after_its_verification(monkeypatch, "b.db", "DROP TABLE chain")
+    with pytest.raises(LedgerStoreError) as refused:
+        restore_sqlite("b.db", "fresh.db", key=KEY)
+    copy = rf"{re.escape(str(Path().resolve()))}/\.fresh\.db\.[^/]+\.partial"
+    assert re.fullmatch(rf"ledger database {copy}: foreign schema \(not a dpmem ledger\)", str(refused.value))
+    assert not Path("fresh.db").exists() and not [p.name for p in Path().iterdir() if ".partial" in p.name]
+
+
 # ------------------------------------------------------------------------------ reanchor
 
 
@@ -340,6 +396,19 @@ def test_reanchor_refusals_are_one_line_naming_the_file() -> None:
     assert str(tampered.value) == f"ledger database l.db does not verify, not re-anchored: {problem}"
 
 
+def test_a_reanchor_sqlite_refuses_to_commit_is_one_line_naming_the_file() -> None:
+    """An index planted on the chain whose expression fails on the `reanchor` row (the chain
+    still verifies: an index rewrites nothing): the event is not committed, the anchor stays
+    as it was (missing)."""
+    before = charged("l.db", "first")
+    Path("l.db.hwm").unlink()
+    sql("l.db", "CREATE INDEX planted ON chain (json_extract(body, '$[')) WHERE kind = 'reanchor'")
+    with pytest.raises(LedgerStoreError) as refused:
+        reanchor_sqlite("l.db", key=KEY)
+    assert str(refused.value) == "ledger database l.db: SQLite error (OperationalError)"
+    assert head("l.db") == before and not Path("l.db.hwm").exists()
+
+
 # ------------------------------------------------------------------------------ migrate
 
 
@@ -370,3 +439,16 @@ def test_migration_refusals_are_one_line_naming_the_file() -> None:
         "ledger database bad.db: not migrated, its rows are inconsistent: "
         "a ledger differs from the sum of its logged charges"
     )
+
+
+def test_a_legacy_turn_record_with_bytes_that_are_no_utf8_is_chained_as_stored_and_named() -> None:
+    """A corrupted byte in a legacy file's turn record: the migration's `turn` event carries
+    the SHA-256 of the record's bytes exactly as stored (never a crash on them), and the
+    verification that follows names the row."""
+    legacy_ledger(Path("l.db"))
+    record = b'{"admitted":[],"charges":[],"control":null,"query":"affordable-dinner","response":"caf\xe9","views":[]}'
+    insert = "INSERT INTO turns (user, interaction, turn_id, record) VALUES ('user', 'chat', 't9', CAST(? AS TEXT))"
+    sql("l.db", insert, (record,))
+    report = migrate_sqlite("l.db", interface_fingerprint(FIGURE), key=KEY, routes=Routes.of(FIGURE))
+    assert not report.ok and report.problem == "turns seq 1: unreadable text"
+    assert json.loads(str(last_event("l.db")[2]))["record_sha256"] == hashlib.sha256(record).hexdigest()
