@@ -53,8 +53,13 @@ def test_saved_verdicts_come_back_as_mutmut_meta_without_the_mutants_that_have_n
     assert results.restore(tmp_path / "store", tmp_path / "fresh") == 3
     meta = json.loads((tmp_path / "fresh" / (MODULE + ".meta")).read_text())
     # mutmut's SourceFileMutationData.load pops exactly these keys and asserts none is left
-    assert set(meta) == {"exit_code_by_key", "hash_by_function_name", "type_check_error_by_key", "durations_by_key",
-                         "estimated_durations_by_key"}
+    assert set(meta) == {
+        "exit_code_by_key",
+        "hash_by_function_name",
+        "type_check_error_by_key",
+        "durations_by_key",
+        "estimated_durations_by_key",
+    }
     assert meta["exit_code_by_key"] == stored["exit_code_by_key"]
     assert meta["hash_by_function_name"] == META["hash_by_function_name"]
 
@@ -85,5 +90,6 @@ def test_the_committed_store_names_only_mutants_of_mutated_modules_with_their_fu
             mangled = re.fullmatch(r"(x\S*)__mutmut_\d+", function)
             assert mangled, name
             assert mangled.group(1) in record["hash_by_function_name"] or any(
-                key.endswith(mangled.group(1)) for key in record["hash_by_function_name"]), name
+                key.endswith(mangled.group(1)) for key in record["hash_by_function_name"]
+            ), name
             assert code in known_codes, (name, code)

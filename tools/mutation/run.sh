@@ -35,6 +35,8 @@ MUTATION_TMP="$(mktemp -d "${TMPDIR:-/tmp}/dpmem-mutmut-tmp.XXXXXX")"
 export TMPDIR="$MUTATION_TMP"
 trap 'rm -rf "$MUTATION_TMP"' EXIT
 unset PYTHONPATH  # mutmut puts its mutated copy (mutants/) first on sys.path
+# The type-check pre-filter ([tool.mutmut] type_check_command) runs `python` inside mutants/: the venv's.
+export PATH="$(cd "$(dirname "$PY")" && pwd):$PATH"
 if [ "${MUTATION_FRESH:-0}" = "1" ]; then
   rm -rf mutants tools/mutation/results
 fi
