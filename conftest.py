@@ -65,3 +65,13 @@ def pytest_collection_modifyitems(config: object, items: list[Any]) -> None:
         path = item.nodeid.split("::")[0]
         file_cost[path] = file_cost.get(path, 0.0) + duration(item)
     items.sort(key=lambda item: (file_cost[item.nodeid.split("::")[0]], item.nodeid.split("::")[0], duration(item)))
+
+
+def pytest_unconfigure(config: object) -> None:
+    """Stop a PostgreSQL server the session's tests started (tests/postgres_server.py) when the
+    session ends rather than at interpreter exit: mutmut's workers leave with os._exit."""
+    import sys
+
+    server_module = sys.modules.get("tests.postgres_server")
+    if server_module is not None:
+        server_module.shutdown()

