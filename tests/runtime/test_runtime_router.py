@@ -18,7 +18,7 @@ import mpmath
 from dpmem_ref.analysis import replay_transcript, worst_case_loss
 from dpmem_ref.audit.check import check_interface
 from dpmem_ref.core.policy import EMPTY_ITEM
-from dpmem_ref.runtime.router import FreeTextRouter
+from dpmem_ref.runtime.router import FreeTextRouter, Route
 from tests.runtime_fixtures import as_fractions, copy_example, open_runtime
 
 FREE_TEXT = [
@@ -35,7 +35,15 @@ def test_keywords_threshold_and_no_match(tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     runtime = open_runtime(agent, memory, "memory:")
     router = runtime.router
-    assert router.route("What should I cook for DINNER?").query == "affordable-dinner"
+    assert router.route("What should I cook for DINNER?") == Route("affordable-dinner", Fraction(1))
+    zero = (Fraction(0), 0)
+    # A keyword hit scores exactly 1 whatever the number of hits (which only breaks ties).
+    assert router.scores("an affordable dinner meal") == {
+        "affordable-dinner": (Fraction(1), 2),
+        "checkup-reminder": zero,
+        "budget-review": zero,
+        "weeknight-plan": zero,
+    }
     assert router.route("my doctor appointment").query == "checkup-reminder"
     assert router.route("What is the capital of France?").query is None
     assert router.route("dinnerware shopping").query is None  # whole words only

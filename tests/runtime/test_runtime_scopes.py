@@ -20,7 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger import ReleaseRequest, open_ledger_store
+from dpmem_ref.ledger.scopes import ScopeKey
+from dpmem_ref.runtime.scopes import ScopedLedgers, durable_turn_id, recorded_turn
+from dpmem_ref.runtime.turns import RecordedTurn
 from tests.runtime_fixtures import (
     BACKENDS,
     as_fractions,
@@ -115,6 +119,54 @@ def test_a_charge_debits_every_scope_or_none(backend: str, tmp_path: Path) -> No
     ledger_store.close()
 
 
+CAPS = {"diabetes": B, "debt": B}
+SHARE = {"diabetes": Fraction(1), "debt": Fraction(1)}
+
+
+def test_a_scope_reads_its_own_session_only() -> None:
+    """A scope's ledgers are the stored session of that scope, and a charge debits that
+    scope alone: another scope's session, or extra scopes to debit, are refused."""
+    ledger_store = open_ledger_store("memory:")
+    recipes, finance = ScopeKey.of_app("alice", "recipes", 0), ScopeKey.of_app("alice", "finance", 0)
+    other = ledger_store.open_session("alice", finance.interaction, SHARE)
+    with pytest.raises(InputError) as refused:
+        ScopedLedgers(recipes, other, CAPS, SHARE)
+    assert str(refused.value) == "app: expected the session of scope e0:app:recipes, found 'e0:app:finance'"
+    scoped = ScopedLedgers(recipes, ledger_store.open_session("alice", recipes.interaction, SHARE), CAPS, SHARE)
+    with pytest.raises(InputError) as refused:
+        scoped.charge_and_record(_request(Fraction(1, 2)), also=(other.key,))
+    message = "also: expected no extra scopes (a scope's admissions read its own ledger only), found 1"
+    assert str(refused.value) == message
+    assert scoped.spent() == other.load().ledger_map() == {"diabetes": 0, "debt": 0}  # nothing charged
+    ledger_store.close()
+
+
+def test_a_turn_is_recorded_once_its_record_follows_its_rows() -> None:
+    """A retry finds a turn by its durable id only when its record is committed after its
+    release rows; rows without a record (the process stopped in between) are no recorded turn."""
+    ledger_store = open_ledger_store("memory:")
+    scope = ScopeKey.of_app("alice", "recipes", 0)
+    scoped = ScopedLedgers(scope, ledger_store.open_session("alice", scope.interaction, SHARE), CAPS, SHARE)
+    first, second = durable_turn_id(scope, "t-1"), durable_turn_id(scope, "t-2")
+    with scoped.turn_id(first):
+        request = _request(Fraction(1, 2))
+        scoped.charge_and_record(request)
+        charges = (("food", frozenset({"diabetes"}), Fraction(1, 2)),)
+        record = TurnRecord("affordable-dinner", (("food", "low-glycemic"),), ("admit",), "", (True,), charges)
+        scoped.record_turn(request.turn_id, record)
+    with scoped.turn_id(second):
+        scoped.charge_and_record(_request(Fraction(1, 4)))  # no record follows
+    snapshot = scoped.load()
+    assert len(snapshot.history) == 1 and len(snapshot.releases) == 2
+    expected = RecordedTurn(
+        query="dinner?", route="affordable-dinner", released=(("food", "low-glycemic"),), control=["admit"]
+    )
+    assert recorded_turn(snapshot, first, "dinner?") == expected
+    assert recorded_turn(snapshot, second, "dinner?") is None
+    assert recorded_turn(snapshot, durable_turn_id(scope, "t-3"), "dinner?") is None
+    ledger_store.close()
+
+
 def test_interface_change_carries_or_refuses_on_every_backend(backend: str, tmp_path: Path) -> None:
     """The store primitives behind interface evolution (rebind, meta rows, carried caps)."""
     if backend == "memory":
@@ -128,7 +180,9 @@ def test_interface_change_carries_or_refuses_on_every_backend(backend: str, tmp_
     runtime.close()
     interface = tmp_path / "interface.toml"
     original = interface.read_text()
-    interface.write_text(original.replace("group = [1, 2, 3, 4, 5, 6]\ncap = 2", 'group = [1, 2, 3, 4, 5, 6]\ncap = "3/2"'))
+    interface.write_text(
+        original.replace("group = [1, 2, 3, 4, 5, 6]\ncap = 2", 'group = [1, 2, 3, 4, 5, 6]\ncap = "3/2"')
+    )
     with pytest.raises(InputError, match="at most the interface's caps"):  # recipes' share is 2 > 3/2
         open_runtime(agent, memory, url)
     agent.write_text(agent.read_text().replace("recipes = { diabetes = 2,", 'recipes = { diabetes = "3/2",'))

@@ -1,0 +1,92 @@
+"""Text similarity as exact rationals (`dpmem_ref.runtime.similarity`), without the model:
+
+- `quantise` rounds to the nearest 1/QUANTUM and clamps to [0, 1];
+- the encoder-backed embedder takes the cosine of the text's and each target's embedding,
+  whatever their lengths (a zero embedding is similar to nothing), through any encoder
+  registered under `dpmem.encoders`; the targets (the catalogue's texts) are encoded once;
+- `make_embedder` builds it for "minilm" only (the shipped MiniLM, loaded lazily: building
+  it reads no model), None for no encoder, and refuses any other name in one line.
+
+Here a registered stand-in encoder with fixed vectors gives exact expected cosines; the
+real MiniLM's similarities are the slow test of `test_runtime_memory`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpmem_ref.channel.registry import ENCODER_GROUP
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.runtime.similarity import QUANTUM, MiniLMEmbedder, make_embedder, quantise
+
+VECTORS = {
+    "query": (3.0, 4.0, 0.0, 0.0),  # length 5
+    "same direction": (6.0, 8.0, 0.0, 0.0),  # length 10: cosine 1
+    "partly": (4.0, 0.0, 3.0, 0.0),  # cosine 12/25
+    "opposite": (0.0, -5.0, 0.0, 0.0),  # cosine -4/5: clamped to 0
+    "diagonal": (1.0, 1.0, 1.0, 1.0),  # cosine 7/10
+    "nothing": (0.0, 0.0, 0.0, 0.0),  # a zero embedding: 0, not NaN
+}
+TARGETS = ["same direction", "partly", "opposite", "diagonal", "nothing"]
+
+
+class StandInEncoder:
+    """Fixed embeddings by text, keeping every batch it was asked to encode."""
+
+    batches: list[list[str]] = []
+
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+
+    def encode(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        StandInEncoder.batches.append(list(texts))
+        return [VECTORS[text] for text in texts]
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A distribution on sys.path registering the encoder `stand-in` (what a plugin's pyproject does)."""
+    info = tmp_path / "stand_in_encoder-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: stand-in-encoder\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENCODER_GROUP}]\nstand-in = {__name__}:StandInEncoder\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    StandInEncoder.batches.clear()
+    yield
+
+
+def test_quantise_rounds_to_the_quantum_and_clamps() -> None:
+    assert QUANTUM == 1000
+    cases = {-0.5: 0, 0.0: 0, 0.0004: 0, 0.0006: Fraction(1, 1000), 0.1234: Fraction(123, 1000), 0.9996: 1, 1.7: 1}
+    assert {value: quantise(value) for value in cases} == cases
+    assert all(type(quantise(value)) is Fraction for value in cases)
+
+
+def test_similarities_are_quantised_cosines_of_any_length(stand_in: None) -> None:
+    embedder = MiniLMEmbedder("stand-in")
+    expected = [Fraction(1), Fraction(12, 25), Fraction(0), Fraction(7, 10), Fraction(0)]
+    assert embedder.similarities("query", TARGETS) == expected
+    assert embedder.similarities("nothing", TARGETS) == [Fraction(0)] * len(TARGETS)
+    assert embedder.similarities("partly", ["query"]) == [Fraction(12, 25)]
+    # The catalogue's targets are encoded once per target list; every call encodes its text.
+    assert StandInEncoder.batches == [TARGETS, ["query"], ["nothing"], ["query"], ["partly"]]
+
+
+def test_make_embedder_builds_the_shipped_minilm_without_loading_it() -> None:
+    pytest.importorskip("dpmem_eval")  # it registers `minilm` (pip install -e eval)
+    assert make_embedder(None) is None
+    assert isinstance(make_embedder("minilm"), MiniLMEmbedder)
+    assert isinstance(MiniLMEmbedder(), MiniLMEmbedder)  # the default is the registered `minilm`
+
+
+def test_make_embedder_refuses_any_other_encoder_in_one_line(stand_in: None) -> None:
+    for name in ("stand-in", "MiniLM", "mpnet"):
+        with pytest.raises(InputError) as refused:
+            make_embedder(name)
+        assert (
+            str(refused.value)
+            == f"encoder: expected \"minilm\" (the shipped all-MiniLM-L6-v2) or absent, found '{name}'"
+        )
