@@ -13,6 +13,7 @@ import pytest
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.runtime.agent import AgentRuntime, ChannelUnavailable
+from dpmem_ref.runtime.turns import check_channel_answers
 from tests.runtime_fixtures import copy_example, ledger_table, open_runtime
 
 QUERIES = ["What should I cook for dinner tonight?", "Budget tips please", "Plan my weeknight evenings", "tell me a joke"]
@@ -82,11 +83,69 @@ def test_turn_ids_are_per_scope(tmp_path: Path) -> None:
     runtime.close()
 
 
+START_UP_REFUSAL = "llm channel {name}: expected a channel that answers at start-up, found '{error}'"
+START_UP_PROBE = ("start-up check", (), ())  # a fixed text, no views, no transcript: nothing of any user
+
+
+class ProbedChannel:
+    """Records every call as given; fails with `error` (when set); counts its closes."""
+
+    def __init__(self, error: Exception | None) -> None:
+        self.error = error
+        self.calls: list[tuple[Any, ...]] = []
+        self.closes = 0
+
+    def respond(self, query: str, views: Sequence[tuple[str, str]], prefix: Sequence[Any]) -> str:
+        self.calls.append((query, views, prefix))
+        if self.error is not None:
+            raise self.error
+        return "ready"
+
+    def close(self) -> None:
+        self.closes += 1
+
+
+class UnclosableChannel:
+    """A failing channel whose `close` is data, not a method: the check must not call it."""
+
+    close = "not a method"
+
+    def respond(self, query: str, views: Sequence[tuple[str, str]], prefix: Sequence[Any]) -> str:
+        raise TimeoutError("slow")
+
+
 def test_a_channel_that_cannot_answer_is_refused_at_start_up(tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
-    with pytest.raises(ChannelUnavailable, match="at start-up"):
+    with pytest.raises(ChannelUnavailable) as caught:
         open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}", llm=FlakyChannel(1), check_channel=True)
+    assert str(caught.value) == START_UP_REFUSAL.format(name="FlakyChannel", error="ConnectionError")
     assert not (tmp_path / "l.db").exists()  # refused before the ledger database was touched
+
+
+def test_the_start_up_check_closes_a_channel_that_fails_and_names_its_error() -> None:
+    channel = ProbedChannel(ConnectionError("endpoint down at 10.0.0.7"))
+    with pytest.raises(ChannelUnavailable) as caught:
+        check_channel_answers(channel, "openai")
+    assert str(caught.value) == START_UP_REFUSAL.format(name="openai", error="ConnectionError")
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__  # never the channel's message
+    assert channel.calls == [START_UP_PROBE] and channel.closes == 1
+    with pytest.raises(ChannelUnavailable) as unclosable:
+        check_channel_answers(UnclosableChannel(), "hf")
+    assert str(unclosable.value) == START_UP_REFUSAL.format(name="hf", error="TimeoutError")
+
+
+def test_the_start_up_check_leaves_a_channel_that_answers_open(tmp_path: Path) -> None:
+    channel = ProbedChannel(None)
+    check_channel_answers(channel, "openai")
+    assert channel.calls == [START_UP_PROBE] and channel.closes == 0
+    agent, memory = copy_example(tmp_path)
+    served = ProbedChannel(None)
+    runtime = open_runtime(agent, memory, "memory:", llm=served, check_channel=True)
+    assert served.calls == [START_UP_PROBE] and served.closes == 0  # asked once at open, still open
+    assert runtime.turn("alice", "finance", "i", QUERIES[3]).response == "ready"
+    assert len(served.calls) == 2
+    runtime.close()
+    assert served.closes == 1
 
 
 def test_serve_answers_503_naming_the_channel_and_a_retry_costs_nothing(tmp_path: Path) -> None:
