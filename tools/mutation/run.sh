@@ -41,6 +41,13 @@ if [ "${MUTATION_FRESH:-0}" = "1" ]; then
   rm -rf mutants tools/mutation/results
 fi
 "$PY" tools/mutation/results.py restore
+# Which tests reach each function inside a child process (a real `dpmem serve`, a CLI process):
+# mutmut records in-process calls only. Its stats first (a run that names no mutant), then the
+# edges the children add (tools/mutation/subprocess_reach.py), before any mutant runs.
+if [ ! -f mutants/mutmut-stats.json ]; then
+  nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" "dpmem_ref.no_such_module.*" >"$LOG.stats" 2>&1 || true
+fi
+nice -n 10 "$PY" tools/mutation/subprocess_reach.py
 
 status=0
 deadline=$(( $(date +%s) + ${MUTATION_TIMEOUT_S:-5400} ))

@@ -1,0 +1,53 @@
+"""The mutation run's map of what child processes reach (tools/mutation/subprocess_reach.py)
+names functions the way mutmut does (`x_f`, `xǁClassǁm`, nested functions belong to the function
+around them) and keeps only the mutated modules' lines."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("mutation_reach", ROOT / "tools" / "mutation" / "subprocess_reach.py")
+assert _spec and _spec.loader
+reach = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(reach)
+
+SOURCE = """\
+import os
+
+
+def outer(x):
+    def inner(y):
+        return y
+    return inner(x)
+
+
+class Keys:
+    size = 3
+
+    def load(self):
+        return 1
+
+    async def reload(self):
+        return 2
+"""
+
+
+def test_function_spans_are_mutmuts_names_with_nested_functions_inside_their_outer_function() -> None:
+    spans = reach.function_spans(SOURCE)
+    assert spans == [("x_outer", 4, 7), ("xǁKeysǁload", 13, 14), ("xǁKeysǁreload", 16, 17)]
+
+
+def test_only_lines_inside_functions_of_mutated_modules_count() -> None:
+    module = "dpmem_ref/serve/keys.py"
+    source = (ROOT / module).read_text(encoding="utf-8")
+    (name, first, _last), *_ = reach.function_spans(source)
+    lines = {
+        str(ROOT / module): {first},  # inside the first function
+        str(Path("/elsewhere/site-packages/dpmem_ref/serve/keys.py")): {1},  # module level: no function
+        str(ROOT / "dpmem_ref" / "cli.py"): {1, 2, 3},  # not mutated
+        "/usr/lib/python3.11/json/__init__.py": {1},
+    }
+    assert reach.functions_run(lines, {module}) == {f"dpmem_ref.serve.keys.{name}"}
+    assert reach.functions_run(lines, set()) == set()
