@@ -17,7 +17,9 @@ child ran, mapped to the function around them (mutmut's mangled names: `x_f`, `x
 every test of that file, in `mutants/mutmut-stats.json`'s `tests_by_mangled_function_name`.
 A whole file, not the one test: a child process does not know which test started it. mutmut
 then runs those tests per mutant (cheapest first, stopping at the first failure; root
-conftest.py), so the extra tests cost time only where they are needed.
+conftest.py). By default only functions that no test reaches in-process get these edges (the
+gap mutmut booked "no tests"): a surviving mutant runs every test it has, and the process-
+starting files are the slowest of the suite; `--all` adds them everywhere.
 """
 
 from __future__ import annotations
@@ -112,6 +114,7 @@ def child_lines(test_file: str, deselect: list[str], scratch: Path) -> dict[str,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stats", default=str(ROOT / "mutants" / "mutmut-stats.json"))
+    parser.add_argument("--all", action="store_true", help="add edges to functions reached in-process too")
     args = parser.parse_args()
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
     modules = set(config["only_mutate"])
@@ -132,13 +135,14 @@ def main() -> int:
     )
     added = 0
     tests_by_function = stats["tests_by_mangled_function_name"]
+    reached_in_process = {function for function, tests in tests_by_function.items() if tests}
     for test_file in files:
         tests = sorted(test for test in known_tests if test.split("::")[0] == test_file)
         if not tests:
             continue
         with tempfile.TemporaryDirectory(prefix="dpmem-reach-") as scratch:
             reached = functions_run(child_lines(test_file, deselect, Path(scratch)), modules)
-        for function in sorted(reached):
+        for function in sorted(reached if args.all else reached - reached_in_process):
             before = set(tests_by_function.get(function, ()))
             tests_by_function[function] = sorted(before | set(tests))
             added += len(set(tests) - before)
