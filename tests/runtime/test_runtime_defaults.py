@@ -5,6 +5,8 @@ never written."""
 from __future__ import annotations
 
 import hashlib
+import secrets
+import time
 from pathlib import Path
 
 import pytest
@@ -66,3 +68,16 @@ def test_an_example_memory_file_is_copied_before_serving(tmp_path: Path, monkeyp
     own = tmp_path / "memory.jsonl"
     own.write_bytes(MEMORY.read_bytes())
     assert private_copy(own, tmp_path / "runs", "serve") == own  # the operator's own file is served in place
+
+
+def test_the_copy_folder_is_named_for_the_command_the_utc_time_and_a_random_suffix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dpmem_ref.runtime.memory import private_copy
+
+    monkeypatch.setattr(time, "gmtime", lambda *_: time.struct_time((2024, 3, 5, 7, 8, 9, 1, 65, 0)))
+    monkeypatch.setattr(secrets, "token_hex", lambda size: "ab" * size)
+    copy = private_copy(MEMORY, tmp_path / "runs", "serve")
+    assert copy == tmp_path / "runs" / "serve-20240305T070809Z-ababab" / "memory.jsonl"
+    with pytest.raises(FileExistsError):  # a folder of that name already there: never reused
+        private_copy(MEMORY, tmp_path / "runs", "serve")

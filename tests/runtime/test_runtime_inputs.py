@@ -80,11 +80,52 @@ ID_RULE = "expected 1..128 characters of [A-Za-z0-9._-], starting with a letter 
             lambda rt: rt.update_memory("alice", "a.b", f"{SECRET}"),
             "item_id: expected an item id of 1..64 characters of [A-Za-z0-9_-], found 'a.b' ('.' at character 2)",
         ),
+        (lambda rt: rt.add_memory("al/ice", "health", f"{SECRET}"), f"user: {ID_RULE}, found 'al/ice' ('/' at character 3)"),
+        (lambda rt: rt.update_memory("al/ice", "m1", f"{SECRET}"), f"user: {ID_RULE}, found 'al/ice' ('/' at character 3)"),
+        (lambda rt: rt.delete_memory("al/ice", "m1"), f"user: {ID_RULE}, found 'al/ice' ('/' at character 3)"),
+        (lambda rt: rt.memory_items("al/ice"), f"user: {ID_RULE}, found 'al/ice' ('/' at character 3)"),
+        (lambda rt: rt.ledgers("al/ice"), f"user: {ID_RULE}, found 'al/ice' ('/' at character 3)"),
+        (lambda rt: rt.share("rec ipes"), f"app: {ID_RULE}, found 'rec ipes' (a space at character 4)"),
     ],
 )
 def test_an_id_refusal_names_what_was_found(call: Callable[[AgentRuntime], object], message: str, tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     runtime = open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}")
+    with pytest.raises(InputError) as caught:
+        call(runtime)
+    assert str(caught.value) == message
+    runtime.close()
+
+
+UNKNOWN_ITEM = "item_id: expected the id of one of this user's memory items, found 'an unknown id'"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda rt: rt.share("weather"),
+            "app: expected an application with a declared share of the per-user caps ([scopes.shares]), found 'an undeclared application'",
+        ),
+        (lambda rt: rt.update_memory("alice", "nope", f"{SECRET}"), UNKNOWN_ITEM),
+        (lambda rt: rt.delete_memory("alice", "nope"), UNKNOWN_ITEM),
+        (lambda rt: rt.delete_memory("bob", "m1"), UNKNOWN_ITEM),  # alice's item: unknown to bob
+        (
+            lambda rt: rt.add_memory("alice", "garden", f"{SECRET}"),
+            "memory.slot: expected a slot among ['health', 'food', 'finance', 'schedule'], found 'an unknown slot'",
+        ),
+        (
+            lambda rt: [rt.add_memory("alice", "schedule", f"{SECRET} {n}") for n in range(2)],  # the slot holds 2
+            "memory.slot: expected at most 2 items in slot schedule (its declared capacity), found '3 items'",
+        ),
+        (lambda rt: rt.add_memory("alice", "health", f"{SECRET}", tags=[""]), "memory.tags: expected a list of tag names, found 'list'"),
+        (lambda rt: rt.add_memory("alice", "health", f"{SECRET}", tags="medication"), "memory.tags: expected a list of tag names, found 'str'"),
+        (lambda rt: rt.update_memory("alice", "m1", "   "), "memory.text: expected memory text of 1..8192 characters, found '3 characters'"),
+    ],
+)
+def test_a_memory_or_share_refusal_is_one_exact_line(call: Callable[[AgentRuntime], object], message: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:")
     with pytest.raises(InputError) as caught:
         call(runtime)
     assert str(caught.value) == message

@@ -20,9 +20,12 @@ import pytest
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.ledger.epochs import bind
 from dpmem_ref.ledger.periods import period_index
+from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
 from dpmem_ref.runtime.agent import AgentRuntime
+from dpmem_ref.runtime.settings import load_agent_file
 from tests.runtime_fixtures import ROOT, copy_example, open_runtime
 
 DAY = 86_400
@@ -321,3 +324,64 @@ def test_an_edited_origin_is_refused_not_served(tmp_path: Path) -> None:
         _open(tmp_path, clock)
 
     assert "runtime.epochs" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_without_user_caps_the_current_periods_row_carries_k_times_b_a(tmp_path: Path) -> None:
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock, user_caps=False)
+    runtime.turn("alice", "recipes", "i", DINNER)
+    clock.now = ORIGIN + P + DAY  # period 1: two periods elapsed
+    runtime.turn("alice", "recipes", "i", DINNER)
+    spent = {"ledgers": {"debt": "1/1", "diabetes": "1/2"}, "caps": {"debt": "2/1", "diabetes": "2/1"}}
+    over_periods = {"periods": 2, "composed": {"debt": "4/1", "diabetes": "4/1"}, "caveat": CAVEAT}
+    assert runtime.ledgers("alice") == [
+        {"scope": {"user": "alice", "app": "recipes", "epoch": 0, "period": 0}, **spent},
+        {"scope": {"user": "alice", "app": "recipes", "epoch": 0, "period": 1, "over_periods": over_periods}, **spent},
+    ]
+    runtime.close()
+
+
+def test_without_a_period_the_guarantee_reads_no_clock(tmp_path: Path) -> None:
+    """The clock selects budget periods only: with none declared, a clock gone wrong after
+    opening changes neither the guarantee over epochs nor the owner's listing."""
+    _with_period(tmp_path, None)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock)
+    runtime.turn("alice", "recipes", "i", DINNER)
+    clock.now = -1.0  # unusable, were it read
+    report = {
+        "epochs": 1,
+        "fresh_budget_epochs": [],
+        "per_application": {"debt": "2/1", "diabetes": "2/1"},
+        "per_user": {"debt": "3/1", "diabetes": "3/1"},
+    }
+    assert runtime.guarantee() == report
+    (total,) = [row for row in runtime.ledgers("alice") if row["scope"]["app"] is None]
+    assert total["scope"] == {"user": "alice", "app": None, "epoch": 0, "over_epochs": report}
+    runtime.close()
+
+
+def test_the_listing_without_caps_or_period_composes_no_guarantee(tmp_path: Path) -> None:
+    """An earlier period epoch whose end the binding log lacks (the next epoch bound by
+    `bind` without a clock time) leaves the guarantee over epochs without its count of
+    periods; a runtime with neither per-user caps nor a period lists its scopes all the same."""
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock, user_caps=False)
+    runtime.turn("alice", "recipes", "i", DINNER)
+    runtime.close()
+    _with_period(tmp_path, None)
+    store = open_ledger_store(f"sqlite:///{tmp_path / 'ledgers.db'}")
+    bind(store, load_agent_file(tmp_path / "assistant.toml").loaded.interface, None, "drop the period")  # no "at"
+    store.close()
+    runtime = _open(tmp_path, clock, user_caps=False)
+    assert runtime.epoch == 1
+    assert runtime.ledgers("alice") == [
+        {
+            "scope": {"user": "alice", "app": "recipes", "epoch": 0, "period": 0},
+            "ledgers": {"debt": "1/1", "diabetes": "1/2"},
+            "caps": {"debt": "2/1", "diabetes": "2/1"},
+        }
+    ]
+    runtime.close()

@@ -90,6 +90,17 @@ def test_a_public_item_sits_outside_every_group_and_is_seen_by_all(tmp_path: Pat
     runtime.close()
 
 
+def test_the_trusted_book_adds_a_public_item_outside_every_group(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:")
+    book = runtime.memory.copy()
+    item = book.add(None, "schedule", "The office closes at six.")
+    (public,) = [e for e in book.entries("bob") if e.item_id == item]
+    assert (public.user, public.position, public.slot) == (None, 11, "schedule")
+    assert public.to_json() == {"id": item, "slot": "schedule", "position": 11, "text": "The office closes at six.", "tags": [], "public": True}
+    runtime.close()
+
+
 def test_an_added_item_is_read_only_under_its_owner(tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
     runtime = open_runtime(agent, memory, "memory:")
