@@ -1,0 +1,38 @@
+"""`tools/mutation/scope.py round4` widens [tool.mutmut] to the round-4 scope: the kernel's modules
+plus every module of round4-modules.txt, their test folders in the selection in place of the
+single files they cover, nothing else changed, and a second run changes nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("mutation_scope", ROOT / "tools" / "mutation" / "scope.py")
+assert _spec and _spec.loader
+scope = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(scope)
+
+
+def test_the_round4_scope_is_the_kernel_plus_the_listed_modules_and_their_test_folders() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    listing = (ROOT / "tools" / "mutation" / "round4-modules.txt").read_text()
+    widened = scope.widened(pyproject, listing)
+    before = tomllib.loads(pyproject)["tool"]["mutmut"]
+    after = tomllib.loads(widened)["tool"]["mutmut"]
+    listed = [line for line in listing.split() if line.endswith(".py") and line.startswith("dpmem_ref/")]
+    assert listed and after["only_mutate"] == before["only_mutate"] + listed
+    selection = after["pytest_add_cli_args_test_selection"]
+    assert {"tests/ledger", "tests/audit", "tests/runtime", "tests/serve", "tests/cli"} <= set(selection)
+    assert "tests/ledger/test_ledger_contract.py" not in selection
+    assert set(before["pytest_add_cli_args_test_selection"]) - set(selection) == {
+        "tests/ledger/test_ledger_contract.py",
+        "tests/audit/test_auditor_audit.py",
+    }
+    assert {
+        key: value for key, value in after.items() if key not in ("only_mutate", "pytest_add_cli_args_test_selection")
+    } == {
+        key: value for key, value in before.items() if key not in ("only_mutate", "pytest_add_cli_args_test_selection")
+    }
+    assert scope.widened(widened, listing) == widened

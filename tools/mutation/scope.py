@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Widen [tool.mutmut] in this checkout's pyproject.toml to the round-4 scope (`scope.py round4`).
+
+The committed configuration mutates the kernel (its report, REPORT.md, is complete). The round-4
+scope (ledger/, runtime/, serve/, audit/: tools/mutation/round4-modules.txt) runs in a worktree
+of its own until its run is complete: `git worktree add ../dpmem-mutation main`, then in it
+`python tools/mutation/scope.py round4` and `make mutation`. The verdicts it saves
+(tools/mutation/results/) are committed from there like any change.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def widened(pyproject: str, listing: str) -> str:
+    entries = [line.strip() for line in listing.splitlines() if line.strip() and not line.startswith("#")]
+    modules = [entry for entry in entries if entry.endswith(".py") and ":" not in entry]
+    tests = [entry.split(":", 1)[1].strip() for entry in entries if entry.startswith("tests:")]
+    dropped = {entry.split(":", 1)[1].strip() for entry in entries if entry.startswith("drop:")}
+
+    def extend(text: str, key: str, add: list[str], drop: set[str]) -> str:
+        block = re.search(rf"^{key} = \[\n(.*?)^\]", text, flags=re.S | re.M)
+        if block is None:
+            raise SystemExit(f"pyproject.toml: [tool.mutmut] {key} not found as a multi-line list")
+        present = re.findall(r'^\s*"([^"]+)",', block.group(1), flags=re.M)
+        kept = [
+            line for line in block.group(1).splitlines(keepends=True) if not any(f'"{item}"' in line for item in drop)
+        ]
+        added = [f'    "{item}",\n' for item in add if item not in present]
+        return text[: block.start(1)] + "".join(kept) + "".join(added) + text[block.end(1) :]
+
+    text = extend(pyproject, "only_mutate", modules, set())
+    return extend(text, "pytest_add_cli_args_test_selection", tests, dropped)
+
+
+def main() -> int:
+    if sys.argv[1:] != ["round4"]:
+        print("usage: scope.py round4", file=sys.stderr)
+        return 2
+    path = ROOT / "pyproject.toml"
+    path.write_text(widened(path.read_text(), (ROOT / "tools" / "mutation" / "round4-modules.txt").read_text()))
+    print("pyproject.toml: [tool.mutmut] widened to the round-4 scope")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
