@@ -38,6 +38,11 @@ from dpmem_ref.ledger import (
     open_ledger_store,
 )
 from dpmem_ref.ledger.backup import verify_sqlite
+from dpmem_ref.ledger.chain import HighWater, key_from_environment
+from dpmem_ref.ledger.migrate import Routes, migrate_rows
+from dpmem_ref.ledger.postgres.schema import SCHEMA as POSTGRES_SCHEMA
+from dpmem_ref.ledger.postgres.verify import _postgres_sql
+from dpmem_ref.ledger.verify import LedgerRows, replay
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.parts.broken import ArgmaxSelector
 from dpmem_ref.turn import InterfaceState, begin_turn
@@ -356,3 +361,59 @@ def test_postgres_a_dropped_chain_is_tampering_and_never_advised_to_migrate(monk
     assert code == 1 and "tampered" in out and "migrate" not in out, out
     code, out, err = run_cli(["ledger", "migrate", url, "--interface", str(ROOT / "examples" / "figure2.toml")])
     assert code == 2 and "tampered" in err and err.count("\n") == 1, (code, out, err)
+
+
+class ServerTables:
+    """A stand-in for the server connection `migrate_rows` is given on PostgreSQL: SQLite holding
+    the server's `dpmem_*` tables only, `%s` placeholders. A statement that names a table the
+    adapter did not rename fails here, as it fails on the server."""
+
+    def __init__(self) -> None:
+        self.db = sqlite3.connect(":memory:")
+        self.db.executescript(POSTGRES_SCHEMA)
+
+    def execute(self, text: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.db.execute(text.replace("%s", "?"), params)
+
+
+def test_every_migration_statement_is_spelled_for_the_servers_renamed_tables() -> None:
+    """The migration is one body of SQL for both backends; spelled by the server adapter
+    (`meta` -> `dpmem_meta`, ...), a legacy ledger there is bound, chained and set to schema 2."""
+    server = ServerTables()
+    server.execute("INSERT INTO dpmem_meta VALUES ('schema', '1')")
+    for attribute, spent, cap in [("diabetes", "4/3", "2/1"), ("debt", "4/3", "8/1")]:  # Figure 2's caps
+        server.execute("INSERT INTO dpmem_ledgers VALUES ('user', 'chat', %s, %s, %s)", (attribute, spent, cap))
+    for n in range(2):
+        server.execute(
+            "INSERT INTO dpmem_releases VALUES (%s, 'user', 'chat', %s, %s, 0, 'food', 'low-glycemic', 1, %s, '2/3')",
+            (n + 1, f"{n}a", f"{n}b", json.dumps(["debt", "diabetes"])),
+        )
+    key = key_from_environment()
+    figure = load_interface_file(ROOT / "examples" / "figure2.toml").interface
+    fingerprint = interface_fingerprint(figure)
+    head = migrate_rows(_postgres_sql(server, key), "server", fingerprint, key, Routes.of(figure))  # type: ignore[arg-type]
+    meta = dict(server.execute("SELECT key, value FROM dpmem_meta").fetchall())
+    assert meta == {"schema": "2", "fingerprint": fingerprint}
+    chain = tuple(server.execute("SELECT seq, kind, body, mac FROM dpmem_chain ORDER BY seq").fetchall())
+    assert [kind for _, kind, _, _ in chain] == ["genesis", "migrate", "open", "charge", "charge"]
+    assert head == HighWater(5, chain[-1][3])
+
+    def rows(sql: str) -> tuple[tuple[object, ...], ...]:
+        return tuple(server.execute(sql).fetchall())
+
+    replayed = replay(
+        LedgerRows(
+            meta=rows("SELECT key, value FROM dpmem_meta"),
+            chain=chain,
+            ledgers=rows("SELECT user_name, interaction, attribute, spent, cap FROM dpmem_ledgers"),
+            releases=rows(
+                "SELECT user_name, interaction, seq, release_id, turn_id, slot_index, slot, view, admitted, "
+                "charge_set, epsilon FROM dpmem_releases ORDER BY seq"
+            ),
+            turns=rows("SELECT user_name, interaction, seq, turn_id, record FROM dpmem_turns ORDER BY seq"),
+        ),
+        key,
+        head,
+    )
+    assert (replayed.problem, replayed.fingerprint, replayed.migrated) == (None, fingerprint, True)
+    assert (replayed.events, replayed.sessions, replayed.releases, replayed.turns) == (5, 1, 2, 0)

@@ -24,6 +24,7 @@ from dpmem_ref.ledger import (
     LedgerStore,
     LedgerStoreError,
     ReleaseRequest,
+    SessionKey,
     SQLiteLedgerStore,
     decode_turn,
     encode_turn,
@@ -169,14 +170,33 @@ def test_history_round_trip(ledger_store: LedgerStore) -> None:
 def test_duplicate_ids_are_refused_and_nothing_is_charged(ledger_store: LedgerStore) -> None:
     session = ledger_store.open_session("u", "i", CAPS)
     session.charge_and_record(req(release_id="abc"))
-    with pytest.raises(InputError, match="^release_id: "):
+    with pytest.raises(InputError) as caught:
         session.charge_and_record(req(release_id="abc"))
+    assert str(caught.value) == "release_id: expected an id not used before, found 'abc'"
     assert session.load().ledger_map()["diabetes"] == EPS
     assert len(session.load().releases) == 1
     turn = TurnRecord(query="q", views=(), control=None, response="", admitted=(), charges=())
     session.record_turn("aa", turn)
-    with pytest.raises(InputError, match="^turn_id: "):
+    with pytest.raises(InputError) as caught:
         session.record_turn("aa", turn)
+    assert str(caught.value) == "turn_id: expected an id not used before, found 'aa'"
+
+
+def test_the_memory_store_refuses_a_charge_to_a_scope_it_never_opened() -> None:
+    """The other scopes of a charge (`also`) must be sessions opened on the same store: one
+    line naming the scope, and nothing charged to the session either."""
+    store = open_ledger_store("memory:")
+    session = store.open_session("u", "i", CAPS)
+    other = open_ledger_store("memory:")
+    other.open_session("u", "elsewhere", CAPS)  # opened, but on another store
+    for missing in ("never", "elsewhere"):
+        with pytest.raises(InputError) as caught:
+            session.charge_and_record(req(), also=(SessionKey("u", missing),))
+        assert str(caught.value) == f"also: expected sessions opened on this store, found 'u/{missing}'"
+    assert session.load().ledger_map() == {"diabetes": 0, "debt": 0}
+    assert session.load().releases == ()
+    store.close()
+    other.close()
 
 
 def test_unknown_attribute_is_refused_atomically(ledger_store: LedgerStore) -> None:

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.ledger.epochs import bind
+from dpmem_ref.ledger.epochs import bind, epoch_guarantee
 from dpmem_ref.ledger.periods import period_index
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
@@ -385,3 +386,48 @@ def test_the_listing_without_caps_or_period_composes_no_guarantee(tmp_path: Path
         }
     ]
     runtime.close()
+
+
+def test_the_current_epoch_states_each_composed_bound_once(tmp_path: Path) -> None:
+    """The current epoch's k periods, one line per bound: with application shares, k x share per
+    application and k x U_a per subject (the shares stand in for the per-application B_a lines);
+    without shares, k x B_a per attribute, and nothing for subjects without user caps."""
+    _with_period(tmp_path)
+    interface = load_interface_file(tmp_path / "interface.toml").interface
+    second = ORIGIN + 4 * P  # epoch 1 started (and set its origin) 4 periods after epoch 0's
+    log = [
+        {"epoch": 0, "reason": "created", "period": "30 days", "origin": ORIGIN, "at": ORIGIN},
+        {"epoch": 1, "reason": "renew", "period": "30 days", "origin": second, "at": second},
+    ]
+    now = Fraction(second + 2 * P + DAY)  # inside epoch 1's period 2: 3 periods elapsed
+
+    plain = epoch_guarantee(log, interface, None, now)["current_epoch"]
+    assert plain == {
+        "epoch": 1,
+        "period": "30 days",
+        "origin": second,
+        "period_index": 2,
+        "periods": 3,
+        "per_share": None,
+        "per_application": {"debt": "6/1", "diabetes": "6/1"},
+        "per_user": None,
+        "lines": [
+            f"each application, debt: 3 periods of 30 days: 3 x B_debt = 3 x 2 = 6 ({CAVEAT})",
+            f"each application, diabetes: 3 periods of 30 days: 3 x B_diabetes = 3 x 2 = 6 ({CAVEAT})",
+        ],
+        "caveat": CAVEAT,
+    }
+    shared = epoch_guarantee(log, interface, USER_CAPS, now, SHARES)["current_epoch"]
+    assert shared["per_share"] == {
+        "finance": {"debt": "6/1", "diabetes": "3/1"},
+        "recipes": {"debt": "3/1", "diabetes": "6/1"},
+    }
+    assert shared["per_user"] == {"debt": "9/1", "diabetes": "9/1"}
+    assert shared["lines"] == [
+        f"application finance, debt: 3 periods of 30 days: 3 x share(finance, debt) = 3 x 2 = 6 ({CAVEAT})",
+        f"application finance, diabetes: 3 periods of 30 days: 3 x share(finance, diabetes) = 3 x 1 = 3 ({CAVEAT})",
+        f"application recipes, debt: 3 periods of 30 days: 3 x share(recipes, debt) = 3 x 1 = 3 ({CAVEAT})",
+        f"application recipes, diabetes: 3 periods of 30 days: 3 x share(recipes, diabetes) = 3 x 2 = 6 ({CAVEAT})",
+        f"each subject (all applications), debt: 3 periods of 30 days: 3 x U_debt = 3 x 3 = 9 ({CAVEAT})",
+        f"each subject (all applications), diabetes: 3 periods of 30 days: 3 x U_diabetes = 3 x 3 = 9 ({CAVEAT})",
+    ]

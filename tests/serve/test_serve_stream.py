@@ -1,7 +1,8 @@
 """Streaming a generating channel through the served turn (dpmem_ref.serve.turns with the
 SerialChannel of dpmem_ref.serve.server), in process with a stand-in runtime: pieces arrive in
 order after the released views, the transcript keeps the whole answer, and a consumer that
-leaves mid-answer releases the channel's lock."""
+leaves mid-answer releases the channel's lock and closes its pieces. A channel with `respond`
+only is one piece: its answer to the query, the view texts and the scope's transcript."""
 
 from __future__ import annotations
 
@@ -48,7 +49,9 @@ class Runtime:
         self.channel = channel
         self.turn_ids: list[str | None] = []
 
-    def turn(self, user: str, app: str, interaction: str, query: str, respond: bool = True, turn_id: str | None = None) -> Turn:
+    def turn(
+        self, user: str, app: str, interaction: str, query: str, respond: bool = True, turn_id: str | None = None
+    ) -> Turn:
         assert respond is False  # the service calls the channel itself, after the deadline
         self.turn_ids.append(turn_id)  # the runtime's signature: an idempotency key, or None
         return Turn(query=query)
@@ -87,3 +90,92 @@ def test_a_consumer_leaving_mid_answer_releases_the_channel() -> None:
     assert [kind for kind, _ in events] == ["released", "delta"]
     assert not serial._lock.locked()  # another turn may use the channel
     assert asyncio.run(collect(service))[-1][0] == "done"
+
+
+class Answering:
+    """A channel with `respond` only: its answer names exactly what it was given."""
+
+    def respond(self, query: str, views: Any, prefix: Any) -> str:
+        return f"{query} | {views!r} | {prefix!r}"
+
+
+class Pieces:
+    """A channel's piece iterator that is not a generator: only an explicit close ends it."""
+
+    def __init__(self, pieces: list[Any]) -> None:
+        self.left = list(pieces)
+        self.closed = False
+
+    def __iter__(self) -> Pieces:
+        return self
+
+    def __next__(self) -> Any:
+        if not self.left:
+            raise StopIteration
+        return self.left.pop(0)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Streaming:
+    """A channel whose `stream` hands out the given pieces, after the query it was asked."""
+
+    def __init__(self, *pieces: Any) -> None:
+        self.pieces = pieces
+        self.handed: list[Pieces] = []
+
+    def respond(self, query: str, views: Any, prefix: Any) -> str:
+        raise AssertionError("a channel with stream is streamed, never asked to respond")
+
+    def stream(self, query: str, views: Any, prefix: Any) -> Pieces:
+        self.handed.append(Pieces([query, *self.pieces]))
+        return self.handed[-1]
+
+
+VIEWS = (("food", "eat more greens today"),)
+
+
+def test_the_serial_channel_streams_a_respond_only_channel_as_its_one_answer() -> None:
+    answer = "what to eat | (('food', 'eat more greens today'),) | (('q', None, 'a'),)"
+    assert list(SerialChannel(Answering()).stream("what to eat", VIEWS, (("q", None, "a"),))) == [answer]
+
+
+def test_the_serial_channel_passes_the_query_to_a_streaming_channel_and_sends_text() -> None:
+    channel = Streaming(1, None)
+    assert list(SerialChannel(channel).stream("what to eat", VIEWS, ())) == ["what to eat", "1", "None"]
+    assert channel.handed[0].closed is False  # read to its end: nothing to close
+
+
+def test_a_respond_only_channel_is_one_piece_given_the_query_views_and_transcript() -> None:
+    service = TurnService(Runtime(Answering()), deadline_s=0.01)
+    first = asyncio.run(collect(service))
+    answer = "what to eat | (('food', 'eat more greens today'),) | ()"
+    assert first == [("released", (Turn(query="what to eat"), list(VIEWS))), ("delta", answer), ("done", answer)]
+    second = asyncio.run(collect(service))
+    again = f"what to eat | (('food', 'eat more greens today'),) | (('what to eat', None, {answer!r}),)"
+    assert second[1:] == [("delta", again), ("done", again)]
+
+
+def test_every_piece_is_sent_as_its_text_until_the_channel_ends_wrapped_or_not() -> None:
+    """The answer ends when the channel's iterator does, not at a piece that happens to be None:
+    the raw channel and the same channel behind SerialChannel send the same text."""
+    expected = [
+        ("delta", "what to eat"),
+        ("delta", "greens"),
+        ("delta", "None"),
+        ("delta", "3"),
+        ("done", "what to eatgreensNone3"),
+    ]
+    for channel in (Streaming("greens", None, 3), SerialChannel(Streaming("greens", None, 3))):
+        events = asyncio.run(collect(TurnService(Runtime(channel), deadline_s=0.01)))
+        assert events[1:] == expected
+
+
+def test_a_consumer_leaving_mid_answer_closes_the_channels_pieces() -> None:
+    channel = Streaming("greens", "today")
+    service = TurnService(Runtime(channel), deadline_s=0.01)
+    events = asyncio.run(collect(service, stop_after=2))
+    assert events[1:] == [("delta", "what to eat")]
+    (pieces,) = channel.handed
+    assert pieces.closed is True and pieces.left == ["greens", "today"]
