@@ -100,8 +100,9 @@ def _last_human_text(messages: Any) -> str:
     for message in reversed(list(messages or ())):
         if getattr(message, "type", None) == "human":
             content = message.content
-            if isinstance(content, list):
-                content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+            if isinstance(content, list):  # LangChain content blocks: plain strings and {"text": ...} parts
+                content = "".join(part if isinstance(part, str) else part.get("text", "") for part in content
+                                  if isinstance(part, str | dict))
             if isinstance(content, str) and content:
                 return content
     raise InputError("messages", "a last human message with text", "none")

@@ -255,7 +255,8 @@ def test_the_nodes_query_is_the_text_of_the_last_human_message_with_text(service
     parts = [
         {"type": "text", "text": "What should I "},
         {"type": "image_url", "image_url": {"url": "data:,"}},
-        {"type": "text", "text": "cook?"},
+        "cook",  # a plain string block is text too
+        {"type": "text", "text": "?"},
     ]
     node({"messages": [HumanMessage("earlier"), HumanMessage(parts), AIMessage("Soup."), {"role": "user"}]})
     node(
