@@ -47,7 +47,7 @@ fi
 if [ ! -f mutants/mutmut-stats.json ]; then
   nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" "dpmem_ref.no_such_module.*" >"$LOG.stats" 2>&1 || true
 fi
-nice -n 10 "$PY" tools/mutation/subprocess_reach.py
+nice -n 10 "$PY" tools/mutation/subprocess_reach.py --everywhere-under dpmem_ref/serve/
 
 status=0
 deadline=$(( $(date +%s) + ${MUTATION_TIMEOUT_S:-5400} ))

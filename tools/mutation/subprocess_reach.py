@@ -19,7 +19,10 @@ A whole file, not the one test: a child process does not know which test started
 then runs those tests per mutant (cheapest first, stopping at the first failure; root
 conftest.py). By default only functions that no test reaches in-process get these edges (the
 gap mutmut booked "no tests"): a surviving mutant runs every test it has, and the process-
-starting files are the slowest of the suite; `--all` adds them everywhere.
+starting files are the slowest of the suite. Under `--everywhere-under PREFIX` (run.sh:
+dpmem_ref/serve/, the code the tests run as a server process) every function gets them, as
+under `--all`: a test that starts the server in-process only to stop it reaches `serve_one`
+without checking what the served process does.
 """
 
 from __future__ import annotations
@@ -115,6 +118,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stats", default=str(ROOT / "mutants" / "mutmut-stats.json"))
     parser.add_argument("--all", action="store_true", help="add edges to functions reached in-process too")
+    parser.add_argument(
+        "--everywhere-under",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="as --all for the functions of modules under PREFIX (dotted or a path)",
+    )
     args = parser.parse_args()
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
     modules = set(config["only_mutate"])
@@ -142,7 +152,12 @@ def main() -> int:
             continue
         with tempfile.TemporaryDirectory(prefix="dpmem-reach-") as scratch:
             reached = functions_run(child_lines(test_file, deselect, Path(scratch)), modules)
-        for function in sorted(reached if args.all else reached - reached_in_process):
+        prefixes = tuple(prefix.removesuffix(".py").replace("/", ".") for prefix in args.everywhere_under)
+        for function in sorted(
+            function
+            for function in reached
+            if args.all or function not in reached_in_process or (prefixes and function.startswith(prefixes))
+        ):
             before = set(tests_by_function.get(function, ()))
             tests_by_function[function] = sorted(before | set(tests))
             added += len(set(tests) - before)
