@@ -107,9 +107,12 @@ def main() -> int:
         "`pytest_add_cli_args_test_selection` (the kernel's behaviour test folders; the ledger, runtime, serve, audit "
         "and CLI suites, without the PostgreSQL tests, which need a server per mutant; the boundary suites and the "
         "proofs; ci Hypothesis profile with 4 examples per property, no shrinking); per mutant mutmut runs only the "
-        "tests that reach the mutated function. A rerun without MUTATION_FRESH first re-tests every cached survivor "
-        "not judged equivalent against today's tests, then tests the mutants of functions changed since (mutmut's "
-        "per-function hashes).",
+        "tests that reach the mutated function, in the pytest process or in a child process it starts "
+        "(tools/mutation/subprocess_reach.py). Before any test, CI's `mypy --strict` over the mutated copy catches a "
+        "mutant it rejects (tools/mutation/type_check.py: counted as killed, 'caught by type check'). A rerun without "
+        "MUTATION_FRESH first re-tests every cached survivor not judged equivalent against today's tests, then tests "
+        "the mutants of functions changed since (mutmut's per-function hashes); the verdicts are kept in "
+        "tools/mutation/results/ across machines.",
         "",
         "Survivors of earlier runs were killed by behaviour tests through public names, each beside the behaviour it pins "
         "(`tests/core/test_policy.py`, `tests/turn/test_plan.py`, `tests/mechanism/test_em_sampler.py`, ...); what still survives is listed below, "
@@ -125,18 +128,20 @@ def main() -> int:
         "## Score",
         "",
         f"- mutants checked: {checked} (of {sum(total.values())} generated; {total['not checked']} not checked)",
-        f"- killed (incl. timeouts): {killed}; survived: {total['survived']}; no tests: {total['no tests']}; "
+        f"- killed (incl. timeouts and {total['caught by type check']} caught by type check): {killed}; "
+        f"survived: {total['survived']}; no tests: {total['no tests']}; "
         f"suspicious: {total['suspicious']}",
         f"- raw score (killed / checked): **{raw:.1f}%**",
         f"- adjusted score (equivalent survivors removed): **{adjusted:.1f}%** ({len(equivalent_here)} equivalent)",
         f"- unexplained survivors: {len(unexplained)}",
         f"- equivalence entries that match no survivor (stale): {len(stale)}" + (f" ({', '.join(stale)})" if stale else ""),
         "",
-        "| module | killed | timeout | survived | no tests | suspicious | not checked |",
-        "|---|---|---|---|---|---|---|",
+        "| module | killed | type check | timeout | survived | no tests | suspicious | not checked |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for module, counts in per_module.items():
-        lines.append(f"| {module} | {counts['killed']} | {counts['timeout']} | {counts['survived']} | "
+        lines.append(f"| {module} | {counts['killed']} | {counts['caught by type check']} | {counts['timeout']} | "
+                     f"{counts['survived']} | "
                      f"{counts['no tests']} | {counts['suspicious']} | {counts['not checked']} |")
     lines += ["", "## mutmut's raw summary (`mutmut export-cicd-stats`)", "", "```json", raw_summary, "```", "",
               "## Surviving mutants", ""]
