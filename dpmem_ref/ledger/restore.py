@@ -32,6 +32,7 @@ from dpmem_ref.ledger.backup import (
     _remove_ours,
     _snapshot,
     check_destination,
+    sqlite_rows,
     verify_sqlite,
 )
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, reanchor_body, rollback_body
@@ -39,6 +40,7 @@ from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.facts import check_fingerprint
 from dpmem_ref.ledger.migrate import Routes, Sql, migrate_rows
 from dpmem_ref.ledger.sqlite.schema import SCHEMA, append_event, chain_head, describe_sqlite_error, identity
+from dpmem_ref.ledger.verify import replay
 
 _T = TypeVar("_T")
 
@@ -186,6 +188,12 @@ def migrate_sqlite(
                     append=lambda kind, body: append_event(connection, chain_key, kind, body),
                 )
                 mark = migrate_rows(sql, str(path), fingerprint, chain_key, routes)
+                # The migrated rows are replayed before they are committed: a row the chain cannot
+                # vouch for (a corrupted byte in a legacy record) refuses the migration with nothing
+                # written, rather than leaving a bound file that no longer verifies.
+                problem = replay(sqlite_rows(connection), chain_key, None).problem
+                if problem is not None:
+                    raise LedgerStoreError(f"ledger database {path}: not migrated, the migrated rows do not verify: {problem}")
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")

@@ -41,7 +41,7 @@ from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.ledger.chain import HighWater, key_from_environment
 from dpmem_ref.ledger.migrate import Routes, migrate_rows
 from dpmem_ref.ledger.postgres.schema import SCHEMA as POSTGRES_SCHEMA
-from dpmem_ref.ledger.postgres.verify import _postgres_sql
+from dpmem_ref.ledger.postgres.verify import _postgres_sql, migrate_postgres
 from dpmem_ref.ledger.verify import LedgerRows, replay
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.parts.broken import ArgmaxSelector
@@ -313,6 +313,41 @@ def test_postgres_legacy_ledger_is_refused_then_migrated() -> None:
         DurableSession.open(session_of_base.interface, ledger_store, "user", "x", session_of_base.store("M"), SeededRandomSource(0))
     ledger_store.close()
     assert run_cli(["ledger", "verify", url])[0] == 0
+
+
+def test_postgres_a_legacy_record_the_chain_cannot_vouch_for_refuses_the_migration_with_nothing_written() -> None:
+    """The migration replays what it would commit inside its transaction: a legacy turn record
+    with text verify refuses (a no-break space) is refused in one line naming the row, and
+    the server's tables are as they were (no chain table, schema 1, no fingerprint)."""
+    import psycopg
+
+    import tests.postgres_server as postgres_server
+
+    url = postgres_server.new_database()
+    figure = ROOT / "examples" / "figure2.toml"
+    loaded = load_interface_file(figure)
+    ledger_store = open_ledger_store(url)
+    session = DurableSession.open(
+        loaded.interface, ledger_store, "user", "chat", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
+    )
+    session.run_turn("affordable-dinner")
+    ledger_store.close()
+    with psycopg.connect(url, autocommit=True) as connection:  # a pre-chain ledger with one corrupted record
+        connection.execute("DROP TABLE dpmem_chain")
+        connection.execute("UPDATE dpmem_meta SET value = '1' WHERE key = 'schema'")
+        connection.execute("DELETE FROM dpmem_meta WHERE key = 'fingerprint'")
+        # a no-break space in the (free) response text: valid JSON, valid UTF-8, but not printable
+        connection.execute("""UPDATE dpmem_turns SET record = replace(record, '"response":""', '"response":"' || chr(160) || '"')""")
+        before = {table: connection.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+                  for table in ("dpmem_meta", "dpmem_ledgers", "dpmem_releases", "dpmem_turns")}
+    with pytest.raises(LedgerStoreError) as refused:
+        migrate_postgres(url, interface_fingerprint(loaded.interface), routes=Routes.of(loaded.interface))
+    assert str(refused.value).endswith(": not migrated, the migrated rows do not verify: turns seq 1: unreadable text")
+    assert postgres_server.PASSWORD not in str(refused.value)
+    with psycopg.connect(url, autocommit=True) as connection:
+        after = {table: connection.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall() for table in before}
+        chain = connection.execute("SELECT to_regclass('dpmem_chain')").fetchone()
+    assert after == before and chain == (None,)
 
 
 def test_a_genuine_pre_chain_file_is_named_as_such_by_verify(tmp_path: Path) -> None:

@@ -11,8 +11,6 @@ head. Refusals are one line naming what and where. Paths are relative to the tes
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import sqlite3
 import tempfile
@@ -441,14 +439,17 @@ def test_migration_refusals_are_one_line_naming_the_file() -> None:
     )
 
 
-def test_a_legacy_turn_record_with_bytes_that_are_no_utf8_is_chained_as_stored_and_named() -> None:
-    """A corrupted byte in a legacy file's turn record: the migration's `turn` event carries
-    the SHA-256 of the record's bytes exactly as stored (never a crash on them), and the
-    verification that follows names the row."""
+def test_a_legacy_turn_record_with_bytes_that_are_no_utf8_refuses_the_migration_with_nothing_written() -> None:
+    """A corrupted byte in a legacy file's turn record: the migration hashes the record's bytes
+    as stored (never a crash on them), then replays what it would commit; the row the chain
+    cannot vouch for refuses it in one line naming the row, and the file is as it was."""
     legacy_ledger(Path("l.db"))
     record = b'{"admitted":[],"charges":[],"control":null,"query":"affordable-dinner","response":"caf\xe9","views":[]}'
     insert = "INSERT INTO turns (user, interaction, turn_id, record) VALUES ('user', 'chat', 't9', CAST(? AS TEXT))"
     sql("l.db", insert, (record,))
-    report = migrate_sqlite("l.db", interface_fingerprint(FIGURE), key=KEY, routes=Routes.of(FIGURE))
-    assert not report.ok and report.problem == "turns seq 1: unreadable text"
-    assert json.loads(str(last_event("l.db")[2]))["record_sha256"] == hashlib.sha256(record).hexdigest()
+    before = Path("l.db").read_bytes()
+    with pytest.raises(LedgerStoreError) as refused:
+        migrate_sqlite("l.db", interface_fingerprint(FIGURE), key=KEY, routes=Routes.of(FIGURE))
+    assert str(refused.value) == "ledger database l.db: not migrated, the migrated rows do not verify: turns seq 1: unreadable text"
+    assert Path("l.db").read_bytes() == before
+    assert not Path("l.db.hwm").exists()

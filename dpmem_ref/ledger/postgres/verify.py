@@ -136,6 +136,12 @@ def migrate_postgres(
                 lock_chain(connection)
                 connection.execute(SCHEMA)  # the chain table of schema 2, if missing
                 head = migrate_rows(_postgres_sql(connection, chain_key), name, fingerprint, chain_key, routes)
+                # Replayed before the commit, as on SQLite (restore.migrate_sqlite): a row the chain
+                # cannot vouch for refuses the migration and the transaction writes nothing.
+                migrated = _rows(connection)
+                problem = migrated if isinstance(migrated, str) else replay(migrated, chain_key, None).problem
+                if problem is not None:
+                    raise LedgerStoreError(f"ledger database {name}: not migrated, the migrated rows do not verify: {problem}")
                 ident = identity(connection)
                 anchor_file = anchor_path(None, ident)
                 if head is not None and anchor_file is None:
