@@ -1,6 +1,7 @@
 """`tools/mutation/scope.py round4` widens [tool.mutmut] to the round-4 scope: the kernel's modules
 plus every module of round4-modules.txt, their test folders in the selection in place of the
-single files they cover, nothing else changed, and a second run changes nothing."""
+single files they cover, the PostgreSQL tests no longer deselected, nothing else changed, and a
+second run changes nothing."""
 
 from __future__ import annotations
 
@@ -30,9 +31,15 @@ def test_the_round4_scope_is_the_kernel_plus_the_listed_modules_and_their_test_f
         "tests/ledger/test_ledger_contract.py",
         "tests/audit/test_auditor_audit.py",
     }
-    assert {
-        key: value for key, value in after.items() if key not in ("only_mutate", "pytest_add_cli_args_test_selection")
-    } == {
-        key: value for key, value in before.items() if key not in ("only_mutate", "pytest_add_cli_args_test_selection")
+    changed = ("only_mutate", "pytest_add_cli_args_test_selection", "pytest_add_cli_args")
+    assert {key: value for key, value in after.items() if key not in changed} == {
+        key: value for key, value in before.items() if key not in changed
     }
+    # the PostgreSQL tests join the run (ledger/postgres/ is reached by them alone); nothing else changes
+    args_before, args_after = before["pytest_add_cli_args"], after["pytest_add_cli_args"]
+    k = args_before.index("-k")
+    assert args_after[: k + 1] == args_before[: k + 1] and len(args_after) == len(args_before)
+    assert "not postgres" in args_before[k + 1] and args_after[k + 1] == args_before[k + 1].replace(
+        " and not postgres", ""
+    )
     assert scope.widened(widened, listing) == widened

@@ -35,7 +35,14 @@ def widened(pyproject: str, listing: str) -> str:
         return text[: block.start(1)] + "".join(kept) + "".join(added) + text[block.end(1) :]
 
     text = extend(pyproject, "only_mutate", modules, set())
-    return extend(text, "pytest_add_cli_args_test_selection", tests, dropped)
+    text = extend(text, "pytest_add_cli_args_test_selection", tests, dropped)
+    expressions = [entry.split(":", 1)[1].strip() for entry in entries if entry.startswith("k:")]
+    if expressions:
+        args = re.search(r'^pytest_add_cli_args = \[.*"-k", "([^"]*)"\]$', text, flags=re.M)
+        if args is None:
+            raise SystemExit("pyproject.toml: [tool.mutmut] pytest_add_cli_args has no -k expression to replace")
+        text = text[: args.start(1)] + expressions[-1] + text[args.end(1) :]
+    return text
 
 
 def main() -> int:
