@@ -129,20 +129,26 @@ def _consistent(sql: Sql, database: str, routes: Routes | None = None) -> dict[S
     """The sessions' caps, after checking the rows agree (steps 2 and 3 of the module docstring)."""
     caps: dict[SessionKey, dict[str, Fraction]] = {}
     spent: dict[SessionKey, dict[str, Fraction]] = {}
-    for user, interaction, attribute, spent_text, cap_text in sql.query(
-        "SELECT user, interaction, attribute, spent, cap FROM ledgers ORDER BY user, interaction, attribute", ()
-    ):
-        session = SessionKey(user=str(user), interaction=str(interaction))
-        caps.setdefault(session, {})[str(attribute)] = fraction_from_text(cap_text, "ledgers.cap")
-        spent.setdefault(session, {})[str(attribute)] = fraction_from_text(spent_text, "ledgers.spent")
-    running = {s: dict.fromkeys(c, Fraction(0)) for s, c in caps.items()}
 
     def refuse(why: str) -> LedgerStoreError:
         return LedgerStoreError(f"ledger database {database}: not migrated, its rows are inconsistent: {why}")
 
+    try:  # an unreadable value is refused like an inconsistent one: one line naming the database
+        for user, interaction, attribute, spent_text, cap_text in sql.query(
+            "SELECT user, interaction, attribute, spent, cap FROM ledgers ORDER BY user, interaction, attribute", ()
+        ):
+            session = SessionKey(user=str(user), interaction=str(interaction))
+            caps.setdefault(session, {})[str(attribute)] = fraction_from_text(cap_text, "ledgers.cap")
+            spent.setdefault(session, {})[str(attribute)] = fraction_from_text(spent_text, "ledgers.spent")
+    except LedgerStoreError as error:
+        raise refuse(str(error)) from None
+    running = {s: dict.fromkeys(c, Fraction(0)) for s, c in caps.items()}
     for row in sql.query(_RELEASES, ()):
         session = SessionKey(user=str(row[0]), interaction=str(row[1]))
-        release = decode_release(row[2:])
+        try:
+            release = decode_release(row[2:])
+        except LedgerStoreError as error:
+            raise refuse(str(error)) from None
         if not release.admitted and (release.charge_set or release.epsilon):
             raise refuse(f"releases seq {release.seq}: a fallback with a charge")
         if release.charge_set and release.epsilon <= 0:

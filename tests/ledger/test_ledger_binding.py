@@ -356,6 +356,10 @@ def test_a_genuine_pre_chain_file_is_named_as_such_by_verify(tmp_path: Path) -> 
     code, out, _ = run_cli(["ledger", "verify", str(path)])
     assert code == 1 and "written before the tamper-evident chain (schema 1)" in out and "foreign" not in out, out
     assert "dpmem ledger migrate" in out
+    assert verify_sqlite(path).problem == (
+        "a ledger written before the tamper-evident chain (schema 1): bind and chain it once with "
+        "dpmem ledger migrate DB --interface FILE"
+    )
 
 
 @pytest.mark.parametrize("tamper", ["DROP TABLE chain", "DELETE FROM chain"])
@@ -372,6 +376,11 @@ def test_a_dropped_chain_is_tampering_and_never_advised_to_migrate(tamper: str, 
     raw.close()
     code, out, _ = run_cli(["ledger", "verify", str(path)])
     assert code == 1 and "tampered" in out and "migrate" not in out, out
+    if tamper == "DROP TABLE chain":
+        assert verify_sqlite(path).problem == (
+            "the chain table is missing (dropped: tampered); put the newest verified backup back with "
+            "dpmem ledger restore BACKUP DB"
+        )
     code, out, err = run_cli(["ledger", "migrate", str(path), "--interface", str(ROOT / "examples" / "figure2.toml")])
     assert code == 2 and "not migrated" in err and "tampered" in err and err.count("\n") == 1, (code, out, err)
     with pytest.raises(LedgerStoreError) as refused:
@@ -452,3 +461,20 @@ def test_every_migration_statement_is_spelled_for_the_servers_renamed_tables() -
     )
     assert (replayed.problem, replayed.fingerprint, replayed.migrated) == (None, fingerprint, True)
     assert (replayed.events, replayed.sessions, replayed.releases, replayed.turns) == (5, 1, 2, 0)
+
+
+def test_a_server_ledger_of_schema_2_without_its_chain_is_refused_as_tampering() -> None:
+    """The server spelling of the check that a schema-2 ledger has rows but no chain: refused,
+    nothing appended."""
+    server = ServerTables()
+    server.execute("INSERT INTO dpmem_meta VALUES ('schema', '2')")
+    server.execute("INSERT INTO dpmem_ledgers VALUES ('user', 'chat', 'diabetes', '0/1', '2/1')")
+    key = key_from_environment()
+    figure = load_interface_file(ROOT / "examples" / "figure2.toml").interface
+    with pytest.raises(LedgerStoreError) as refused:
+        migrate_rows(_postgres_sql(server, key), "server", interface_fingerprint(figure), key, Routes.of(figure))  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "ledger database server: not migrated, a schema-2 ledger without its chain was tampered with (its chain "
+        "dropped or emptied); put the newest verified backup back with dpmem ledger restore"
+    )
+    assert server.execute("SELECT count(*) FROM dpmem_chain").fetchall() == [(0,)]
