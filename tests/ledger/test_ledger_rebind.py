@@ -9,6 +9,7 @@ refused rebind writes nothing, on the in-process store (no rollback) as on the d
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
 from pathlib import Path
@@ -95,6 +96,20 @@ def test_a_cap_may_fall_to_what_was_spent_and_not_below(ledger_store: LedgerStor
     assert ledger_store.user_ledgers("u")[0] == ("i", {"diabetes": Fraction(2, 3), "debt": Fraction(0)}, exact)
 
 
+def test_a_session_left_out_of_a_rebind_keeps_its_caps_and_the_later_ones_carry(ledger_store: LedgerStore) -> None:
+    """`caps_for` None for the first session (in key order) leaves only that one as it was."""
+    three_sessions(ledger_store)
+    ledger_store.rebind(FP_A, FP_B, {}, caps_for=lambda k: None if k == SessionKey("u", "i") else NEW_CAPS)
+    two_thirds, zero = Fraction(2, 3), Fraction(0)
+    assert ledger_store.user_ledgers("u") == [
+        ("i", {"diabetes": two_thirds, "debt": zero}, CAPS),
+        ("j", {"diabetes": zero, "debt": zero, "pregnancy": zero}, NEW_CAPS),
+    ]
+    assert ledger_store.user_ledgers("v") == [
+        ("i", {"diabetes": two_thirds, "debt": zero, "pregnancy": zero}, NEW_CAPS)
+    ]
+
+
 def _raises(key: SessionKey) -> Mapping[str, Fraction] | None:
     if key.user == "v":
         raise RuntimeError("caps_for failed")
@@ -114,7 +129,8 @@ REFUSED: dict[str, tuple[Callable[[LedgerStore], None], type[Exception], str]] =
     ),
     "a counted attribute dropped": (
         lambda s: s.rebind(FP_A, FP_B, {"runtime.epoch": "1"}, _last_session({"diabetes": Fraction(2)})),
-        InputError, r"^session v/i\.caps: .*no cap for \['debt'\]",
+        InputError, re.escape("session v/i.caps: expected every attribute the ledgers already count, "
+                              "found \"no cap for ['debt']\"") + "$",
     ),
     "a bad cap": (
         lambda s: s.rebind(FP_A, FP_B, {"runtime.epoch": "1"}, _last_session({**CAPS, "debt": Fraction(0)})),

@@ -11,6 +11,7 @@ PostgreSQL; a store whose chain fails to fold refuses from then on (fail closed)
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from test_ledger_concurrency import ONE_SLOT
 
 from dpmem_ref.config.load import interface_from_dict
 from dpmem_ref.ledger import LedgerStoreError, open_ledger_store
+from dpmem_ref.ledger.chain import key_from_environment
 from dpmem_ref.ledger.facts import ReleaseRequest
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn.durable import DurableSession
@@ -181,6 +183,59 @@ def test_a_store_whose_chain_fails_to_fold_refuses_every_scope_from_then_on(ledg
     ledger.execute("UPDATE chain SET mac = 'forged' WHERE seq = ?", (seq,))
     with pytest.raises(LedgerStoreError):
         open_ledger_store(ledger.url)
+
+
+def _live_refusal(path: Path, problem: str) -> str:
+    return (
+        f"ledger database {path}: refused, a row to be served or charged differs from its verified chain: "
+        f"{problem}; nothing was served or charged (dpmem ledger verify {path} names the row; "
+        "put the newest verified backup back with dpmem ledger restore)"
+    )
+
+
+def test_sqlite_an_edited_ledger_is_refused_in_one_line_naming_the_row_and_the_recovery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = Ledger("sqlite", tmp_path, monkeypatch)
+    ledger_store = open_ledger_store(ledger.url)
+    try:
+        session = ledger_store.open_session("u", "chat", {"diabetes": Fraction(2)})
+        session.load()
+        ledger.execute("UPDATE ledgers SET spent = '1/1'")
+        with pytest.raises(LedgerStoreError) as refused:
+            session.load()
+    finally:
+        ledger_store.close()  # type: ignore[attr-defined]
+    problem = "scope (u, chat): its ledgers differ from the chain (L_a = sum of committed charges, B_a as opened)"
+    assert str(refused.value) == _live_refusal(ledger.path, problem)
+
+
+def test_sqlite_an_event_that_verifies_but_cannot_be_read_is_refused_as_unreadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A charge event whose MAC holds (written with the key: a writer's bug) but whose body
+    cannot be folded (its scopes a number) is named as an unreadable row, not by the Python
+    error it raised, and the store refuses from then on."""
+    ledger = Ledger("sqlite", tmp_path, monkeypatch)
+    ledger_store = open_ledger_store(ledger.url)
+    try:
+        session = ledger_store.open_session("u", "chat", {"diabetes": Fraction(2)})
+        session.load()
+        session.charge_and_record(
+            ReleaseRequest("a0", "b0", 0, "food", "low", "balanced", frozenset({"diabetes"}), Fraction(1))
+        )  # an event no load has folded yet
+        ((seq, kind, body),) = ledger.execute("SELECT seq, kind, body FROM chain ORDER BY seq DESC LIMIT 1")
+        ((previous,),) = ledger.execute("SELECT mac FROM chain WHERE seq = ?", (seq - 1,))
+        assert kind == "charge"
+        unfoldable = json.dumps({**json.loads(body), "scopes": 1})
+        mac = key_from_environment().mac(seq, kind, previous, unfoldable)
+        ledger.execute("UPDATE chain SET body = ?, mac = ? WHERE seq = ?", (unfoldable, mac, seq))
+        for _ in range(2):
+            with pytest.raises(LedgerStoreError) as refused:
+                session.load()
+            assert str(refused.value) == _live_refusal(ledger.path, "unreadable row (corrupted values)")
+    finally:
+        ledger_store.close()  # type: ignore[attr-defined]
 
 
 # ------------------------------------------------------------------ any single cell, generated
