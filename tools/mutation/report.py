@@ -150,7 +150,7 @@ def main() -> int:
     for name, status in survivors:
         reason = equivalents.get(name)
         verdict = f"equivalent: {reason}" if reason else "UNEXPLAINED: needs a test"
-        diff = [row for row in mutmut("show", name).splitlines() if row[:1] in "+-" and row[:3] not in ("+++", "---")]
+        diff = _changed_lines(name)
         lines += [f"- `{name}` ({status}): {verdict}", "", "  ```diff", *("  " + row for row in diff), "  ```", ""]
     out = ROOT / args.out
     kept = ""  # the hand-written kernel branch-coverage section (issue 27) survives a regeneration
@@ -161,6 +161,39 @@ def main() -> int:
     print(f"mutation score: raw {raw:.1f}%, adjusted {adjusted:.1f}% ({checked} checked, {killed} killed, "
           f"{len(equivalent_here)} equivalent, {len(unexplained)} unexplained, {len(stale)} stale) -> {args.out}")
     return 0 if adjusted >= args.floor and not unexplained and not stale else 1
+
+
+_MUTATED_SOURCES: dict[str, dict[str, list[str]]] = {}
+
+
+def _changed_lines(name: str) -> list[str]:
+    """The mutant's changed lines, as `mutmut show` prints them (-/+), read from mutmut's copy
+    (mutants/<module>.py holds each mutant beside the function's unmutated copy); a subprocess
+    per survivor took minutes over hundreds of them. Falls back to `mutmut show`."""
+    module, _, function = name.rpartition(".")
+    path = ROOT / "mutants" / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = ROOT / "mutants" / (module.replace(".", "/") + "/__init__.py")
+    if path.exists():
+        if str(path) not in _MUTATED_SOURCES:
+            import ast
+
+            source = path.read_text(encoding="utf-8")
+            bodies: dict[str, list[str]] = {}
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "__mutmut_" in node.name:
+                    lines = (ast.get_source_segment(source, node) or "").splitlines()
+                    # without the def line, which names the copy; a method's body at a function's indentation
+                    bodies[node.name] = [line[node.col_offset:] for line in lines[1:]]
+            _MUTATED_SOURCES[str(path)] = bodies
+        bodies = _MUTATED_SOURCES[str(path)]
+        original = bodies.get(function.rpartition("__mutmut_")[0] + "__mutmut_orig")
+        if function in bodies and original is not None:
+            import difflib
+
+            return [row for row in difflib.unified_diff(original, bodies[function], lineterm="", n=0)
+                    if row[:1] in "+-" and row[:3] not in ("+++", "---")]
+    return [row for row in mutmut("show", name).splitlines() if row[:1] in "+-" and row[:3] not in ("+++", "---")]
 
 
 def _version() -> str:
