@@ -233,3 +233,97 @@ def test_share_changes_are_classified(before: object, after: object, kinds: dict
         new["shares"] = after
     found = {c.kind: c.safe for c in classify(old, new)}
     assert found == kinds
+
+
+ONLINE = 'rule = "online"   # eps = min_{a in Gamma} B_a / K = 1/2\nK = 4'
+PREALLOCATED = 'rule = "preallocated"\nplan = { diabetes = 4, debt = 4 }'
+
+
+def _change(kind: str, detail: str) -> dict[str, object]:
+    return {"kind": kind, "detail": detail, "safe": RULES[kind][0], "reason": RULES[kind][1]}
+
+
+def _record(path: Path, edits: list[tuple[str, str]]) -> dict[str, object]:
+    text = INTERFACE.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text)
+    return interface_record(load_interface_file(path).interface, None)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "changes"),
+    [
+        (
+            [],
+            [APPENDED, ("group = [1, 2, 3, 4, 5, 6]", "group = [1, 2, 3, 4, 5, 6, 12]")],
+            [
+                _change("position-appended", "position 12 (health)"),
+                _change("position-joined-group", "position 12 joins diabetes"),
+            ],
+        ),
+        (
+            [],
+            [('"finance", "schedule", "schedule"]', '"schedule", "finance", "schedule"]')],
+            [_change("position-changed", "the existing positions differ")],
+        ),
+        ([], [("K = 4", "K = 5")], [_change("budget-parameter-changed", "budget")]),
+        ([], [(ONLINE, PREALLOCATED)], [_change("budget-rule-changed", "budget")]),
+        (
+            [],
+            [("K = 4\n", 'K = 4\nuncharged_epsilon = "1/2"\n')],
+            [_change("uncharged-epsilon-changed", "budget.uncharged_epsilon")],
+        ),
+        ([], [("[budget]", "[deployment]\nenforce_cap = false\n\n[budget]")], [_change("part-changed", "cap_rule")]),
+        (
+            [],
+            [("K = 4\n", 'K = 4\nperiod = "30 days"\n')],
+            [_change("budget-period-changed", "budget.period (None -> 30 days)")],
+        ),
+        (
+            [("K = 4\n", 'K = 4\nperiod = "30 days"\n')],
+            [("K = 4\n", 'K = 4\nperiod = "7 days"\n')],
+            [_change("budget-period-changed", "budget.period (30 days -> 7 days)")],
+        ),
+    ],
+    ids=["appended", "moved", "K", "rule", "uncharged", "cap-rule", "period-added", "period-changed"],
+)
+def test_each_change_is_listed_as_its_whole_record(
+    before: list[tuple[str, str]], after: list[tuple[str, str]], changes: list[dict[str, object]], tmp_path: Path
+) -> None:
+    """The changes the binding log records: kind, detail (what changed, named), safe and the
+    rule's reason, and nothing else found."""
+    old = _record(tmp_path / "before.toml", before)
+    new = _record(tmp_path / "after.toml", after)
+    assert [c.to_json() for c in classify(old, new)] == changes
+
+
+def test_a_record_without_a_comparable_interface_is_unknown() -> None:
+    """No record, a record without an interface (an edited row) or one of another
+    description version: nothing to compare with, one unsafe change."""
+    new = interface_record(load_interface_file(INTERFACE).interface, None)
+    other_version = {**new, "interface": {**new["interface"], "version": 1}}
+    unknown = [_change("unknown-record", "no comparable interface record")]
+    for old in (None, {}, {"user_caps": None}, other_version):
+        assert [c.to_json() for c in classify(old, new)] == unknown
+
+
+def test_a_swapped_budget_rule_is_refused_then_logged_with_the_new_epoch(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    runtime = open_runtime(agent, memory, url, user_caps=False)
+    _spend(runtime, 1)
+    runtime.close()
+    interface = tmp_path / "interface.toml"
+    interface.write_text(interface.read_text().replace(ONLINE, PREALLOCATED))
+    with pytest.raises(InputError) as caught:
+        open_runtime(agent, memory, url, user_caps=False)
+    assert str(caught.value) == (
+        "interface: expected a change that carries the ledgers over, or a new budget epoch (--new-epoch REASON), "
+        "found 'unsafe change budget-rule-changed (budget; 1 unsafe)'"
+    )
+    runtime = open_runtime(agent, memory, url, user_caps=False, new_epoch="a preallocated plan")
+    assert runtime.epoch == 1
+    assert runtime.epochs()[-1]["changes"] == [_change("budget-rule-changed", "budget")]
+    runtime.close()

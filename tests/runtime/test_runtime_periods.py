@@ -284,6 +284,30 @@ def test_an_unusable_clock_is_refused_in_one_line(value: object, tmp_path: Path)
     runtime.close()
 
 
+def test_a_clock_set_back_before_the_origin_is_refused_in_its_line(tmp_path: Path) -> None:
+    _with_period(tmp_path)
+    clock = FakeClock(T0)
+    runtime = _open(tmp_path, clock)
+    clock.now = ORIGIN - 1
+    with pytest.raises(InputError) as caught:
+        runtime.turn("alice", "recipes", "i", DINNER)
+    assert str(caught.value) == "clock: expected a time at or after the recorded period origin, found 'an earlier time'"
+    runtime.close()
+
+
+def test_the_origin_itself_is_in_the_first_period(tmp_path: Path) -> None:
+    """The first period covers [origin, origin + P): a clock on a whole second binds the
+    origin at that very time, and a turn then is served in period 0."""
+    assert period_index(ORIGIN, Fraction(ORIGIN), BudgetPeriod.parse("30 days")) == 0
+    _with_period(tmp_path)
+    clock = FakeClock(float(ORIGIN))
+    runtime = _open(tmp_path, clock)
+    assert runtime.period_origin == ORIGIN and runtime.period() == 0
+    runtime.turn("alice", "recipes", "i", DINNER)
+    assert runtime.period() == 0 and _room(runtime) != SHARES["recipes"]
+    runtime.close()
+
+
 def test_chat_prints_the_guarantee_composed_over_the_periods(tmp_path: Path) -> None:
     agent, memory = _with_period(tmp_path)
     done = subprocess.run(
