@@ -179,12 +179,14 @@ def _changed_lines(name: str) -> list[str]:
             import ast
 
             source = path.read_text(encoding="utf-8")
+            all_lines = source.splitlines()
             bodies: dict[str, list[str]] = {}
             for node in ast.walk(ast.parse(source)):
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "__mutmut_" in node.name:
-                    lines = (ast.get_source_segment(source, node) or "").splitlines()
-                    # without the def line, which names the copy; a method's body at a function's indentation
-                    bodies[node.name] = [line[node.col_offset:] for line in lines[1:]]
+                    # after the def line, which names the copy; a method's body at a function's indentation
+                    first_body_line = node.body[0].lineno if node.body else node.lineno + 1
+                    body = all_lines[first_body_line - 1 : node.end_lineno]
+                    bodies[node.name] = [line[node.col_offset :] for line in body]
             _MUTATED_SOURCES[str(path)] = bodies
         bodies = _MUTATED_SOURCES[str(path)]
         original = bodies.get(function.rpartition("__mutmut_")[0] + "__mutmut_orig")
