@@ -81,7 +81,8 @@ class SerialChannel:
                 yield str(self._channel.respond(query, views, prefix))
                 return
             for piece in inner(query, views, prefix):
-                yield str(piece)
+                if piece is not None:  # a piece without text (an OpenAI-style chunk with no content)
+                    yield str(piece)
 
     def close(self) -> None:
         close = getattr(self._channel, "close", None)

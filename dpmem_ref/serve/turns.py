@@ -114,6 +114,8 @@ class TurnService:
                     piece = await anyio.to_thread.run_sync(lambda: next(pieces, sentinel))
                     if piece is sentinel:
                         break
+                    if piece is None:  # a piece without text (an OpenAI-style chunk with no content)
+                        continue
                     answer.append(str(piece))
                     yield "delta", str(piece)
             finally:  # a client that leaves mid-answer: the channel's generator (and its lock) is closed

@@ -143,7 +143,7 @@ def test_the_serial_channel_streams_a_respond_only_channel_as_its_one_answer() -
 
 def test_the_serial_channel_passes_the_query_to_a_streaming_channel_and_sends_text() -> None:
     channel = Streaming(1, None)
-    assert list(SerialChannel(channel).stream("what to eat", VIEWS, ())) == ["what to eat", "1", "None"]
+    assert list(SerialChannel(channel).stream("what to eat", VIEWS, ())) == ["what to eat", "1"]
     assert channel.handed[0].closed is False  # read to its end: nothing to close
 
 
@@ -158,14 +158,14 @@ def test_a_respond_only_channel_is_one_piece_given_the_query_views_and_transcrip
 
 
 def test_every_piece_is_sent_as_its_text_until_the_channel_ends_wrapped_or_not() -> None:
-    """The answer ends when the channel's iterator does, not at a piece that happens to be None:
-    the raw channel and the same channel behind SerialChannel send the same text."""
+    """The answer ends when the channel's iterator does, not at a piece that happens to be None
+    (a piece without text, as an OpenAI-style chunk with no content: nothing is sent for it, never
+    the word "None"): the raw channel and the same channel behind SerialChannel send the same text."""
     expected = [
         ("delta", "what to eat"),
         ("delta", "greens"),
-        ("delta", "None"),
         ("delta", "3"),
-        ("done", "what to eatgreensNone3"),
+        ("done", "what to eatgreens3"),
     ]
     for channel in (Streaming("greens", None, 3), SerialChannel(Streaming("greens", None, 3))):
         events = asyncio.run(collect(TurnService(Runtime(channel), deadline_s=0.01)))
