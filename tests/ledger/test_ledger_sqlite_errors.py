@@ -24,6 +24,7 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.exits import EXIT_BAD_INPUT
 from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
 from dpmem_ref.ledger.backup import verify_sqlite
+from dpmem_ref.ledger.sqlite.schema import describe_sqlite_error
 
 CAPS = {"diabetes": Fraction(1000)}
 ROOT = Path(__file__).resolve().parents[2]
@@ -233,3 +234,32 @@ def test_disk_full_is_refused_and_no_committed_charge_is_lost(tmpfs: Callable[[s
     assert snapshot.ledger_map()["diabetes"] == committed * Fraction(1, 3)
     reopened.close()
     assert verify_sqlite(path).ok
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        (sqlite3.OperationalError("database is locked"), "database busy"),
+        (sqlite3.OperationalError("database table is locked"), "database busy"),
+        (sqlite3.OperationalError("Database Busy"), "database busy"),
+        (sqlite3.DatabaseError("database is locked"), "SQLite error (DatabaseError)"),  # only the driver's busy class
+        (sqlite3.OperationalError("database or disk is full"), "disk full (nothing was written)"),
+        (sqlite3.OperationalError("disk I/O error"), "disk I/O error (nothing was written)"),
+        (sqlite3.OperationalError("attempt to write a readonly database"), "read-only (cannot write charges)"),
+        (sqlite3.OperationalError("Read-only file system"), "read-only (cannot write charges)"),
+        (sqlite3.DatabaseError("file is not a database"), "not an SQLite database"),
+        (sqlite3.DatabaseError("database disk image is malformed"), "corrupted SQLite file"),
+        (sqlite3.DatabaseError("Corrupt page 7"), "corrupted SQLite file"),
+        (
+            sqlite3.OperationalError("unable to open database file"),
+            "cannot open the file (missing folder, a directory, or no permission)",
+        ),
+        (sqlite3.OperationalError("no such column: cap"), "foreign schema (not a dpmem ledger)"),
+        (sqlite3.OperationalError("no such table: ledgers"), "foreign schema (not a dpmem ledger)"),
+        (sqlite3.OperationalError("table ledgers has no column named cap"), "foreign schema (not a dpmem ledger)"),
+        (sqlite3.IntegrityError("UNIQUE constraint failed: chain.seq"), "SQLite error (IntegrityError)"),
+    ],
+)
+def test_each_driver_error_class_is_named_in_fixed_words(error: sqlite3.Error, words: str) -> None:
+    """The class of the driver's error, matched case-blind, in the store's own words: never its text."""
+    assert describe_sqlite_error(error) == words

@@ -15,6 +15,7 @@ import pytest
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError
+from dpmem_ref.ledger.epochs import MAX_REASON, check_reason
 from tests.runtime_fixtures import ROOT, copy_example, ledger_table, open_runtime
 
 DINNER = "What should I cook for dinner tonight?"
@@ -84,6 +85,33 @@ def test_an_edited_epoch_row_is_refused_not_served(key: str, value: str | None, 
     assert database.read_bytes() == before  # nothing served, nothing written
 
 
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "",
+        "   ",  # blank: nothing an owner could read later
+        "x" * (MAX_REASON + 1),
+        "raise\nthe cap",  # one line per log entry
+        "tab\there",
+        7,
+        None,
+    ],
+)
+def test_an_unusable_epoch_reason_is_refused_in_one_line(reason: object) -> None:
+    with pytest.raises(InputError) as caught:
+        check_reason(reason)
+    assert (caught.value.field, caught.value.found) == ("--new-epoch", "an unusable reason")
+    assert (
+        str(caught.value) == "--new-epoch: expected a printable reason of 1..200 characters, found 'an unusable reason'"
+    )
+
+
+@pytest.mark.parametrize("reason", ["r", " padded ", "x" * MAX_REASON, "raise the diabetes cap (ticket 42)"])
+def test_a_printable_epoch_reason_up_to_the_limit_is_kept_as_given(reason: str) -> None:
+    assert MAX_REASON == 200
+    assert check_reason(reason) == reason
+
+
 def test_a_new_epoch_over_an_unchanged_interface_needs_fresh_budget(tmp_path: Path) -> None:
     agent, memory, url, database = _started(tmp_path)
     before = database.read_bytes()
@@ -118,7 +146,9 @@ def test_chat_reports_the_total_over_epochs(tmp_path: Path) -> None:
     common += ["--user", "alice", "--app", "recipes", "--store-url", url, "--new-epoch", "again"]
     refused = subprocess.run(common, input="dinner?\n", capture_output=True, text=True, env=env, timeout=120)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--fresh-budget" in refused.stderr
-    done = subprocess.run([*common, "--fresh-budget"], input="dinner?\n", capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [*common, "--fresh-budget"], input="dinner?\n", capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert "budget epoch 1 (2 epochs, 1 over an unchanged interface)" in done.stderr
     assert "debt <= 4/1" in done.stderr
