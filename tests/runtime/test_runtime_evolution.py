@@ -34,17 +34,31 @@ APPENDED = (
 )
 
 EDITS: dict[str, list[tuple[str, str]]] = {
-    "route-added": [("[[queries]]\nname = \"weeknight-plan\"", NEW_ROUTE.replace("12", "3") + "\n[[queries]]\nname = \"weeknight-plan\"")],
+    "route-added": [
+        (
+            '[[queries]]\nname = "weeknight-plan"',
+            NEW_ROUTE.replace("12", "3") + '\n[[queries]]\nname = "weeknight-plan"',
+        )
+    ],
     "position-appended": [APPENDED, ("group = [1, 2, 3, 4, 5, 6]", "group = [1, 2, 3, 4, 5, 6, 12]")],
-    "view-added": [("[slots.finance]", '[slots.food.views.home-cooked]\ntext = "Favour simple recipes."\n\n[slots.finance]')],
+    "view-added": [
+        ("[slots.finance]", '[slots.food.views.home-cooked]\ntext = "Favour simple recipes."\n\n[slots.finance]')
+    ],
     "cap-lowered": [("group = [1, 2, 3, 4, 5, 6]\ncap = 2", 'group = [1, 2, 3, 4, 5, 6]\ncap = "3/2"')],
     "budget-parameter-changed": [("K = 4", "K = 5")],
     "cap-raised": [("group = [1, 2, 3, 4, 5, 6]\ncap = 2", "group = [1, 2, 3, 4, 5, 6]\ncap = 4")],
     "existing-position-joined-group": [("group = [1, 2, 3, 4, 5, 6]", "group = [1, 2, 3, 4, 5, 6, 10]")],
-    "view-removed": [('[slots.health.views.active-lifestyle]\ntext = "Build on an existing exercise habit."\n'
-                      'compatible = ["exercise"]\nspecific = ["exercise"]\n', "")],
+    "view-removed": [
+        (
+            '[slots.health.views.active-lifestyle]\ntext = "Build on an existing exercise habit."\n'
+            'compatible = ["exercise"]\nspecific = ["exercise"]\n',
+            "",
+        )
+    ],
     "position-left-group": [("group = [4, 5, 6, 7, 8, 9]", "group = [4, 5, 6, 7, 8]")],
-    "attribute-removed": [("[attributes.debt]\ndescription = \"severe unsecured debt\"\ngroup = [4, 5, 6, 7, 8, 9]\ncap = 2\n", "")],
+    "attribute-removed": [
+        ('[attributes.debt]\ndescription = "severe unsecured debt"\ngroup = [4, 5, 6, 7, 8, 9]\ncap = 2\n', "")
+    ],
 }
 
 
@@ -58,7 +72,9 @@ def _edit(path: Path, kind: str) -> None:
     path.write_text(text)
     if kind == "view-removed":  # no view reads the exercise tag any more: drop its tagger rule
         agent = path.parent / "assistant.toml"
-        agent.write_text("".join(line for line in agent.read_text().splitlines(True) if not line.startswith("exercise")))
+        agent.write_text(
+            "".join(line for line in agent.read_text().splitlines(True) if not line.startswith("exercise"))
+        )
 
 
 @pytest.mark.parametrize("kind", sorted(EDITS))
@@ -177,8 +193,10 @@ def test_safe_change_exact_engine(kind: str, tmp_path: Path) -> None:
     store_a, store_b = _neighbours(runtime, "diabetes")
     worst = worst_case_loss(new, store_a, store_b, horizon=len(history))
     assert worst.holds(Fraction(2))
-    loss = abs(replay_transcript(new, store_a, history).log_probability
-               - replay_transcript(new, store_b, history).log_probability)
+    loss = abs(
+        replay_transcript(new, store_a, history).log_probability
+        - replay_transcript(new, store_b, history).log_probability
+    )
     assert loss <= worst.worst.upper + mpmath.mpf("1e-30")
     runtime.close()
 
@@ -209,21 +227,41 @@ def test_charge_removed_is_a_safe_route_change(tmp_path: Path) -> None:
     runtime.close()
 
 
+def _change(kind: str, detail: str) -> dict[str, object]:
+    return {"kind": kind, "detail": detail, "safe": RULES[kind][0], "reason": RULES[kind][1]}
+
+
 SHARES = {"recipes": {"diabetes": "2/1", "debt": "1/1"}, "finance": {"diabetes": "1/1", "debt": "2/1"}}
 
 
 @pytest.mark.parametrize(
-    ("before", "after", "kinds"),
+    ("before", "after", "changes"),
     [
-        (None, SHARES, {"shares-introduced": False}),
-        (SHARES, None, {"shares-removed": False}),
-        (SHARES, {**SHARES, "mail": {"diabetes": "0/1", "debt": "0/1"}}, {"share-added": True}),
-        (SHARES, {"recipes": SHARES["recipes"]}, {"share-removed": False}),
-        (SHARES, {**SHARES, "recipes": {"diabetes": "3/2", "debt": "1/1"}}, {"share-lowered": True}),
-        (SHARES, {**SHARES, "recipes": {"diabetes": "2/1", "debt": "3/2"}}, {"share-raised": False}),
+        (None, SHARES, [_change("shares-introduced", "scopes.shares")]),
+        (SHARES, None, [_change("shares-removed", "scopes.shares")]),
+        (SHARES, {**SHARES, "mail": {"diabetes": "0/1", "debt": "0/1"}}, [_change("share-added", "share of mail")]),
+        (SHARES, {"recipes": SHARES["recipes"]}, [_change("share-removed", "share of finance")]),
+        (
+            SHARES,
+            {**SHARES, "recipes": {"diabetes": "3/2", "debt": "1/1"}},
+            [_change("share-lowered", "share of recipes, diabetes: 2/1 -> 3/2")],
+        ),
+        (
+            SHARES,
+            {**SHARES, "recipes": {"diabetes": "2/1", "debt": "3/2"}},
+            [_change("share-raised", "share of recipes, debt: 1/1 -> 3/2")],
+        ),
+        # an attribute missing from one side is left to the attribute changes; the
+        # application's other attributes are still compared
+        (
+            SHARES,
+            {**SHARES, "recipes": {"diabetes": "3/2"}},
+            [_change("share-lowered", "share of recipes, diabetes: 2/1 -> 3/2")],
+        ),
     ],
+    ids=["introduced", "withdrawn", "added", "removed", "lowered", "raised", "attribute-missing"],
 )
-def test_share_changes_are_classified(before: object, after: object, kinds: dict[str, bool]) -> None:
+def test_share_changes_are_classified(before: object, after: object, changes: list[dict[str, object]]) -> None:
     interface = load_interface_file(INTERFACE).interface
     old = interface_record(interface, {"diabetes": Fraction(3), "debt": Fraction(3)})
     new = dict(old)
@@ -231,16 +269,50 @@ def test_share_changes_are_classified(before: object, after: object, kinds: dict
         old["shares"] = before
     if after is not None:
         new["shares"] = after
-    found = {c.kind: c.safe for c in classify(old, new)}
-    assert found == kinds
+    assert [c.to_json() for c in classify(old, new)] == changes
+
+
+USER_CAPS = {"debt": "3/1", "diabetes": "3/1"}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "changes"),
+    [
+        (None, None, []),
+        (None, USER_CAPS, [_change("user-scope-added", "scopes.user_caps")]),
+        (USER_CAPS, None, [_change("user-scope-removed", "scopes.user_caps")]),
+        (USER_CAPS, {**USER_CAPS, "gambling": "1/1"}, [_change("user-scope-added", "user cap gambling")]),
+        ({**USER_CAPS, "gambling": "1/1"}, USER_CAPS, [_change("user-scope-removed", "user cap gambling")]),
+        (USER_CAPS, {**USER_CAPS, "debt": "5/2"}, [_change("user-cap-lowered", "user cap debt: 3/1 -> 5/2")]),
+        (USER_CAPS, {**USER_CAPS, "diabetes": "4/1"}, [_change("user-cap-raised", "user cap diabetes: 3/1 -> 4/1")]),
+    ],
+    ids=["none", "introduced", "withdrawn", "attribute-added", "attribute-removed", "lowered", "raised"],
+)
+def test_user_cap_changes_are_classified(
+    before: dict[str, str] | None, after: dict[str, str] | None, changes: list[dict[str, object]]
+) -> None:
+    """The per-user scope (U_a): introduced or withdrawn as a whole, or changed per attribute."""
+    interface = load_interface_file(INTERFACE).interface
+    old, new = interface_record(interface, None), interface_record(interface, None)
+    old["user_caps"], new["user_caps"] = before, after
+    assert [c.to_json() for c in classify(old, new)] == changes
 
 
 ONLINE = 'rule = "online"   # eps = min_{a in Gamma} B_a / K = 1/2\nK = 4'
 PREALLOCATED = 'rule = "preallocated"\nplan = { diabetes = 4, debt = 4 }'
-
-
-def _change(kind: str, detail: str) -> dict[str, object]:
-    return {"kind": kind, "detail": detail, "safe": RULES[kind][0], "reason": RULES[kind][1]}
+WEEKNIGHT_PLAN = (
+    '[[queries]]\nname = "weeknight-plan"\ntext = "Plan my weeknight evenings."\n'
+    '[[queries.reads]]\nslot = "schedule"\npositions = [10, 11]\nrelevance = { quick-prep = "1" }\n'
+)
+# a new slot at a new position, protected by a new attribute over that position only
+PRIVATE_NOTES = ("[budget]", '[attributes.private]\ndescription = "private notes"\ngroup = [12]\ncap = 1\n\n[budget]')
+NOTES_SLOT = (
+    "[slots.finance]",
+    '[slots.notes]\ngeneric = "notes-generic"\n[slots.notes.views.notes-generic]\ntext = "Keep notes general."\n\n[slots.finance]',
+)
+# a new attribute over positions the weeknight-plan route has read uncharged
+BUSY_EVENINGS = ("[budget]", '[attributes.busy]\ndescription = "busy evenings"\ngroup = [10, 11]\ncap = 1\n\n[budget]')
+DELTA_RAISED = ('sensitivity = "3/5"', 'sensitivity = "4/5"')
 
 
 def _record(path: Path, edits: list[tuple[str, str]]) -> dict[str, object]:
@@ -286,8 +358,73 @@ def _record(path: Path, edits: list[tuple[str, str]]) -> dict[str, object]:
             [("K = 4\n", 'K = 4\nperiod = "7 days"\n')],
             [_change("budget-period-changed", "budget.period (30 days -> 7 days)")],
         ),
+        ([], [(WEEKNIGHT_PLAN, "")], [_change("route-removed", "weeknight-plan")]),
+        (
+            [],
+            [('"schedule", "schedule"]', '"schedule", "schedule", "notes"]'), PRIVATE_NOTES, NOTES_SLOT],
+            [
+                _change("position-appended", "position 12 (notes)"),
+                _change("attribute-added", "private"),
+                _change("vocabulary-added", "notes"),
+            ],
+        ),
+        ([], [BUSY_EVENINGS], [_change("attribute-added-over-read-positions", "busy")]),
+        (
+            [],
+            [
+                ('"schedule", "schedule"]', '"calendar", "calendar"]'),
+                ("[slots.schedule", "[slots.calendar"),
+                ('slot = "schedule"', 'slot = "calendar"'),
+            ],
+            [
+                _change("position-changed", "the existing positions differ"),
+                _change("route-changed", "weeknight-plan"),
+                _change("vocabulary-added", "calendar"),
+                _change("vocabulary-removed", "schedule"),
+            ],
+        ),
+        (
+            [],
+            [
+                (
+                    'generic = "schedule-generic"\n[slots.schedule.views.schedule-generic]',
+                    'generic = "schedule-default"\n[slots.schedule.views.schedule-default]',
+                )
+            ],
+            [
+                _change("view-added", "schedule.schedule-default"),
+                _change("view-removed", "schedule.schedule-generic"),
+                _change("generic-changed", "schedule"),
+            ],
+        ),
+        (
+            [],
+            [DELTA_RAISED],
+            [_change("sensitivity-raised", slot) for slot in ("finance", "food", "health", "schedule")],
+        ),
+        (
+            [DELTA_RAISED],
+            [],
+            [_change("sensitivity-lowered", slot) for slot in ("finance", "food", "health", "schedule")],
+        ),
     ],
-    ids=["appended", "moved", "K", "rule", "uncharged", "cap-rule", "period-added", "period-changed"],
+    ids=[
+        "appended",
+        "moved",
+        "K",
+        "rule",
+        "uncharged",
+        "cap-rule",
+        "period-added",
+        "period-changed",
+        "route-removed",
+        "slot-added-with-its-attribute",
+        "attribute-over-read-positions",
+        "slot-renamed",
+        "generic-renamed",
+        "sensitivity-raised",
+        "sensitivity-lowered",
+    ],
 )
 def test_each_change_is_listed_as_its_whole_record(
     before: list[tuple[str, str]], after: list[tuple[str, str]], changes: list[dict[str, object]], tmp_path: Path
