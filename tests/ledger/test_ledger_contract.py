@@ -102,6 +102,17 @@ def test_open_starts_at_zero(ledger_store: LedgerStore) -> None:
     assert snapshot.history == () and snapshot.releases == ()
 
 
+def test_releases_are_numbered_in_one_sequence_across_the_stores_sessions(ledger_store: LedgerStore) -> None:
+    """Every backend numbers committed releases store-wide (the databases' `seq`): two
+    sessions' interleaved releases never share a number."""
+    first = ledger_store.open_session("u", "a", CAPS)
+    second = ledger_store.open_session("v", "b", CAPS)
+    for session in (first, second, first):
+        session.charge_and_record(req())
+    assert [release.seq for release in first.load().releases] == [1, 3]
+    assert [release.seq for release in second.load().releases] == [2]
+
+
 def test_exact_thirds_fill_the_cap_and_the_fourth_falls_back(ledger_store: LedgerStore) -> None:
     session = ledger_store.open_session("u", "i", CAPS)
     outcomes = [session.charge_and_record(req()) for _ in range(5)]

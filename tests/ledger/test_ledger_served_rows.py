@@ -313,3 +313,18 @@ def test_the_owners_listing_never_shows_an_edited_ledger(ledger: Ledger) -> None
             ledger_store.user_ledgers("u")
     finally:
         ledger_store.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("column", "value"), [("spent", "one"), ("cap", "2")])
+def test_the_owners_listing_refuses_a_ledger_cell_that_is_not_exact_text_naming_its_column(
+    ledger: Ledger, column: str, value: str
+) -> None:
+    ledger_store = open_ledger_store(ledger.url)
+    try:
+        ledger_store.open_session("u", "chat", {"diabetes": Fraction(2)})
+        ledger.execute(f"UPDATE ledgers SET {column} = ?", (value,))
+        with pytest.raises(LedgerStoreError) as refused:
+            ledger_store.user_ledgers("u")
+    finally:
+        ledger_store.close()  # type: ignore[attr-defined]
+    assert str(refused.value) == f"ledgers.{column}: expected exact non-negative 'p/q' text"

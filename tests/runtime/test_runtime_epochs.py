@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger import MemoryLedgerStore
 from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.ledger.epochs import MAX_REASON, check_reason
+from dpmem_ref.ledger.epochs import EPOCH_KEY, MAX_REASON, check_reason, current_epoch
 from tests.runtime_fixtures import ROOT, copy_example, ledger_table, open_runtime
 
 DINNER = "What should I cook for dinner tonight?"
@@ -83,6 +84,27 @@ def test_an_edited_epoch_row_is_refused_not_served(key: str, value: str | None, 
     message = str(caught.value)
     assert "\n" not in message and "runtime.epoch" in message
     assert database.read_bytes() == before  # nothing served, nothing written
+
+
+@pytest.mark.parametrize("row", [None, "0"])
+def test_a_store_whose_binding_log_is_empty_is_in_epoch_0(row: str | None) -> None:
+    """A database the runtime never bound (`dpmem run` sessions only) has no binding log: it
+    is in epoch 0, with no epoch row or with the row saying 0."""
+    ledger_store = MemoryLedgerStore()
+    if row is not None:
+        ledger_store.rebind(None, "f" * 64, {EPOCH_KEY: row})
+    assert current_epoch(ledger_store) == 0
+
+
+def test_an_epoch_row_past_0_without_a_binding_log_is_refused_in_one_line() -> None:
+    ledger_store = MemoryLedgerStore()
+    ledger_store.rebind(None, "f" * 64, {EPOCH_KEY: "3"})  # written through the store, so only the rules refuse it
+    with pytest.raises(InputError) as caught:
+        current_epoch(ledger_store)
+    assert str(caught.value) == (
+        "runtime.epoch: expected epoch 0 (the binding log records no epoch start), "
+        "found 'another value (an edited row)'"
+    )
 
 
 @pytest.mark.parametrize(
