@@ -4,16 +4,14 @@ function's unmutated copy: a method's lines at a function's indentation."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.mutation_tools import load_tool
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("mutation_report", ROOT / "tools" / "mutation" / "report.py")
-assert _spec and _spec.loader
-report = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(report)
+report = load_tool("report")
 
 MUTATED = """\
 def x_size__mutmut_orig(items):

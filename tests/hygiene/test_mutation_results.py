@@ -4,17 +4,15 @@ cache, and the committed store names only mutants of modules under mutation."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import tomllib
 from pathlib import Path
 
+from tests.mutation_tools import load_tool
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("mutation_results", ROOT / "tools" / "mutation" / "results.py")
-assert _spec and _spec.loader
-results = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(results)
+results = load_tool("results")
 
 MODULE = "dpmem_ref/ledger/chain.py"
 META = {

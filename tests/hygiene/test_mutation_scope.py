@@ -5,15 +5,13 @@ second run changes nothing."""
 
 from __future__ import annotations
 
-import importlib.util
 import tomllib
 from pathlib import Path
 
+from tests.mutation_tools import load_tool
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("mutation_scope", ROOT / "tools" / "mutation" / "scope.py")
-assert _spec and _spec.loader
-scope = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scope)
+scope = load_tool("scope")
 
 
 def test_the_round4_scope_is_the_kernel_plus_the_listed_modules_and_their_test_folders() -> None:

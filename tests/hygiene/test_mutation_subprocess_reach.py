@@ -4,14 +4,12 @@ around them) and keeps only the mutated modules' lines."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
+from tests.mutation_tools import load_tool
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("mutation_reach", ROOT / "tools" / "mutation" / "subprocess_reach.py")
-assert _spec and _spec.loader
-reach = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reach)
+reach = load_tool("subprocess_reach")
 
 SOURCE = """\
 import os

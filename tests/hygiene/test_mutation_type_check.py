@@ -4,18 +4,16 @@ error outside every mutant, an error its unmutated copy shares) never count."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.mutation_tools import load_tool
+
 pytest.importorskip("mutmut")
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("mutation_type_check", ROOT / "tools" / "mutation" / "type_check.py")
-assert _spec and _spec.loader
-type_check = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(type_check)
+type_check = load_tool("type_check")
 
 MUTATED = """\
 import attrs

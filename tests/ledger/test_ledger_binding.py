@@ -281,25 +281,34 @@ def test_view_order_is_kept_where_the_selector_reads_it() -> None:
 
 
 
-def test_postgres_legacy_ledger_is_refused_then_migrated() -> None:
+def _postgres_legacy_ledger(queries: tuple[str, ...]) -> tuple[str, Any]:
+    """A PostgreSQL ledger with Figure 2's turns `queries`, then left as the old main left it (no
+    chain, schema 1, no fingerprint); its URL and the loaded interface."""
     import psycopg
 
     import tests.postgres_server as postgres_server
 
     url = postgres_server.new_database()
-    figure = ROOT / "examples" / "figure2.toml"
-    loaded = load_interface_file(figure)
+    loaded = load_interface_file(ROOT / "examples" / "figure2.toml")
     ledger_store = open_ledger_store(url)
     session = DurableSession.open(
         loaded.interface, ledger_store, "user", "chat", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
     )
-    for query in ("affordable-dinner", "checkup-reminder"):
+    for query in queries:
         session.run_turn(query)
     ledger_store.close()
-    with psycopg.connect(url, autocommit=True) as connection:  # as the old main left it: no chain, no fingerprint
+    with psycopg.connect(url, autocommit=True) as connection:
         connection.execute("DROP TABLE dpmem_chain")
         connection.execute("UPDATE dpmem_meta SET value = '1' WHERE key = 'schema'")
         connection.execute("DELETE FROM dpmem_meta WHERE key = 'fingerprint'")
+    return url, loaded
+
+
+def test_postgres_legacy_ledger_is_refused_then_migrated() -> None:
+    import tests.postgres_server as postgres_server
+
+    url, loaded = _postgres_legacy_ledger(("affordable-dinner", "checkup-reminder"))
+    figure = ROOT / "examples" / "figure2.toml"
     with pytest.raises(LedgerStoreError, match="dpmem ledger migrate postgresql://") as refused:
         open_ledger_store(url)
     assert postgres_server.PASSWORD not in str(refused.value)
@@ -323,19 +332,8 @@ def test_postgres_a_legacy_record_the_chain_cannot_vouch_for_refuses_the_migrati
 
     import tests.postgres_server as postgres_server
 
-    url = postgres_server.new_database()
-    figure = ROOT / "examples" / "figure2.toml"
-    loaded = load_interface_file(figure)
-    ledger_store = open_ledger_store(url)
-    session = DurableSession.open(
-        loaded.interface, ledger_store, "user", "chat", loaded.store("M"), SeededRandomSource(0), turn_deadline_s=None
-    )
-    session.run_turn("affordable-dinner")
-    ledger_store.close()
-    with psycopg.connect(url, autocommit=True) as connection:  # a pre-chain ledger with one corrupted record
-        connection.execute("DROP TABLE dpmem_chain")
-        connection.execute("UPDATE dpmem_meta SET value = '1' WHERE key = 'schema'")
-        connection.execute("DELETE FROM dpmem_meta WHERE key = 'fingerprint'")
+    url, loaded = _postgres_legacy_ledger(("affordable-dinner",))
+    with psycopg.connect(url, autocommit=True) as connection:  # one corrupted record
         # a no-break space in the (free) response text: valid JSON, valid UTF-8, but not printable
         connection.execute("""UPDATE dpmem_turns SET record = replace(record, '"response":""', '"response":"' || chr(160) || '"')""")
         before = {table: connection.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 from test_ledger_binding import LEGACY_SCHEMA, ROOT
 from test_ledger_fingerprint import BASE, variant
+from test_ledger_recovery_records import _another_key_in_the_environment  # noqa: F401  (autouse: the test folder, the public key)
 
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.core.errors import InputError
@@ -49,14 +49,6 @@ HISTORY: tuple[tuple[str, str, tuple[tuple[str, str, bool, tuple[str, ...], str]
 LEDGERS = (("diabetes", "2/1", "2/1"), ("debt", "22/3", "8/1"))  # (attribute, spent, cap): Figure 2's caps
 
 
-@pytest.fixture(autouse=True)
-def _in_the_test_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("DPMEM_LEDGER_KEY", raising=False)
-    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
-    monkeypatch.delenv("DPMEM_LEDGER_ANCHOR_DIR", raising=False)
-    monkeypatch.setenv("DPMEM_LEDGER_DEV_KEY", "1")  # the environment's key: the public one, never KEY
-    monkeypatch.chdir(tmp_path)
-    yield
 
 
 def record(query: str, releases: tuple[tuple[str, str, bool, tuple[str, ...], str], ...]) -> str:
