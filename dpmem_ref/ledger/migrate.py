@@ -42,6 +42,7 @@ from dpmem_ref.ledger.chain import (
 from dpmem_ref.ledger.codecs import decode_release, decode_turn, fraction_from_text
 from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, SCHEMA_VERSION, LedgerStoreError, interface_mismatch
 from dpmem_ref.ledger.facts import SessionKey
+from dpmem_ref.ledger.verify import LedgerRows, replay
 
 if TYPE_CHECKING:
     from dpmem_ref.interface import Interface
@@ -175,6 +176,16 @@ def _consistent(sql: Sql, database: str, routes: Routes | None = None) -> dict[S
 def _set_meta(sql: Sql, key: str, value: str) -> None:
     sql.query("DELETE FROM meta WHERE key = ?", (key,))
     sql.query("INSERT INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def check_migrated_rows(rows: LedgerRows | str, key: ChainKey, database: str) -> None:
+    """Replay what a migration is about to commit, inside its transaction (`rows`: the backend's
+    own reading of its tables, or the problem that reading found). A row the chain cannot vouch
+    for (a legacy record with a corrupted byte, text verify refuses) refuses the migration, so
+    the caller's rollback leaves nothing written rather than a bound ledger that fails verify."""
+    problem = rows if isinstance(rows, str) else replay(rows, key, None).problem
+    if problem is not None:
+        raise LedgerStoreError(f"ledger database {database}: not migrated, the migrated rows do not verify: {problem}")
 
 
 def migrate_rows(

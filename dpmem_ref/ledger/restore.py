@@ -38,9 +38,8 @@ from dpmem_ref.ledger.backup import (
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, reanchor_body, rollback_body
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.facts import check_fingerprint
-from dpmem_ref.ledger.migrate import Routes, Sql, migrate_rows
+from dpmem_ref.ledger.migrate import Routes, Sql, check_migrated_rows, migrate_rows
 from dpmem_ref.ledger.sqlite.schema import SCHEMA, append_event, chain_head, describe_sqlite_error, identity
-from dpmem_ref.ledger.verify import replay
 
 _T = TypeVar("_T")
 
@@ -188,12 +187,7 @@ def migrate_sqlite(
                     append=lambda kind, body: append_event(connection, chain_key, kind, body),
                 )
                 mark = migrate_rows(sql, str(path), fingerprint, chain_key, routes)
-                # The migrated rows are replayed before they are committed: a row the chain cannot
-                # vouch for (a corrupted byte in a legacy record) refuses the migration with nothing
-                # written, rather than leaving a bound file that no longer verifies.
-                problem = replay(sqlite_rows(connection), chain_key, None).problem
-                if problem is not None:
-                    raise LedgerStoreError(f"ledger database {path}: not migrated, the migrated rows do not verify: {problem}")
+                check_migrated_rows(sqlite_rows(connection), chain_key, str(path))
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")

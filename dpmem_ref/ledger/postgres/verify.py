@@ -19,7 +19,7 @@ from dpmem_ref.ledger.anchor import anchor_path, read_anchor, write_anchor
 from dpmem_ref.ledger.backup import LedgerReport, pre_chain_problem
 from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment, reanchor_body, rows_identity
 from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, LedgerStoreError
-from dpmem_ref.ledger.migrate import Routes, Sql, migrate_rows
+from dpmem_ref.ledger.migrate import Routes, Sql, check_migrated_rows, migrate_rows
 from dpmem_ref.ledger.postgres.schema import (
     COLUMNS,
     SCHEMA,
@@ -136,12 +136,7 @@ def migrate_postgres(
                 lock_chain(connection)
                 connection.execute(SCHEMA)  # the chain table of schema 2, if missing
                 head = migrate_rows(_postgres_sql(connection, chain_key), name, fingerprint, chain_key, routes)
-                # Replayed before the commit, as on SQLite (restore.migrate_sqlite): a row the chain
-                # cannot vouch for refuses the migration and the transaction writes nothing.
-                migrated = _rows(connection)
-                problem = migrated if isinstance(migrated, str) else replay(migrated, chain_key, None).problem
-                if problem is not None:
-                    raise LedgerStoreError(f"ledger database {name}: not migrated, the migrated rows do not verify: {problem}")
+                check_migrated_rows(_rows(connection), chain_key, name)
                 ident = identity(connection)
                 anchor_file = anchor_path(None, ident)
                 if head is not None and anchor_file is None:
