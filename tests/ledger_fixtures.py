@@ -4,7 +4,9 @@ shadow eval/tests/conftest.py)."""
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterator
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +41,15 @@ def count_loads(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter
 
     monkeypatch.setattr(SQLiteLedgerSession, "load", load)
     yield counted
+
+
+def sqlite_statement(path: str | Path, statement: str, params: Sequence[object] = ()) -> list[tuple[object, ...]]:
+    """One SQL statement on a ledger file, committed, as a raw writer (an attacker, an old main,
+    a corrupted disk) would: its rows."""
+    connection = sqlite3.connect(path)
+    try:
+        rows = connection.execute(statement, tuple(params)).fetchall()
+        connection.commit()
+        return rows
+    finally:
+        connection.close()

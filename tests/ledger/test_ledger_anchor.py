@@ -28,7 +28,7 @@ from dpmem_ref.ledger.chain import HighWater, key_from_environment
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn.durable import DurableSession
 from tests.kernel_fixtures import run_cli
-from tests.ledger_fixtures import chain_key_fixture
+from tests.ledger_fixtures import chain_key_fixture, sqlite_statement
 
 KEY = "anchor-test-key-0123456789abcdef"
 KINDS = ["sqlite", "sqlite+anchor-dir", "postgres", "postgres+anchor-dir"]
@@ -81,13 +81,7 @@ class Ledger:
             with psycopg.connect(self.url, autocommit=True) as connection:
                 cursor = connection.execute(spelled, params)
                 return [tuple(r) for r in cursor.fetchall()] if cursor.description else []
-        connection = sqlite3.connect(self.path)
-        try:
-            rows = connection.execute(statement, params).fetchall()
-            connection.commit()
-            return rows
-        finally:
-            connection.close()
+        return sqlite_statement(self.path, statement, params)
 
     def anchor_dir(self) -> Path | None:
         return self.tmp_path / "anchors" if self.kind.endswith("+anchor-dir") else None

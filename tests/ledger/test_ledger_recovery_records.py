@@ -32,6 +32,7 @@ from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.ledger.migrate import Routes
 from dpmem_ref.ledger.restore import migrate_sqlite, reanchor_sqlite, restore_sqlite
 from dpmem_ref.ledger.sqlite.schema import identity
+from tests.ledger_fixtures import sqlite_statement as sql
 
 KEY = ChainKey(secret=b"recovery-records-key-0123456789", keyed=True)
 FAILS_EVERY_CHAIN_INSERT = (
@@ -63,16 +64,6 @@ def charged(path: str, interaction: str, charges: int = 2) -> HighWater:
     finally:
         ledger_store.close()
     return head(path)
-
-
-def sql(path: str, statement: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-    connection = sqlite3.connect(path)
-    try:
-        rows = connection.execute(statement, params).fetchall()
-        connection.commit()
-        return rows
-    finally:
-        connection.close()
 
 
 def head(path: str) -> HighWater:
