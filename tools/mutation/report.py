@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,9 +194,13 @@ def _changed_lines(name: str) -> list[str]:
         if function in bodies and original is not None:
             import difflib
 
-            return [row for row in difflib.unified_diff(original, bodies[function], lineterm="", n=0)
-                    if row[:1] in "+-" and row[:3] not in ("+++", "---")]
-    return [row for row in mutmut("show", name).splitlines() if row[:1] in "+-" and row[:3] not in ("+++", "---")]
+            return _changes(difflib.unified_diff(original, bodies[function], lineterm="", n=0))
+    return _changes(mutmut("show", name).splitlines())
+
+
+def _changes(diff: Iterable[str]) -> list[str]:
+    """A unified diff's removed and added lines, without its file headers."""
+    return [row for row in diff if row[:1] in "+-" and row[:3] not in ("+++", "---")]
 
 
 def _version() -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import os
 import re
@@ -56,6 +57,13 @@ def function_spans(source: str) -> list[tuple[str, int, int]]:
     return spans
 
 
+@functools.cache
+def _module_spans(module: str) -> list[tuple[str, int, int]]:
+    """function_spans of a mutated module's source, read and parsed once per run (every test file
+    maps its children's lines onto the same modules)."""
+    return function_spans((ROOT / module).read_text(encoding="utf-8"))
+
+
 def functions_run(lines_by_file: dict[str, set[int]], modules: set[str]) -> set[str]:
     """The mutated modules' functions (mutmut's keys, `dpmem_ref.serve.app.x_build_app`) that
     ran at least one of these lines."""
@@ -68,7 +76,7 @@ def functions_run(lines_by_file: dict[str, set[int]], modules: set[str]) -> set[
         if module not in modules:
             continue
         dotted = module.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-        for name, first, last in function_spans((ROOT / module).read_text(encoding="utf-8")):
+        for name, first, last in _module_spans(module):
             if any(first <= line <= last for line in lines):
                 reached.add(f"{dotted}.{name}")
     return reached
@@ -128,8 +136,7 @@ def main() -> int:
     args = parser.parse_args()
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
     modules = set(config["only_mutate"])
-    deselect = list(config.get("pytest_add_cli_args", []))
-    deselect = [arg for arg in deselect if arg not in ("-x",)]
+    deselect = [arg for arg in config.get("pytest_add_cli_args", []) if arg != "-x"]  # every test of the file runs
     stats_path = Path(args.stats)
     stats = json.loads(stats_path.read_text())
     known_tests = set(stats["duration_by_test"])
@@ -146,13 +153,13 @@ def main() -> int:
     added = 0
     tests_by_function = stats["tests_by_mangled_function_name"]
     reached_in_process = {function for function, tests in tests_by_function.items() if tests}
+    prefixes = tuple(prefix.removesuffix(".py").replace("/", ".") for prefix in args.everywhere_under)
     for test_file in files:
         tests = sorted(test for test in known_tests if test.split("::")[0] == test_file)
         if not tests:
             continue
         with tempfile.TemporaryDirectory(prefix="dpmem-reach-") as scratch:
             reached = functions_run(child_lines(test_file, deselect, Path(scratch)), modules)
-        prefixes = tuple(prefix.removesuffix(".py").replace("/", ".") for prefix in args.everywhere_under)
         for function in sorted(
             function
             for function in reached
