@@ -72,6 +72,16 @@ def test_restore_never_overwrites_a_cache_mutmut_already_has(tmp_path: Path) -> 
     assert json.loads(path.read_text()) == newer
 
 
+def test_a_module_whose_verdicts_were_all_reset_leaves_the_store(tmp_path: Path) -> None:
+    path = _write_meta(tmp_path / "mutants", META)
+    results.save(tmp_path / "mutants", tmp_path / "store")
+    reset = dict(META, exit_code_by_key=dict.fromkeys(META["exit_code_by_key"]))  # every verdict None
+    path.write_text(json.dumps(reset))
+    assert results.save(tmp_path / "mutants", tmp_path / "store") == 0
+    assert not (tmp_path / "store" / (MODULE + ".json")).exists()
+    assert results.restore(tmp_path / "store", tmp_path / "fresh") == 0
+
+
 def test_the_committed_store_names_only_mutants_of_mutated_modules_with_their_function_hashes() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
     round4 = (ROOT / "tools" / "mutation" / "round4-modules.txt").read_text().split()

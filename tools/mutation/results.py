@@ -43,6 +43,9 @@ def save(mutants: Path = MUTANTS, store: Path = STORE) -> int:
         }
         target = store / (module + ".json")
         if not verdicts:
+            # Every verdict of the module was reset (a changed function, a survivor sent back to
+            # be re-tested): a stored file would restore what mutmut no longer holds.
+            target.unlink(missing_ok=True)
             continue
         # Verdicts of functions mutmut no longer generates (or whose hash moved) drop out with
         # mutmut's own bookkeeping: the meta file holds only today's mutants and hashes.
