@@ -41,3 +41,15 @@ def test_the_round4_scope_is_the_kernel_plus_the_listed_modules_and_their_test_f
         " and not postgres", ""
     )
     assert scope.widened(widened, listing) == widened
+
+
+def test_the_round4_report_covers_exactly_the_modules_the_scope_adds() -> None:
+    report = load_tool("report")
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    listing = (ROOT / "tools" / "mutation" / "round4-modules.txt").read_text()
+    before = tomllib.loads(pyproject)["tool"]["mutmut"]["only_mutate"]
+    after = tomllib.loads(scope.widened(pyproject, listing))["tool"]["mutmut"]["only_mutate"]
+    assert report.listed_modules(listing) == after[len(before) :]
+    assert report.listed_modules("# a.py comment\ntests: tests/x.py\nk: not x.py\n  dpmem_ref/a.py  \n") == [
+        "dpmem_ref/a.py"
+    ]
