@@ -101,3 +101,20 @@ def test_the_committed_store_names_only_mutants_of_mutated_modules_with_their_fu
                 key.endswith(mangled.group(1)) for key in record["hash_by_function_name"]
             ), name
             assert code in known_codes, (name, code)
+
+
+def test_retest_drops_only_the_named_verdicts_and_pending_lists_what_has_none(tmp_path: Path) -> None:
+    path = _write_meta(tmp_path / "mutants", META)
+    survivor = "dpmem_ref.ledger.chain.x_record_digest__mutmut_2"
+    assert results.retest({survivor, "dpmem_ref.ledger.chain.x_record_digest__mutmut_4"}, tmp_path / "mutants") == 1
+    codes = json.loads(path.read_text())["exit_code_by_key"]
+    assert codes == {**META["exit_code_by_key"], survivor: None}
+    assert results.pending(["dpmem_ref.ledger.chain.x_record_digest__*"], tmp_path / "mutants") == [
+        survivor,
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_4",
+    ]
+    # a killed mutant, a timeout and a 255 are not pending: naming them would test them again
+    assert (
+        results.pending(["dpmem_ref.ledger.chain.x_unkeyed__*", "*__mutmut_1", "*__mutmut_3"], tmp_path / "mutants")
+        == []
+    )

@@ -8,6 +8,10 @@ mutated file, the verdicts and the function hashes under `tools/mutation/results
 
 - `save` copies every verdict mutmut has reached (exit code not None, not 255: 255 is no verdict,
   see report.py) from `mutants/` into the store, with the hash of each function.
+- `retest` (names on stdin) drops mutmut's cached verdict of each named mutant: the next run
+  without names tests them with the rest (tools/mutation/run.sh: the unjudged survivors).
+- `pending PATTERN...` lists the mutants matching the patterns that mutmut holds no verdict for
+  (tools/mutation/run.sh's MUTATION_ONLY: naming a mutant to mutmut re-tests it, verdict or not).
 - `restore` writes the store back as mutmut's `.meta` files where `mutants/` has none. mutmut then
   generates the mutants, compares each function's hash with the stored one, and keeps a verdict
   only where the function is unchanged (its own rule for its own cache, `create_mutants_for_file`);
@@ -20,6 +24,7 @@ surviving mutant not judged equivalent is re-tested first by tools/mutation/run.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import sys
 from pathlib import Path
@@ -81,11 +86,51 @@ def restore(store: Path = STORE, mutants: Path = MUTANTS) -> int:
     return restored
 
 
+def retest(names: set[str], mutants: Path = MUTANTS) -> int:
+    """Drop mutmut's cached verdict of each named mutant, so that the next `mutmut run` without
+    names tests it again with the others that have none (one run, one type check and one clean
+    test pass, rather than a run naming them first); the number dropped."""
+    dropped = 0
+    for meta_path in sorted(mutants.glob("**/*.py.meta")) if mutants.is_dir() else []:
+        meta = json.loads(meta_path.read_text())
+        codes = meta["exit_code_by_key"]
+        named = [name for name, code in codes.items() if name in names and code is not None]
+        if named:
+            codes.update(dict.fromkeys(named))
+            meta_path.write_text(json.dumps(meta, indent=4))
+            dropped += len(named)
+    return dropped
+
+
+def pending(patterns: list[str], mutants: Path = MUTANTS) -> list[str]:
+    """The mutants matching any of `patterns` (mutmut's name globs) that have no verdict in mutmut's cache.
+
+    `mutmut run NAME...` tests every mutant it is given, verdict or not: a pattern alone would
+    re-test every killed mutant it matches. A function changed since mutmut last generated its
+    mutants is not listed here (its cached verdicts stand until the next generation): the next
+    run without names tests it, and the report counts it as not checked until then."""
+    names: list[str] = []
+    for meta_path in sorted(mutants.glob("**/*.py.meta")) if mutants.is_dir() else []:
+        meta = json.loads(meta_path.read_text())
+        names += [
+            name
+            for name, code in meta["exit_code_by_key"].items()
+            if code is None and any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+        ]
+    return names
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=("save", "restore"))
+    parser.add_argument("action", choices=("save", "restore", "pending", "retest"))
+    parser.add_argument("patterns", nargs="*", help="pending: mutant-name patterns (mutmut's globs)")
     args = parser.parse_args()
-    if args.action == "save":
+    if args.action == "pending":
+        print("\n".join(pending(args.patterns)))
+    elif args.action == "retest":
+        names = set(sys.stdin.read().split())
+        print(f"mutation results: {retest(names)} cached verdicts dropped, to be tested again")
+    elif args.action == "save":
         print(f"mutation results: {save()} verdicts saved under {STORE.relative_to(ROOT)}/")
     else:
         print(

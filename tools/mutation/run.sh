@@ -9,7 +9,7 @@
 #
 # Env: PYTHON (default .venv/bin/python), MUTATION_MAX_CHILDREN (default 2),
 # MUTATION_ONLY (space-separated mutant-name patterns, e.g. "dpmem_ref.ledger.chain.*": test
-# only those now; the report counts the others as not checked),
+# only those of its mutants without a verdict now; the report counts the others as not checked),
 # MUTATION_TIMEOUT_S (default 5400: the run is bounded; an interrupted run still gets a
 # report of what was checked), MUTATION_FRESH=1 to discard mutmut's cached results (and the
 # verdicts kept in tools/mutation/results/).
@@ -17,9 +17,10 @@
 # repository (tools/mutation/results.py): restored before the run where mutants/ has none,
 # saved after it. Commit tools/mutation/results/ with the report.
 # Rerunning without MUTATION_FRESH tests only the mutants mutmut has no result for (those of
-# functions changed since: mutmut compares per-function hashes) and, first, re-tests every
-# survivor of the cached run not judged equivalent against today's tests (mutmut skips cached
-# results otherwise, and a test added to kill a survivor would never be run against it).
+# functions changed since: mutmut compares per-function hashes) and, in the same run, re-tests
+# every survivor of the cached run not judged equivalent against today's tests (its cached
+# verdict is dropped first: mutmut skips cached results, and a test added to kill a survivor
+# would never be run against it).
 # CPU-heavy: runs under `nice -n 10`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -53,17 +54,21 @@ status=0
 deadline=$(( $(date +%s) + ${MUTATION_TIMEOUT_S:-5400} ))
 if [ -d mutants ]; then
   # Survivors (and no-tests, suspicious) of the cached run and its mutants without a verdict
-  # (exit 255), by name, except survivors judged
-  # equivalent (no test can kill them; re-testing one runs every test that reaches it).
-  mapfile -t cached_survivors < <("$PY" tools/mutation/report.py --list-unjudged | sed '/^$/d')
-  if [ "${#cached_survivors[@]}" -gt 0 ]; then
-    echo "re-testing ${#cached_survivors[@]} cached survivors against today's tests"
-    timeout $(( deadline - $(date +%s) )) nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" \
-      "${cached_survivors[@]}" >"$LOG.survivors" 2>&1 || status=$?
-  fi
+  # (exit 255), except survivors judged equivalent (no test can kill them; re-testing one runs
+  # every test that reaches it): their cached verdicts are dropped, so the one run below tests
+  # them against today's tests with the mutants that have none (mutmut skips cached results).
+  "$PY" tools/mutation/report.py --list-unjudged | "$PY" tools/mutation/results.py retest
 fi
-if [ "$status" = "0" ]; then
-  read -r -a only <<<"${MUTATION_ONLY:-}"
+only=()
+if [ -n "${MUTATION_ONLY:-}" ]; then
+  # mutmut re-tests every mutant it is named, so the patterns go in as the names of their
+  # mutants without a verdict (a pattern alone would re-test every cached kill).
+  read -r -a patterns <<<"$MUTATION_ONLY"
+  mapfile -t only < <("$PY" tools/mutation/results.py pending "${patterns[@]}" | sed '/^$/d')
+fi
+if [ -n "${MUTATION_ONLY:-}" ] && [ "${#only[@]}" = "0" ]; then
+  echo "MUTATION_ONLY: every mutant matching '$MUTATION_ONLY' has a verdict"
+else
   timeout $(( deadline - $(date +%s) )) nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" \
     "${only[@]}" >"$LOG" 2>&1 || status=$?
 fi
