@@ -135,7 +135,7 @@ def main() -> int:
         "tests that reach the mutated function, in the pytest process or in a child process it starts "
         "(tools/mutation/subprocess_reach.py). Before any test, CI's `mypy --strict` over the mutated copy catches a "
         "mutant it rejects (tools/mutation/type_check.py: counted as killed, 'caught by type check'). A rerun without "
-        "MUTATION_FRESH first re-tests every cached survivor not judged equivalent against today's tests, then tests "
+        "MUTATION_FRESH re-tests every cached survivor not judged equivalent against today's tests, in the same run as "
         "the mutants of functions changed since (mutmut's per-function hashes); the verdicts are kept in "
         "tools/mutation/results/ across machines.",
         "",
