@@ -16,7 +16,7 @@ import pytest
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import MemoryLedgerStore
 from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.ledger.epochs import EPOCH_KEY, MAX_REASON, check_reason, current_epoch
+from dpmem_ref.ledger.epochs import EPOCH_KEY, EPOCHS_KEY, MAX_REASON, check_reason, current_epoch
 from tests.runtime_fixtures import ROOT, copy_example, ledger_table, open_runtime
 
 DINNER = "What should I cook for dinner tonight?"
@@ -105,6 +105,58 @@ def test_an_epoch_row_past_0_without_a_binding_log_is_refused_in_one_line() -> N
         "runtime.epoch: expected epoch 0 (the binding log records no epoch start), "
         "found 'another value (an edited row)'"
     )
+
+
+def _logged(epochs: list[object], row: str) -> MemoryLedgerStore:
+    """A store whose binding log starts the given epochs, in order, and whose epoch row says
+    `row`: written through the store, so only the epoch rules judge them."""
+    ledger_store = MemoryLedgerStore()
+    log = [{"epoch": epoch, "reason": "r"} for epoch in epochs]
+    ledger_store.rebind(None, "f" * 64, {EPOCHS_KEY: json.dumps(log), EPOCH_KEY: row})
+    return ledger_store
+
+
+@pytest.mark.parametrize(
+    ("epochs", "row"),
+    [([0], "0"), ([0, 0, 1], "1"), ([0, 1, 1, 2], "2"), ([0, 0, 1, 2, 3], "3")],
+)
+def test_the_current_epoch_is_the_last_one_the_binding_log_started(epochs: list[int], row: str) -> None:
+    """Carried-over entries repeat an epoch; each new epoch is one more than the last."""
+    assert current_epoch(_logged(epochs, row)) == epochs[-1]
+
+
+FROM_0 = "runtime.epochs: expected a binding log of epochs from 0 up, found 'an edited log'"
+FORWARD = "runtime.epochs: expected epochs that only move forward, one at a time, found 'an edited log'"
+
+
+@pytest.mark.parametrize(
+    ("epochs", "row", "message"),
+    [
+        ([1], "1", FROM_0),  # a log that does not start at epoch 0
+        ([1, 2], "2", FROM_0),
+        ([0, -1], "0", FROM_0),  # an entry with no usable epoch, after a valid start
+        ([0, "1"], "1", FROM_0),
+        ([0, 2], "2", FORWARD),  # a skipped epoch
+        ([0, 1, 3], "3", FORWARD),
+        ([0, 1, 0], "0", FORWARD),  # back to an earlier epoch
+        (
+            [0, 1],
+            "0",
+            "runtime.epoch: expected the epoch the binding log last started (1), found 'another value (an edited row)'",
+        ),
+        (
+            [0, 1, 2],
+            "3",
+            "runtime.epoch: expected the epoch the binding log last started (2), found 'another value (an edited row)'",
+        ),
+    ],
+)
+def test_a_binding_log_or_epoch_row_off_the_epoch_rules_is_refused_in_one_line(
+    epochs: list[object], row: str, message: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        current_epoch(_logged(epochs, row))
+    assert str(caught.value) == message
 
 
 @pytest.mark.parametrize(

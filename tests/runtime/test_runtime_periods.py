@@ -22,7 +22,7 @@ from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.epochs import bind, epoch_guarantee
-from dpmem_ref.ledger.periods import period_index
+from dpmem_ref.ledger.periods import epoch_ends, period_index
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
 from dpmem_ref.runtime.agent import AgentRuntime
@@ -455,3 +455,95 @@ def test_the_current_epoch_states_each_composed_bound_once(tmp_path: Path) -> No
         f"each subject (all applications), debt: 3 periods of 30 days: 3 x U_debt = 3 x 3 = 9 ({CAVEAT})",
         f"each subject (all applications), diabetes: 3 periods of 30 days: 3 x U_diabetes = 3 x 3 = 9 ({CAVEAT})",
     ]
+
+
+def test_an_epoch_ends_at_the_first_clock_time_the_next_epoch_logged() -> None:
+    """Epoch e ends where epoch e + 1's first entry with a usable "at" (whole seconds, 0 included)
+    says; epoch 0's own start ends nothing, and unusable times are skipped."""
+    log = [
+        {"epoch": 0, "at": 0},
+        {"epoch": 0, "at": 5},  # a carried-over entry: not a start
+        {"epoch": 1, "at": -1},
+        {"epoch": 1, "at": True},
+        {"epoch": 1, "at": 3.0},
+        {"epoch": 1, "at": 0},  # the clock's first instant is a time like any other
+        {"epoch": 1, "at": 9},
+        {"epoch": 2},  # started without a clock time: epoch 1's end is unknown
+        {"epoch": 3, "at": 7},
+    ]
+    assert epoch_ends(log) == {0: 0, 2: 7}
+    assert epoch_ends([{"epoch": 0, "at": ORIGIN}]) == {}
+
+
+@pytest.mark.parametrize(
+    ("end", "periods"),
+    [(ORIGIN, 1), (ORIGIN + P - 1, 1), (ORIGIN + P, 2), (ORIGIN + 2 * P - 1, 2), (ORIGIN + 2 * P, 3)],
+)
+def test_an_ended_epoch_counts_the_periods_up_to_the_next_epochs_start(end: int, periods: int, tmp_path: Path) -> None:
+    """Period k starts at origin + k P exactly: an epoch ended at that instant counts k + 1
+    periods, one second earlier k. Each epoch counts with the caps its first entry logged
+    (an attribute it did not log, and an epoch logged before caps were, with the current
+    ones); the ended epoch's periods multiply its caps, the current epoch without a period
+    counts once."""
+    _with_period(tmp_path, None)
+    interface = load_interface_file(tmp_path / "interface.toml").interface  # B_a = 2, no period
+    log = [
+        {"epoch": 0, "period": "30 days", "origin": ORIGIN, "caps": {"debt": "1/2"}, "user_caps": {"diabetes": "1"}},
+        {"epoch": 0, "caps": {"debt": "5", "diabetes": "5"}, "user_caps": {"debt": "5"}},  # carried over
+        {
+            "epoch": 1,
+            "at": end,
+            "caps": {"debt": "1", "diabetes": "3/2"},
+            "user_caps": {"debt": "2", "diabetes": "1/2"},
+        },
+        {"epoch": 2, "fresh_budget": True},  # logged before the caps were
+    ]
+    per_app = {"debt": Fraction(1, 2) * periods + 1 + 2, "diabetes": 2 * periods + Fraction(3, 2) + 2}
+    per_user = {"debt": 3 * periods + 2 + 3, "diabetes": 1 * periods + Fraction(1, 2) + 3}
+    assert epoch_guarantee(log, interface, USER_CAPS) == {
+        "epochs": 3,
+        "fresh_budget_epochs": [2],
+        "per_application": {a: f"{v.numerator}/{v.denominator}" for a, v in per_app.items()},
+        "per_user": {a: f"{v.numerator}/{v.denominator}" for a, v in per_user.items()},
+        "periods_per_epoch": {"0": periods},
+        "caveat": CAVEAT,
+    }
+
+
+def test_the_current_epochs_periods_are_stated_only_for_an_interface_with_a_period(tmp_path: Path) -> None:
+    """An epoch whose log records a period origin, read with an interface that declares no
+    period, composes its periods in the total but states no current-epoch bound."""
+    _with_period(tmp_path, None)
+    interface = load_interface_file(tmp_path / "interface.toml").interface
+    log = [{"epoch": 0, "period": "30 days", "origin": ORIGIN}]
+    assert epoch_guarantee(log, interface, None, Fraction(ORIGIN + P)) == {
+        "epochs": 1,
+        "fresh_budget_epochs": [],
+        "per_application": {"debt": "4/1", "diabetes": "4/1"},
+        "per_user": None,
+        "periods_per_epoch": {"0": 2},
+        "caveat": CAVEAT,
+    }
+
+
+def test_an_empty_binding_log_guarantees_nothing_yet(tmp_path: Path) -> None:
+    """No epoch started: zero per attribute, and no current epoch even with a period declared."""
+    _with_period(tmp_path)
+    interface = load_interface_file(tmp_path / "interface.toml").interface
+    assert epoch_guarantee([], interface, USER_CAPS, Fraction(T0)) == {
+        "epochs": 0,
+        "fresh_budget_epochs": [],
+        "per_application": {"debt": "0/1", "diabetes": "0/1"},
+        "per_user": {"debt": "0/1", "diabetes": "0/1"},
+    }
+
+
+def test_periods_elapsed_in_an_open_epoch_need_the_clock(tmp_path: Path) -> None:
+    """An epoch with a period and no logged end counts its periods up to now: without a
+    clock time the guarantee is refused in one line, not computed without those periods."""
+    _with_period(tmp_path)
+    interface = load_interface_file(tmp_path / "interface.toml").interface
+    log = [{"epoch": 0, "period": "30 days", "origin": ORIGIN}]
+    with pytest.raises(InputError) as caught:
+        epoch_guarantee(log, interface, None)
+    assert str(caught.value) == "clock: expected the runtime's clock (periods elapsed), found 'none'"
