@@ -9,15 +9,18 @@ import re
 import sqlite3
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
+from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import MemoryLedgerStore
 from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.ledger.epochs import EPOCH_KEY, EPOCHS_KEY, MAX_REASON, check_reason, current_epoch
-from tests.runtime_fixtures import ROOT, copy_example, ledger_table, open_runtime
+from dpmem_ref.ledger.epochs import EPOCH_KEY, EPOCHS_KEY, MAX_REASON, bind, check_reason, current_epoch, epoch_log
+from dpmem_ref.ledger.fingerprint import interface_fingerprint
+from tests.runtime_fixtures import INTERFACE, ROOT, copy_example, ledger_table, open_runtime
 
 DINNER = "What should I cook for dinner tonight?"
 
@@ -123,6 +126,56 @@ def _logged(epochs: list[object], row: str) -> MemoryLedgerStore:
 def test_the_current_epoch_is_the_last_one_the_binding_log_started(epochs: list[int], row: str) -> None:
     """Carried-over entries repeat an epoch; each new epoch is one more than the last."""
     assert current_epoch(_logged(epochs, row)) == epochs[-1]
+
+
+def test_a_store_never_bound_has_an_empty_binding_log() -> None:
+    assert epoch_log(MemoryLedgerStore()) == []
+
+
+def test_the_binding_log_lists_every_entry_as_bound_in_order() -> None:
+    """Each binding change is one entry, every field as written: the fingerprint, the caps
+    (and per-user caps), the clock time, the epoch, the reason and the changes; a new epoch
+    over an unchanged interface is marked fresh_budget."""
+    interface = load_interface_file(INTERFACE).interface
+    user_caps = {"debt": Fraction(3), "diabetes": Fraction(5, 2)}
+    ledger_store = MemoryLedgerStore()
+    assert bind(ledger_store, interface, user_caps, None, now=100) == (0, [])
+    assert bind(ledger_store, interface, user_caps, "a reset on purpose", fresh_budget=True) == (1, [])
+    common = {
+        "fingerprint": interface_fingerprint(interface),
+        "caps": {"debt": "2/1", "diabetes": "2/1"},
+        "user_caps": {"debt": "3/1", "diabetes": "5/2"},
+    }
+    assert epoch_log(ledger_store) == [
+        {**common, "at": 100, "epoch": 0, "reason": "created", "changes": []},
+        {**common, "epoch": 1, "reason": "a reset on purpose", "changes": [], "fresh_budget": True},
+    ]
+
+
+UNREADABLE = "runtime.epochs: expected the binding log the runtime wrote (JSON), found 'an edited row'"
+NOT_ENTRIES = "runtime.epochs: expected the binding log the runtime wrote (a list of entries), found 'an edited row'"
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("not json", UNREADABLE),
+        ('[{"epoch": 0}', UNREADABLE),  # cut short
+        ("", UNREADABLE),
+        ("{}", NOT_ENTRIES),
+        ('"a log"', NOT_ENTRIES),
+        ("null", NOT_ENTRIES),
+        ("[0]", NOT_ENTRIES),
+        ('[{"epoch": 0}, [1]]', NOT_ENTRIES),  # one entry that is not an object
+    ],
+)
+def test_an_unreadable_binding_log_row_is_refused_in_one_line(row: str, message: str) -> None:
+    ledger_store = MemoryLedgerStore()
+    ledger_store.rebind(None, "f" * 64, {EPOCHS_KEY: row})  # written through the store: only the log's reader judges it
+    with pytest.raises(InputError) as caught:
+        epoch_log(ledger_store)
+    assert str(caught.value) == message
+    assert (caught.value.field, caught.value.found) == (EPOCHS_KEY, "an edited row")
 
 
 FROM_0 = "runtime.epochs: expected a binding log of epochs from 0 up, found 'an edited log'"

@@ -22,7 +22,7 @@ from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.epochs import bind, epoch_guarantee
-from dpmem_ref.ledger.periods import epoch_ends, period_index
+from dpmem_ref.ledger.periods import epoch_ends, epoch_origins, period_index
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
 from dpmem_ref.runtime.agent import AgentRuntime
@@ -473,6 +473,45 @@ def test_an_epoch_ends_at_the_first_clock_time_the_next_epoch_logged() -> None:
     ]
     assert epoch_ends(log) == {0: 0, 2: 7}
     assert epoch_ends([{"epoch": 0, "at": ORIGIN}]) == {}
+
+
+def test_each_epoch_keeps_the_first_period_origin_its_entries_logged() -> None:
+    """Epoch -> (origin, label) from the epoch's first entry with an origin (whole seconds, 0
+    included): entries without one are skipped, later ones of the same epoch never move it."""
+    log = [
+        {"epoch": 0, "reason": "created"},  # no period yet
+        {"epoch": 0, "period": "30 days", "origin": 0, "at": 0},  # the clock's first instant
+        {"epoch": 0, "period": "7 days", "origin": 50},  # carried over: not a new origin
+        {"epoch": 1, "reason": "drop the period"},
+        {"epoch": 2, "period": "1 day", "origin": ORIGIN, "at": ORIGIN},
+        {"epoch": 2, "period": "30 days", "origin": ORIGIN + P},
+    ]
+    assert epoch_origins(log) == {0: (0, "30 days"), 2: (ORIGIN, "1 day")}
+    assert epoch_origins([{"epoch": 0, "period": "30 days"}]) == {}  # a label without an origin sets none
+    assert epoch_origins([]) == {}
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"origin": -1, "period": "30 days"},
+        {"origin": 1.5, "period": "30 days"},
+        {"origin": 5.0, "period": "30 days"},
+        {"origin": True, "period": "30 days"},
+        {"origin": "5", "period": "30 days"},
+        {"origin": 5},  # an origin without its period's label
+        {"origin": 5, "period": 30},
+    ],
+)
+def test_an_unusable_period_origin_is_refused_in_one_line(entry: dict[str, object]) -> None:
+    """Even after a usable first origin of the same epoch: every logged origin is checked."""
+    log = [{"epoch": 0, "period": "30 days", "origin": ORIGIN}, {"epoch": 0, **entry}]
+    for edited in (log[1:], log):
+        with pytest.raises(InputError) as caught:
+            epoch_origins(edited)
+        assert str(caught.value) == (
+            "runtime.epochs: expected a period origin the runtime wrote (whole seconds), found 'an edited log'"
+        )
 
 
 @pytest.mark.parametrize(
