@@ -160,6 +160,39 @@ def test_a_live_database_without_its_anchor_is_measured_by_its_chain_head() -> N
     intact("l.db", head("l.db"))
 
 
+def test_the_report_line_names_the_bound_interface_and_every_rollback_the_chain_records() -> None:
+    fingerprint = "0123456789abcdef" * 4
+    bound = SQLiteLedgerStore("l.db", key=KEY)
+    try:
+        bound.open_session("user", "first", {"diabetes": Fraction(4)}, fingerprint)
+    finally:
+        bound.close()
+    charged("l.db", "first")
+    backup_sqlite("l.db", "old.db", key=KEY)
+    first_from = charged("l.db", "second")
+    restore_sqlite("old.db", "l.db", allow_rollback=True, key=KEY)
+    first = head("l.db")
+    backup_sqlite("l.db", "older.db", key=KEY)
+    second_from = charged("l.db", "third")
+    report = restore_sqlite("older.db", "l.db", allow_rollback=True, key=KEY)
+    second = head("l.db")
+    assert report.line() == (
+        f"ledger l.db: ok (schema 2, fingerprint 0123456789ab, 1 sessions, 2 releases, 0 turns, L <= B on every "
+        f"ledger, charge log matches the ledgers, chain of {second.seq} events verified (key id {KEY.key_id}), "
+        f"high-water mark seq {second.seq} reached; ROLLBACK recorded (2): "
+        f"seq {first.seq}: restored back to chain seq {first.seq - 1} from seq {first_from.seq}; "
+        f"seq {second.seq}: restored back to chain seq {second.seq - 1} from seq {second_from.seq})"
+    )
+
+
+def test_a_report_without_chain_evidence_ends_at_the_ledger_checks() -> None:
+    report = LedgerReport("l.db", None, 3, 5, 7)
+    assert report.line() == (
+        "ledger l.db: ok (schema 2, no interface bound yet, 3 sessions, 5 releases, 7 turns, L <= B on every "
+        "ledger, charge log matches the ledgers)"
+    )
+
+
 @pytest.mark.parametrize("name", ["b.db-wal", "b.db-shm", "b.db-journal", "b.db.hwm", "l.db"])
 def test_a_backup_named_like_the_live_database_or_a_side_file_is_refused_in_one_line(name: str) -> None:
     live = charged("l.db", "first")
@@ -441,6 +474,9 @@ def test_a_legacy_turn_record_with_bytes_that_are_no_utf8_refuses_the_migration_
     before = Path("l.db").read_bytes()
     with pytest.raises(LedgerStoreError) as refused:
         migrate_sqlite("l.db", interface_fingerprint(FIGURE), key=KEY, routes=Routes.of(FIGURE))
-    assert str(refused.value) == "ledger database l.db: not migrated, the migrated rows do not verify: turns seq 1: unreadable text"
+    assert (
+        str(refused.value)
+        == "ledger database l.db: not migrated, the migrated rows do not verify: turns seq 1: unreadable text"
+    )
     assert Path("l.db").read_bytes() == before
     assert not Path("l.db.hwm").exists()

@@ -37,28 +37,38 @@ def test_a_session_that_is_not_a_runtime_scope_parses_to_none(interaction: str) 
     assert ScopeKey.parse(SessionKey("alice", interaction)) is None
 
 
-BAD: list[tuple[str, dict[str, Any]]] = [
-    ("user", {"user": "", "app": "a", "epoch": 0}),
-    ("user", {"user": "line\nbreak", "app": "a", "epoch": 0}),
-    ("app", {"user": "u", "app": "a:b", "epoch": 0}),
-    ("app", {"user": "u", "app": "", "epoch": 0}),
-    ("app", {"user": "u", "app": 7, "epoch": 0}),
-    ("epoch", {"user": "u", "app": "a", "epoch": -1}),
-    ("epoch", {"user": "u", "app": "a", "epoch": True}),
-    ("epoch", {"user": "u", "app": "a", "epoch": "0"}),
-    ("period", {"user": "u", "app": "a", "epoch": 0, "period": -2}),
-    ("period", {"user": "u", "app": "a", "epoch": 0, "period": 1.0}),
-    ("period", {"user": "u", "app": None, "epoch": 0, "period": 1}),  # the per-user scope has none
-]
+USER_ID = "a printable ASCII id of 1..256 characters"
+APP_ID = "None or an id of [A-Za-z0-9._-] starting with a letter or digit"
+COUNT = "a non-negative integer"
+
+# (the part refused, the arguments, the whole one-line refusal)
+BAD: list[tuple[str, dict[str, Any], str]] = [
+    ("user", {"user": "", "app": "a", "epoch": 0}, f"user: expected {USER_ID}, found an empty string"),
+    ("user", {"user": "line\nbreak", "app": "a", "epoch": 0},
+     f"user: expected {USER_ID}, found 'line\\nbreak' ('\\n' at character 5)"),
+    ("app", {"user": "u", "app": "a:b", "epoch": 0}, f"app: expected {APP_ID}, found 'a:b'"),
+    ("app", {"user": "u", "app": "", "epoch": 0}, f"app: expected {APP_ID}, found ''"),
+    ("app", {"user": "u", "app": 7, "epoch": 0}, f"app: expected {APP_ID}, found 7"),
+    ("epoch", {"user": "u", "app": "a", "epoch": -1}, f"epoch: expected {COUNT}, found -1"),
+    ("epoch", {"user": "u", "app": "a", "epoch": True}, f"epoch: expected {COUNT}, found True"),
+    ("epoch", {"user": "u", "app": "a", "epoch": "0"}, f"epoch: expected {COUNT}, found '0'"),
+    ("period", {"user": "u", "app": "a", "epoch": 0, "period": -2}, f"period: expected {COUNT}, found -2"),
+    ("period", {"user": "u", "app": "a", "epoch": 0, "period": 1.0}, f"period: expected {COUNT}, found 1.0"),
+    ("period", {"user": "u", "app": None, "epoch": 0, "period": 1},  # the per-user scope has none
+     "period: expected None for the per-user scope (periods are per application), found 1"),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(("field", "arguments"), BAD, ids=[f"{f}-{i}" for i, (f, _) in enumerate(BAD)])
-def test_a_bad_part_is_refused_naming_it(field: str, arguments: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("field", "arguments", "message"), BAD, ids=[f"{f}-{i}" for i, (f, _, _) in enumerate(BAD)])
+def test_a_bad_part_is_refused_in_one_line_naming_it(field: str, arguments: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError) as refused:
         ScopeKey(**arguments)
-    assert str(refused.value).startswith(f"{field}:")
+    assert str(refused.value) == message
+    assert refused.value.field == field
 
 
-def test_an_application_scope_names_its_application() -> None:
-    with pytest.raises(InputError, match="^app:"):
-        ScopeKey.of_app("u", None, 0)  # type: ignore[arg-type]
+@pytest.mark.parametrize(("app", "found"), [(None, "NoneType"), (7, "int"), (b"recipes", "bytes")])
+def test_an_application_scope_refuses_an_application_that_is_no_text_naming_its_type(app: object, found: str) -> None:
+    with pytest.raises(InputError) as refused:
+        ScopeKey.of_app("u", app, 0)  # type: ignore[arg-type]
+    assert str(refused.value) == f"app: expected an application id, found {found!r}"
