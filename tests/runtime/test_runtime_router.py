@@ -2,6 +2,10 @@
 
 - keyword rules route, the threshold holds, no match releases the generic view of every
   slot, reads no memory and charges nothing;
+- the decision exactly: the best score wins (a keyword hit scores 1, else the encoder's
+  similarity), ties go to more keyword hits then the earlier catalogue query, a score equal to
+  the threshold routes, an encoder answering for another number of queries and a query that is
+  no text are refused;
 - the router is public (C4): its decision is a function of the query text and history
   only, the same for any memory;
 - the exact auditor audits the very Interface object the runtime serves, and its worst
@@ -10,16 +14,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 
+import attrs
 import mpmath
+import pytest
 
 from dpmem_ref.analysis import replay_transcript, worst_case_loss
 from dpmem_ref.audit.check import check_interface
+from dpmem_ref.config.load import load_interface_file
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import EMPTY_ITEM
 from dpmem_ref.runtime.router import FreeTextRouter, Route
-from tests.runtime_fixtures import as_fractions, copy_example, open_runtime
+from tests.runtime_fixtures import ROOT, as_fractions, copy_example, open_runtime
 
 FREE_TEXT = [
     "What should I cook for dinner tonight?",
@@ -88,3 +97,78 @@ def test_auditor_audits_the_served_interface(tmp_path: Path) -> None:
     loss = abs(served_a.log_probability - served_b.log_probability)
     assert loss <= worst.worst.upper + mpmath.mpf("1e-30")  # covered by the catalogue worst case
     assert loss > 0  # the transcript does depend on memory (the check is not vacuous)
+
+
+CATALOGUE = load_interface_file(ROOT / "examples" / "agent" / "interface.toml").interface
+NAMES = ("affordable-dinner", "checkup-reminder", "budget-review", "weeknight-plan")  # catalogue order
+
+
+@attrs.frozen
+class FixedEncoder:
+    """An encoder whose similarities are given: the same list for any text."""
+
+    similar: tuple[Fraction, ...]
+    asked: list[tuple[str, list[str]]] = attrs.field(factory=list)
+
+    def similarities(self, text: str, targets: Sequence[str]) -> list[Fraction]:
+        self.asked.append((text, list(targets)))
+        return list(self.similar)
+
+
+def encoder_router(similar: Sequence[Fraction], threshold: str = "1/2") -> FreeTextRouter:
+    spec = {"keywords": {"affordable-dinner": ["dinner"]}, "threshold": threshold}
+    return FreeTextRouter.from_spec(spec, CATALOGUE, FixedEncoder(tuple(similar)))
+
+
+def test_a_keyword_tie_goes_to_more_hits_then_to_the_earlier_catalogue_query(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:")
+    router = runtime.router
+    # One hit each: the earlier catalogue query wins, whichever the text names first.
+    assert router.route("my budget before the doctor") == Route("checkup-reminder", Fraction(1))
+    assert router.route("weeknight schedule or savings: budget bills") == Route("budget-review", Fraction(1))
+    # More hits win over catalogue order at the same exact score 1.
+    assert router.route("dinner after my doctor appointment") == Route("checkup-reminder", Fraction(1))
+    runtime.close()
+
+
+def test_the_best_encoder_similarity_routes_when_no_keyword_matches() -> None:
+    router = encoder_router([Fraction(3, 10), Fraction(9, 10), Fraction(1, 2), Fraction(0)])
+    assert router.scores("a question") == {
+        "affordable-dinner": (Fraction(3, 10), 0),
+        "checkup-reminder": (Fraction(9, 10), 0),
+        "budget-review": (Fraction(1, 2), 0),
+        "weeknight-plan": (Fraction(0), 0),
+    }
+    assert router.route("a question") == Route("checkup-reminder", Fraction(9, 10))
+    # A keyword hit scores 1 over any similarity; a similarity above a hit's 0 counts as is.
+    assert router.route("dinner, a question") == Route("affordable-dinner", Fraction(1))
+    encoder = router.embedder
+    assert isinstance(encoder, FixedEncoder)
+    assert encoder.asked[0] == ("a question", [q.text for q in CATALOGUE.queries])  # no examples declared
+
+
+def test_a_score_equal_to_the_threshold_routes() -> None:
+    at_half = encoder_router([Fraction(1, 2), Fraction(1, 2) - Fraction(1, 1000), Fraction(0), Fraction(0)])
+    assert at_half.route("a question") == Route("affordable-dinner", Fraction(1, 2))
+    below = encoder_router([Fraction(1, 2) - Fraction(1, 1000), Fraction(0), Fraction(0), Fraction(0)])
+    assert below.route("a question") == Route(None, Fraction(499, 1000))
+    at_one = FreeTextRouter.from_spec({"keywords": {"budget-review": ["bills"]}, "threshold": "1"}, CATALOGUE, None)
+    assert at_one.route("my bills") == Route("budget-review", Fraction(1))
+    assert at_one.route("my savings") == Route(None, Fraction(0))
+
+
+def test_an_encoder_that_answers_for_another_number_of_queries_is_refused() -> None:
+    for similar in ([Fraction(1, 2)] * 3, [Fraction(1, 2)] * 5):
+        router = encoder_router(similar)
+        with pytest.raises(ValueError, match=r"^zip\(\) argument 2 is (shorter|longer) than argument 1$"):
+            router.scores("a question")
+
+
+@pytest.mark.parametrize(("text", "found"), [(None, "NoneType"), (7, "int"), (b"dinner", "bytes")])
+def test_a_query_that_is_no_text_is_refused_naming_its_type(text: object, found: str) -> None:
+    router = encoder_router([Fraction(0)] * 4)
+    with pytest.raises(InputError) as refused:
+        router.route(text)  # type: ignore[arg-type]
+    assert str(refused.value) == f"query: expected text, found {found!r}"
+    assert refused.value.field == "query"
