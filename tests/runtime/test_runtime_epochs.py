@@ -18,7 +18,17 @@ from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import MemoryLedgerStore
 from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.ledger.epochs import EPOCH_KEY, EPOCHS_KEY, MAX_REASON, bind, check_reason, current_epoch, epoch_log
+from dpmem_ref.ledger.epochs import (
+    EPOCH_KEY,
+    EPOCHS_KEY,
+    MAX_REASON,
+    RECORD_KEY,
+    bind,
+    check_reason,
+    current_epoch,
+    epoch_log,
+    interface_record,
+)
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from tests.runtime_fixtures import INTERFACE, ROOT, copy_example, ledger_table, open_runtime
 
@@ -150,6 +160,29 @@ def test_the_binding_log_lists_every_entry_as_bound_in_order() -> None:
         {**common, "at": 100, "epoch": 0, "reason": "created", "changes": []},
         {**common, "epoch": 1, "reason": "a reset on purpose", "changes": [], "fresh_budget": True},
     ]
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def test_the_binding_rows_are_written_as_canonical_json() -> None:
+    """The interface record and the binding log are stored as compact JSON with sorted keys:
+    the same binding always writes the same bytes, whatever order the record was built in."""
+    interface = load_interface_file(INTERFACE).interface
+    user_caps = {"diabetes": Fraction(5, 2), "debt": Fraction(3)}
+    shares = {"recipes": {"diabetes": Fraction(2), "debt": Fraction(1)}}
+    ledger_store = MemoryLedgerStore()
+    bind(ledger_store, interface, user_caps, None, shares, now=100)
+    log = ledger_store.read_meta(EPOCHS_KEY)
+    fingerprint = interface_fingerprint(interface)
+    assert log == (
+        '[{"at":100,"caps":{"debt":"2/1","diabetes":"2/1"},"changes":[],"epoch":0,'
+        f'"fingerprint":"{fingerprint}","reason":"created","user_caps":{{"debt":"3/1","diabetes":"5/2"}}}}]'
+    )
+    assert ledger_store.read_meta(RECORD_KEY) == _canonical(interface_record(interface, user_caps, shares))
+    record = json.loads(ledger_store.read_meta(RECORD_KEY) or "null")
+    assert list(record) == ["interface", "shares", "user_caps"]  # built as interface, user_caps, shares
 
 
 UNREADABLE = "runtime.epochs: expected the binding log the runtime wrote (JSON), found 'an edited row'"

@@ -18,6 +18,7 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import EMPTY_ITEM, MemoryItem
 from dpmem_ref.ledger.epochs import interface_record
 from dpmem_ref.ledger.evolution import RULES, classify
+from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from tests.runtime_fixtures import INTERFACE, copy_example, ledger_table, open_runtime
 
 NEW_ROUTE = """
@@ -120,6 +121,30 @@ def test_safe_change_carries_the_ledgers(kind: str, tmp_path: Path) -> None:
     rows = {row["scope"]["app"]: row for row in runtime.ledgers("alice")}
     assert {a: Fraction(c) for a, c in rows["recipes"]["caps"].items()} == dict(caps)
     runtime.close()
+
+
+def test_a_runtime_whose_database_was_rebound_by_another_opens_no_new_scope(tmp_path: Path) -> None:
+    """Another process carried the database over to a changed interface: this runtime, still
+    serving the old one, is refused the next scope it opens (its sessions name the
+    interface's fingerprint), in one line, and charges nothing there."""
+    agent, memory = copy_example(tmp_path)
+    database = tmp_path / "l.db"
+    old = open_runtime(agent, memory, f"sqlite:///{database}")
+    old.turn("alice", "recipes", "i", "What should I cook for dinner tonight?")
+    _edit(tmp_path / "interface.toml", "route-added")
+    new = open_runtime(agent, memory, f"sqlite:///{database}")
+    assert new.epochs()[-1]["reason"] == "carried over"
+    stored, served = interface_fingerprint(new.interface), interface_fingerprint(old.interface)
+    assert stored != served
+    with pytest.raises(InputError) as caught:
+        old.turn("alice", "finance", "i", "Budget tips please")
+    assert str(caught.value) == (
+        f"ledger database {database}: expected the interface it was created with (fingerprint {stored[:12]}), "
+        f"found 'a different interface (fingerprint {served[:12]})'"
+    )
+    assert (0, "finance") not in ledger_table(new, "alice")
+    old.close()
+    new.close()
 
 
 @pytest.mark.parametrize("kind", UNSAFE)

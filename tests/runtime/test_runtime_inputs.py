@@ -97,6 +97,38 @@ def test_an_id_refusal_names_what_was_found(call: Callable[[AgentRuntime], objec
     runtime.close()
 
 
+QUERY_RULE = "query: expected a query text of 1..4096 characters"
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("   ", "'3 characters'"),  # blank: its length is shown, never its text
+        ("", "'0 characters'"),
+        ("x" * 4097, "'4097 characters'"),
+        (5, "'int'"),  # not text: its type is shown
+        (b"dinner?", "'bytes'"),
+    ],
+)
+def test_a_query_refusal_is_one_exact_line(query: object, found: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:")
+    with pytest.raises(InputError) as caught:
+        runtime.turn("alice", "recipes", "i", query)  # type: ignore[arg-type]
+    assert str(caught.value) == f"{QUERY_RULE}, found {found}"
+    assert caught.value.field == "query"
+    runtime.close()
+
+
+def test_a_query_of_exactly_the_longest_length_is_served(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:")
+    longest = ("dinner " * 600)[:4096]
+    turn = runtime.turn("alice", "recipes", "i", longest)
+    assert len(longest) == 4096 and turn.query == longest and turn.route == "affordable-dinner"
+    runtime.close()
+
+
 UNKNOWN_ITEM = "item_id: expected the id of one of this user's memory items, found 'an unknown id'"
 
 

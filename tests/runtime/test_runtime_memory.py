@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref.audit.check import check_interface
+from dpmem_ref.core.policy import Store
 from dpmem_ref.runtime.similarity import QUANTUM, quantise
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
 from tests.runtime_fixtures import copy_example, open_runtime
+
+DINNER = "What should I cook for dinner tonight?"
 
 
 def test_add_update_delete_land_in_declared_positions(tmp_path: Path) -> None:
@@ -51,6 +54,69 @@ def test_memory_changes_the_next_release_only_through_the_store(tmp_path: Path) 
     store = runtime.memory.store("alice")
     items = [store.items[p - 1] for p in sorted(runtime.interface.policy.layout.positions_of("health"))]
     assert all(item.tags == frozenset({"blood-sugar", "medication"}) for item in items)
+
+
+def test_a_users_store_holds_each_item_text_and_tags_at_its_position(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:")
+    store = runtime.memory.store("alice")
+    assert (
+        store.name == "memory:alice" and repr(store) == "Store(name='memory:alice', positions=11, <private contents>)"
+    )
+    assert [(item.text, sorted(item.tags)) for item in store.items] == [
+        ("I take metformin every morning.", ["blood-sugar", "medication"]),
+        ("I go running three times a week.", ["exercise"]),
+        ("", []),
+        ("I count carbs at every meal and check my glucose.", ["blood-sugar", "carb-counting"]),
+        ("Money is tight when I shop for groceries.", ["tight-budget"]),
+        ("", []),
+        ("I am paying off a large credit card balance.", ["debt-repayment"]),
+        ("", []),
+        ("", []),
+        ("I work late most evenings.", ["busy-evenings"]),
+        ("", []),
+    ]
+    assert runtime.memory.store("bob") == Store.from_mapping(runtime.interface.policy.layout, {}, name="memory:bob")
+    runtime.close()
+
+
+def test_public_items_come_first_then_each_owner_by_exact_id(tmp_path: Path) -> None:
+    """The order of a user's items and of the memory file: public items first, then owners
+    by their exact (case-sensitive) ids, each by position."""
+    agent, memory = copy_example(tmp_path)
+    with memory.open("a", encoding="utf-8") as out:
+        out.write(json.dumps({"id": "p1", "slot": "schedule", "text": "Shops close at eight.", "public": True}) + "\n")
+    runtime = open_runtime(agent, memory, "memory:")
+    bob = runtime.add_memory("Bob", "schedule", "I train on Tuesdays.")  # alice's position 10: not Bob's
+    assert [(e.item_id, e.position, e.user) for e in runtime.memory_items("Bob")] == [
+        ("p1", 11, None),
+        (bob, 10, "Bob"),
+    ]
+    assert [e.item_id for e in runtime.memory_items("alice")] == ["p1", "m1", "m2", "m3", "m4", "m5", "m6"]
+    lines = [json.loads(line) for line in memory.read_text().splitlines()]
+    assert [(line["id"], line.get("user")) for line in lines] == [
+        ("p1", None),
+        (bob, "Bob"),
+        *((f"m{n}", "alice") for n in range(1, 7)),
+    ]
+    runtime.close()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_scope_opened_before_a_memory_change_reads_the_changed_memory(seed: int, tmp_path: Path) -> None:
+    """A turn reads the memory as it is at the turn, not as it was when its scope was first
+    served: the same seed gives the same turn as a runtime started on the changed file."""
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:", seed=seed)
+    runtime.turn("alice", "recipes", "i", "tell me a joke")  # opens the scope; no match: no draw, no charge
+    runtime.delete_memory("alice", "m3")
+    runtime.delete_memory("alice", "m4")
+    runtime.add_memory("alice", "food", "Nothing notable.")
+    changed = runtime.turn("alice", "recipes", "i", DINNER)
+    started = open_runtime(agent, memory, "memory:", seed=seed)  # the changed file, a fresh runtime
+    assert changed.to_json() == started.turn("alice", "recipes", "i", DINNER).to_json()
+    runtime.close()
+    started.close()
 
 
 def test_tagger_scores_are_exact_rationals_in_unit_interval() -> None:

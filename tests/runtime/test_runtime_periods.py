@@ -295,6 +295,27 @@ def test_a_clock_set_back_before_the_origin_is_refused_in_its_line(tmp_path: Pat
     runtime.close()
 
 
+ORIGIN_RULE = "budget.period: expected a recorded period origin exactly when the interface declares a period"
+
+
+@pytest.mark.parametrize(("period", "origin"), [(None, ORIGIN), ("30 days", None)])
+def test_a_runtime_built_with_a_mismatched_period_origin_is_refused_in_its_line(
+    period: str | None, origin: int | None, tmp_path: Path
+) -> None:
+    """The constructor takes the origin `open` read from the binding log: one is required
+    exactly when the interface declares a period (none without one)."""
+    _with_period(tmp_path, period)
+    opened = _open(tmp_path, FakeClock(T0))
+    with pytest.raises(InputError) as caught:
+        AgentRuntime(
+            *(opened.agent, opened.memory, opened.ledger_store, opened.channel, opened.source, opened.router),
+            *(opened.user_caps, opened.epoch, None, opened.shares, opened.clock, origin),
+        )
+    assert str(caught.value) == f"{ORIGIN_RULE}, found {origin!r}"
+    assert (caught.value.field, caught.value.found) == ("budget.period", origin)
+    opened.close()
+
+
 def test_the_origin_itself_is_in_the_first_period(tmp_path: Path) -> None:
     """The first period covers [origin, origin + P): a clock on a whole second binds the
     origin at that very time, and a turn then is served in period 0."""

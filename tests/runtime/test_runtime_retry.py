@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import dpmem_ref.runtime.agent as agent_module
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.runtime.agent import AgentRuntime, ChannelUnavailable
 from dpmem_ref.runtime.turns import check_channel_answers
@@ -68,6 +69,61 @@ def test_without_a_turn_id_the_error_says_how_to_retry(tmp_path: Path) -> None:
     runtime = open_runtime(agent, memory, "memory:", llm=FlakyChannel(1))
     with pytest.raises(ChannelUnavailable, match="send a turn_id"):
         runtime.turn("alice", "recipes", "i", QUERIES[0])
+    runtime.close()
+
+
+UNAVAILABLE = "llm channel {name}: expected a channel that answers ({retry}), found '{error}'"
+WITH_ID = "retry with the same turn_id: no new charge"
+WITHOUT_ID = "send a turn_id to retry at no new charge"
+
+
+@pytest.mark.parametrize(("turn_id", "retry"), [(None, WITHOUT_ID), ("t-7", WITH_ID)])
+@pytest.mark.parametrize("opened", [True, False], ids=["opened", "constructed"])
+def test_a_channel_failure_is_one_exact_line_naming_the_channel_kind(
+    turn_id: str | None, retry: str, opened: bool, tmp_path: Path
+) -> None:
+    """`open` names the channel by its kind; a runtime built by its constructor names it by
+    the channel object's type. Never the channel's own message."""
+    agent, memory = copy_example(tmp_path)
+    channel = BrokenChannel(ConnectionError("endpoint down at 10.0.0.7"))
+    base = open_runtime(agent, memory, "memory:", llm=channel)
+    parts = (base.agent, base.memory, base.ledger_store, channel, base.source, base.router, base.user_caps, base.epoch)
+    runtime = base if opened else AgentRuntime(*parts, None, base.shares)
+    with pytest.raises(ChannelUnavailable) as caught:
+        runtime.turn("alice", "finance", "i", QUERIES[1], turn_id=turn_id)
+    assert str(caught.value) == UNAVAILABLE.format(name="BrokenChannel", retry=retry, error="ConnectionError")
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    base.close()
+
+
+TURN_ID_REUSED = "turn_id: expected the query of the turn it names (an idempotency key), found 'another query'"
+
+
+def test_a_turn_id_reused_for_another_query_is_refused_in_one_exact_line(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:")
+    for query in (QUERIES[1], QUERIES[3]):  # a charged turn and a no-match turn
+        runtime.turn("alice", "finance", "i", query, turn_id=f"t-{len(query)}")
+        with pytest.raises(InputError) as caught:
+            runtime.turn("alice", "finance", "i", "something else entirely", turn_id=f"t-{len(query)}")
+        assert str(caught.value) == TURN_ID_REUSED
+    runtime.close()
+
+
+def test_the_process_keeps_the_latest_recorded_turns_up_to_its_limit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No-match turns are recorded in this process only (no ledger rows): past the limit the
+    oldest is dropped, and a retry of it is served as a new turn, never as a retry."""
+    monkeypatch.setattr(agent_module, "MAX_RECORDED_TURNS", 2)
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:")
+    for turn_id in ("a", "b", "c"):
+        assert not runtime.turn("alice", "recipes", "i", QUERIES[3], turn_id=turn_id).retried
+    assert runtime.turn("alice", "recipes", "i", QUERIES[3], turn_id="b").retried  # kept: b and c
+    assert runtime.turn("alice", "recipes", "i", QUERIES[3], turn_id="c").retried
+    assert not runtime.turn("alice", "recipes", "i", QUERIES[3], turn_id="a").retried  # dropped; now kept again
+    assert runtime.turn("alice", "recipes", "i", QUERIES[3], turn_id="a").retried
     runtime.close()
 
 

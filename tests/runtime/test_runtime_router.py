@@ -27,6 +27,7 @@ from dpmem_ref.audit.check import check_interface
 from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import EMPTY_ITEM
+from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.runtime.router import FreeTextRouter, Route
 from tests.runtime_fixtures import ROOT, as_fractions, copy_example, open_runtime
 
@@ -74,6 +75,46 @@ def test_router_reads_public_inputs_only(tmp_path: Path) -> None:
     for text in FREE_TEXT:
         assert full.router.route(text) == empty.router.route(text)  # memory cannot move it
         assert full.turn("alice", "recipes", "i", text).route == empty.turn("alice", "recipes", "i", text).route
+
+
+@attrs.frozen
+class _HistoryRecordingRouter(FreeTextRouter):
+    """The keyword router, recording the queries of the history each routing is given."""
+
+    given: list[tuple[str, tuple[str, ...]]] = attrs.field(factory=list)
+
+    def route(self, text: str, history: tuple[TurnRecord, ...] = ()) -> Route:
+        self.given.append((text, tuple(record.query for record in history)))
+        return super().route(text, history)
+
+
+def test_the_router_is_given_the_released_history_of_its_scope_only(tmp_path: Path) -> None:
+    """What a router may read (C4): the query text and the scope's released history, the
+    charged turns of this (user, app) scope in order (their catalogue queries, never the free
+    text), nothing of another application's."""
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:")
+    keywords = runtime.router
+    runtime.router = recording = _HistoryRecordingRouter(
+        **{field.name: getattr(keywords, field.name) for field in attrs.fields(FreeTextRouter)}
+    )
+    dinner, budget, joke = FREE_TEXT[0], FREE_TEXT[2], FREE_TEXT[4]
+    for app, text in (
+        ("recipes", dinner),
+        ("recipes", joke),
+        ("finance", budget),
+        ("recipes", budget),
+        ("recipes", dinner),
+    ):
+        runtime.turn("alice", app, "i", text)
+    assert recording.given == [  # the history holds the catalogue queries the turns were routed to
+        (dinner, ()),
+        (joke, ("affordable-dinner",)),  # a no-match turn releases generic views only: not recorded
+        (budget, ()),  # finance's scope: its own history
+        (budget, ("affordable-dinner",)),
+        (dinner, ("affordable-dinner", "budget-review")),
+    ]
+    runtime.close()
 
 
 def test_auditor_audits_the_served_interface(tmp_path: Path) -> None:
