@@ -9,6 +9,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from pathlib import Path
 
@@ -16,21 +17,34 @@ import pytest
 
 from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.interface import Interface
 from dpmem_ref.ledger import MemoryLedgerStore
+<<<<<<< HEAD
 from dpmem_ref.ledger.contract import LedgerStoreError
+=======
+from dpmem_ref.ledger.contract import LedgerStore, LedgerStoreError
+>>>>>>> surv-g
 from dpmem_ref.ledger.epochs import (
     EPOCH_KEY,
     EPOCHS_KEY,
     MAX_REASON,
+<<<<<<< HEAD
     RECORD_KEY,
+=======
+>>>>>>> surv-g
     bind,
     check_reason,
     current_epoch,
     epoch_log,
     interface_record,
 )
+<<<<<<< HEAD
+=======
+from dpmem_ref.ledger.evolution import Change
+>>>>>>> surv-g
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
-from tests.runtime_fixtures import INTERFACE, ROOT, copy_example, ledger_table, open_runtime
+from dpmem_ref.ledger.urls import open_ledger_store
+from tests.runtime_fixtures import INTERFACE, ROOT, copy_example, ledger_table, open_runtime, store_url
 
 DINNER = "What should I cook for dinner tonight?"
 
@@ -312,3 +326,260 @@ def test_chat_reports_the_total_over_epochs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "budget epoch 1 (2 epochs, 1 over an unchanged interface)" in done.stderr
     assert "debt <= 4/1" in done.stderr
+
+
+# `bind` itself, on each durable backend: every row it writes (the interface record, the epoch
+# row, the binding log as stored text) and every refusal in its whole line, with the rows it
+# leaves as they were.
+SOURCE = INTERFACE.read_text()
+DEBT_CAP, DIABETES_CAP = "group = [4, 5, 6, 7, 8, 9]\ncap = 2", "group = [1, 2, 3, 4, 5, 6]\ncap = 2"
+LOWERED = SOURCE.replace(DEBT_CAP, DEBT_CAP[:-1] + "1")  # cap-lowered: safe, the ledgers carry over
+RAISED = SOURCE.replace(DIABETES_CAP, DIABETES_CAP[:-1] + "3")  # cap-raised: unsafe
+PERIODIC = SOURCE.replace("K = 4\n", 'K = 4\nperiod = "30 days"\n', 1)
+ROWS = ("runtime.interface", EPOCH_KEY, EPOCHS_KEY)
+
+
+def _interface(tmp_path: Path, text: str) -> Interface:
+    path = tmp_path / f"interface-{len(list(tmp_path.glob('interface-*')))}.toml"
+    path.write_text(text)
+    return load_interface_file(path).interface
+
+
+def _rows(ledger_store: LedgerStore) -> tuple[str | None, ...]:
+    return (ledger_store.fingerprint, *(ledger_store.read_meta(key) for key in ROWS))
+
+
+def _canonical(row: str | None) -> str:
+    """The row as the runtime writes its JSON meta rows: sorted keys, no spaces."""
+    assert row is not None
+    return json.dumps(json.loads(row), sort_keys=True, separators=(",", ":"))
+
+
+def _record_row(
+    interface: Interface,
+    user_caps: Mapping[str, Fraction] | None,
+    shares: Mapping[str, Mapping[str, Fraction]] | None = None,
+) -> str:
+    return _canonical(json.dumps(interface_record(interface, user_caps, shares)))
+
+
+DURABLE = ["sqlite", "postgres"]
+
+
+@pytest.mark.parametrize("kind", DURABLE)
+@pytest.mark.parametrize(
+    ("new_epoch", "user_caps", "now", "written"),
+    [
+        (None, None, None, {"reason": "created"}),
+        (
+            None,
+            {"diabetes": Fraction(5, 2), "debt": Fraction(3)},
+            100,
+            {"user_caps": {"debt": "3/1", "diabetes": "5/2"}, "at": 100, "reason": "created"},
+        ),
+        ("imported from the old server", None, 0, {"at": 0, "reason": "imported from the old server"}),
+    ],
+)
+def test_a_first_binding_writes_the_record_epoch_0_and_one_entry(
+    kind: str,
+    new_epoch: str | None,
+    user_caps: dict[str, Fraction] | None,
+    now: int | None,
+    written: dict[str, object],
+    tmp_path: Path,
+) -> None:
+    """The first binding binds the fingerprint and writes three rows: the interface record, the
+    epoch row "0" and a one-entry log, both JSON rows canonical (sorted keys, no spaces).
+    An unchanged interface opened again writes nothing."""
+    interface = _interface(tmp_path, SOURCE)
+    fingerprint = interface_fingerprint(interface)
+    ledger_store = open_ledger_store(store_url(kind, tmp_path))
+    assert bind(ledger_store, interface, user_caps, new_epoch, now=now) == (0, [])
+    entry = {
+        "fingerprint": fingerprint,
+        "caps": {"debt": "2/1", "diabetes": "2/1"},
+        **written,
+        "epoch": 0,
+        "changes": [],
+    }
+    assert _rows(ledger_store) == (fingerprint, _record_row(interface, user_caps), "0", _canonical(json.dumps([entry])))
+    assert epoch_log(ledger_store) == [entry]
+    first = _rows(ledger_store)
+    assert bind(ledger_store, interface, user_caps, None, now=200) == (0, [])
+    assert _rows(ledger_store) == first
+    ledger_store.close()
+
+
+def test_the_binding_log_row_is_stored_as_canonical_text() -> None:
+    interface = load_interface_file(INTERFACE).interface
+    ledger_store = MemoryLedgerStore()
+    bind(ledger_store, interface, {"diabetes": Fraction(3), "debt": Fraction(3)}, None, now=5)
+    assert ledger_store.read_meta(EPOCHS_KEY) == (
+        '[{"at":5,"caps":{"debt":"2/1","diabetes":"2/1"},"changes":[],"epoch":0,'
+        f'"fingerprint":"{interface_fingerprint(interface)}","reason":"created",'
+        '"user_caps":{"debt":"3/1","diabetes":"3/1"}}]'
+    )
+
+
+@pytest.mark.parametrize("kind", DURABLE)
+def test_each_binding_change_is_one_whole_entry_and_the_epoch_row_follows(kind: str, tmp_path: Path) -> None:
+    """created -> a safe change carried over (same epoch) -> an unsafe change refused in one
+    line, nothing written -> the same change as a new epoch -> a fresh budget over it, then
+    an unchanged interface: nothing written."""
+    base, lowered, raised = (_interface(tmp_path, text) for text in (SOURCE, LOWERED, RAISED))
+    user_caps = {"diabetes": Fraction(3), "debt": Fraction(3)}
+    shares = {"recipes": {"diabetes": Fraction(2), "debt": Fraction(1)}}
+    ledger_store = open_ledger_store(store_url(kind, tmp_path))
+    bind(ledger_store, base, user_caps, None, shares, now=10)
+    caps_lowered = {"debt": "1/1", "diabetes": "2/1"}
+    lowered_change = Change("cap-lowered", "debt: 2/1 -> 1/1")
+    assert bind(ledger_store, lowered, user_caps, None, shares, now=20) == (0, [lowered_change])
+    assert ledger_store.fingerprint == interface_fingerprint(lowered)
+    assert ledger_store.read_meta(EPOCH_KEY) == "0"
+    assert ledger_store.read_meta("runtime.interface") == _record_row(lowered, user_caps, shares)
+    before = _rows(ledger_store)
+    with pytest.raises(InputError) as caught:
+        bind(ledger_store, raised, user_caps, None, shares, now=30)
+    assert str(caught.value) == (
+        "interface: expected a change that carries the ledgers over, or a new budget epoch (--new-epoch REASON), "
+        "found 'unsafe change cap-raised (debt: 1/1 -> 2/1; 2 unsafe)'"
+    )
+    assert _rows(ledger_store) == before
+    raised_changes = [Change("cap-raised", "debt: 1/1 -> 2/1"), Change("cap-raised", "diabetes: 2/1 -> 3/1")]
+    assert bind(ledger_store, raised, user_caps, "raise the caps (ticket 7)", shares, now=40) == (1, raised_changes)
+    assert ledger_store.read_meta(EPOCH_KEY) == "1"
+    assert bind(ledger_store, raised, user_caps, "a reset on purpose", shares, fresh_budget=True) == (2, [])
+    assert ledger_store.read_meta(EPOCH_KEY) == "2"
+    common = {"user_caps": {"debt": "3/1", "diabetes": "3/1"}}
+    caps_raised = {"debt": "2/1", "diabetes": "3/1"}
+    assert epoch_log(ledger_store) == [
+        {
+            "fingerprint": interface_fingerprint(base),
+            "caps": {"debt": "2/1", "diabetes": "2/1"},
+            **common,
+            "at": 10,
+            "epoch": 0,
+            "reason": "created",
+            "changes": [],
+        },
+        {
+            "fingerprint": interface_fingerprint(lowered),
+            "caps": caps_lowered,
+            **common,
+            "at": 20,
+            "epoch": 0,
+            "reason": "carried over",
+            "changes": [lowered_change.to_json()],
+        },
+        {
+            "fingerprint": interface_fingerprint(raised),
+            "caps": caps_raised,
+            **common,
+            "at": 40,
+            "epoch": 1,
+            "reason": "raise the caps (ticket 7)",
+            "changes": [c.to_json() for c in raised_changes],
+        },
+        {
+            "fingerprint": interface_fingerprint(raised),
+            "caps": caps_raised,
+            **common,
+            "epoch": 2,
+            "reason": "a reset on purpose",
+            "changes": [],
+            "fresh_budget": True,
+        },
+    ]
+    after = _rows(ledger_store)
+    assert bind(ledger_store, raised, user_caps, None, shares, now=50) == (2, [])
+    assert _rows(ledger_store) == after
+    ledger_store.close()
+
+
+FRESH_ALONE = (
+    "--fresh-budget: expected --new-epoch REASON with it (a new epoch over an unchanged interface), "
+    "found 'no --new-epoch'"
+)
+NO_CHANGE = (
+    "--new-epoch: expected an interface change to start a new epoch for "
+    "(or --fresh-budget: reset every budget on purpose), found 'an unchanged interface'"
+)
+NO_CLOCK = "clock: expected the runtime's clock (a period origin to record), found 'none'"
+
+
+@pytest.mark.parametrize("bound", [False, True])
+def test_a_refused_binding_is_one_line_and_writes_nothing(bound: bool, tmp_path: Path) -> None:
+    """--fresh-budget without --new-epoch, a new epoch over an unchanged interface, and a
+    budget period with no clock to record its origin: each refused in its line, on a new
+    database as on a bound one, the rows left as they were."""
+    base, periodic = _interface(tmp_path, SOURCE), _interface(tmp_path, PERIODIC)
+    ledger_store = open_ledger_store(store_url("sqlite", tmp_path))
+    if bound:
+        bind(ledger_store, periodic, None, None, now=7)
+    before = _rows(ledger_store)
+    attempts: list[tuple[Callable[[], object], str]] = [
+        (lambda: bind(ledger_store, base, None, None, fresh_budget=True), FRESH_ALONE),
+        (lambda: bind(ledger_store, periodic, None, None, fresh_budget=True), FRESH_ALONE),
+    ]
+    if bound:
+        attempts.append((lambda: bind(ledger_store, periodic, None, "again", now=8), NO_CHANGE))
+    else:
+        attempts.append((lambda: bind(ledger_store, periodic, None, None), NO_CLOCK))
+    for attempt, message in attempts:
+        with pytest.raises(InputError) as caught:
+            attempt()
+        assert str(caught.value) == message
+        assert _rows(ledger_store) == before
+    ledger_store.close()
+
+
+@pytest.mark.parametrize("kind", DURABLE)
+def test_a_database_of_run_sessions_gets_its_record_and_its_period_origin(kind: str, tmp_path: Path) -> None:
+    """A database bound by `dpmem run` sessions only (the fingerprint, no interface record):
+    the same interface binds with no change; the record is written, and, where the interface
+    declares a budget period, one "period origin" entry of epoch 0 at the clock's time. Opened
+    again, nothing more is written."""
+    for text, now in ((SOURCE, None), (PERIODIC, 500)):
+        interface = _interface(tmp_path, text)
+        fingerprint = interface_fingerprint(interface)
+        folder = tmp_path / ("periodic" if now else "plain")
+        folder.mkdir()
+        ledger_store = open_ledger_store(store_url(kind, folder))
+        ledger_store.open_session("alice", "dinner", interface.caps, fingerprint=fingerprint)
+        assert _rows(ledger_store) == (fingerprint, None, None, None)
+        assert bind(ledger_store, interface, None, None, now=now) == (0, [])
+        record = _record_row(interface, None)
+        if now is None:
+            assert _rows(ledger_store) == (fingerprint, record, None, None)
+        else:
+            entry = {
+                "fingerprint": fingerprint,
+                "caps": {"debt": "2/1", "diabetes": "2/1"},
+                "at": 500,
+                "period": "30 days",
+                "origin": 500,
+                "epoch": 0,
+                "reason": "period origin",
+                "changes": [],
+            }
+            assert _rows(ledger_store) == (fingerprint, record, "0", _canonical(json.dumps([entry])))
+        written = _rows(ledger_store)
+        assert bind(ledger_store, interface, None, None, now=900) == (0, [])
+        assert _rows(ledger_store) == written
+        ledger_store.close()
+
+
+def test_a_database_bound_to_another_interface_without_its_record_is_refused(tmp_path: Path) -> None:
+    """No record to compare with: an unknown change, unsafe, refused; the binding stays."""
+    interface = _interface(tmp_path, SOURCE)
+    ledger_store = open_ledger_store(store_url("sqlite", tmp_path))
+    ledger_store.open_session("alice", "dinner", interface.caps, fingerprint="f" * 64)
+    with pytest.raises(InputError) as caught:
+        bind(ledger_store, interface, None, None, now=1)
+    assert str(caught.value) == (
+        "interface: expected a change that carries the ledgers over, or a new budget epoch (--new-epoch REASON), "
+        "found 'unsafe change unknown-record (no comparable interface re..."  # the found part cut at 60
+    )
+    assert caught.value.found == "unsafe change unknown-record (no comparable interface record; 1 unsafe)"
+    assert _rows(ledger_store) == ("f" * 64, None, None, None)
+    ledger_store.close()
