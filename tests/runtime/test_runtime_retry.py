@@ -17,7 +17,12 @@ from dpmem_ref.runtime.agent import AgentRuntime, ChannelUnavailable
 from dpmem_ref.runtime.turns import check_channel_answers
 from tests.runtime_fixtures import copy_example, ledger_table, open_runtime
 
-QUERIES = ["What should I cook for dinner tonight?", "Budget tips please", "Plan my weeknight evenings", "tell me a joke"]
+QUERIES = [
+    "What should I cook for dinner tonight?",
+    "Budget tips please",
+    "Plan my weeknight evenings",
+    "tell me a joke",
+]
 
 
 class FlakyChannel:
@@ -41,7 +46,9 @@ def _spent(runtime: AgentRuntime) -> dict[str, Fraction]:
 
 @pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("failures", [1, 3])
-def test_a_failed_channel_is_retried_from_the_recorded_views_at_no_new_charge(query: str, failures: int, tmp_path: Path) -> None:
+def test_a_failed_channel_is_retried_from_the_recorded_views_at_no_new_charge(
+    query: str, failures: int, tmp_path: Path
+) -> None:
     agent, memory = copy_example(tmp_path)
     channel = FlakyChannel(failures)
     runtime = open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}", llm=channel)
@@ -268,8 +275,13 @@ class BrokenChannel:
 
 @pytest.mark.parametrize(
     "error",
-    [TimeoutError("slow"), RuntimeError("model crashed"), InputError("--llm", "a reachable endpoint", "ConnectError"),
-     MemoryError(), ValueError("bad answer 12345")],
+    [
+        TimeoutError("slow"),
+        RuntimeError("model crashed"),
+        InputError("--llm", "a reachable endpoint", "ConnectError"),
+        MemoryError(),
+        ValueError("bad answer 12345"),
+    ],
 )
 def test_every_channel_failure_is_named_and_charged_once(error: Exception, tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
