@@ -22,7 +22,7 @@ from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.epochs import bind, epoch_guarantee
-from dpmem_ref.ledger.periods import epoch_ends, epoch_origins, period_index
+from dpmem_ref.ledger.periods import epoch_ends, epoch_origins, period_index, read_clock
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
 from dpmem_ref.runtime.agent import AgentRuntime
@@ -291,15 +291,71 @@ def test_a_period_change_needs_a_new_epoch(first: str | None, second: str | None
     runtime.close()
 
 
-@pytest.mark.parametrize("value", [T0 - 1, -1.0, float("nan"), "now", True])
-def test_an_unusable_clock_is_refused_in_one_line(value: object, tmp_path: Path) -> None:
+CLOCK_RULE = "clock: expected a finite, non-negative time in seconds (time.time), found {found}"
+SET_BACK = "clock: expected a time at or after the recorded period origin, found 'an earlier time'"
+# An unusable clock value and the `found` of its refusal: never a time, whatever the origin.
+UNUSABLE_CLOCKS = [
+    (-1.0, "-1.0"),
+    (-1, "-1"),
+    (-0.25, "-0.25"),
+    (float("nan"), "nan"),
+    (float("inf"), "inf"),
+    (float("-inf"), "-inf"),
+    ("now", "'str'"),
+    (True, "True"),
+    (None, "None"),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [(T0 - 1, SET_BACK), *((value, CLOCK_RULE.format(found=found)) for value, found in UNUSABLE_CLOCKS)],
+)
+def test_an_unusable_clock_is_refused_in_one_line(value: object, line: str, tmp_path: Path) -> None:
+    """At a turn, a clock that is no time is refused as such, before any period is computed;
+    a real time before the origin is a clock set back."""
     _with_period(tmp_path)
     clock = FakeClock(T0)
     runtime = _open(tmp_path, clock)
     clock.now = value  # type: ignore[assignment]
     with pytest.raises(InputError) as caught:
         runtime.turn("alice", "recipes", "i", DINNER)
-    assert str(caught.value).startswith("clock") and "\n" not in str(caught.value)
+    assert str(caught.value) == line and caught.value.field == "clock"
+    runtime.close()
+
+
+@pytest.mark.parametrize(("value", "found"), UNUSABLE_CLOCKS)
+@pytest.mark.parametrize("period", ["30 days", None])
+def test_an_unusable_clock_is_refused_at_open_in_its_line(
+    value: object, found: str, period: str | None, tmp_path: Path
+) -> None:
+    """`open` reads the clock to bind the epoch, with or without a declared period: a clock
+    that is no finite, non-negative time is refused there, in the one line naming the clock."""
+    _with_period(tmp_path, period)
+    with pytest.raises(InputError) as caught:
+        _open(tmp_path, FakeClock(value))  # type: ignore[arg-type]
+    assert str(caught.value) == CLOCK_RULE.format(found=found)
+    assert caught.value.field == "clock"
+
+
+@pytest.mark.parametrize(
+    ("value", "exact"),
+    [
+        (0, Fraction(0)),
+        (-0.0, Fraction(0)),
+        (0.5, Fraction(1, 2)),
+        (0.75, Fraction(3, 4)),
+        (T0, Fraction(6_800_000_003, 4)),
+        (ORIGIN, Fraction(ORIGIN)),
+    ],
+)
+def test_the_clock_is_read_as_its_exact_time(value: float, exact: Fraction, tmp_path: Path) -> None:
+    """Any finite time from zero on is read exactly (a float's own binary value, no
+    rounding): the epoch's origin is its whole second and the turn's period follows."""
+    assert read_clock(FakeClock(value)) == exact and type(read_clock(FakeClock(value))) is Fraction
+    _with_period(tmp_path)
+    runtime = _open(tmp_path, FakeClock(value))
+    assert runtime.period_origin == math.floor(exact) and runtime.period() == 0
     runtime.close()
 
 
