@@ -22,7 +22,7 @@ from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError
 from dpmem_ref.ledger.epochs import bind, epoch_guarantee
-from dpmem_ref.ledger.periods import epoch_ends, epoch_origins, period_index
+from dpmem_ref.ledger.periods import epoch_ends, epoch_origins, period_index, read_clock
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
 from dpmem_ref.runtime.agent import AgentRuntime
@@ -35,7 +35,10 @@ T0 = 1_700_000_000.75  # the first binding's clock time; the origin is floor(T0)
 ORIGIN = math.floor(T0)
 DINNER = "What should I cook for dinner tonight?"
 QUERIES = [DINNER, "Budget tips please", "Any advice before my doctor check-up?"]
-SHARES = {"recipes": {"diabetes": Fraction(2), "debt": Fraction(1)}, "finance": {"diabetes": Fraction(1), "debt": Fraction(2)}}
+SHARES = {
+    "recipes": {"diabetes": Fraction(2), "debt": Fraction(1)},
+    "finance": {"diabetes": Fraction(1), "debt": Fraction(2)},
+}
 USER_CAPS = {"diabetes": Fraction(3), "debt": Fraction(3)}
 # The SQL check below parses the interaction ids itself (no runtime code).
 PERIOD_SCOPE = re.compile(r"^e(0|[1-9][0-9]*):p(0|[1-9][0-9]*):app:([A-Za-z0-9][A-Za-z0-9._-]*)$")
@@ -70,7 +73,9 @@ def _room(runtime: AgentRuntime, app: str = "recipes") -> dict[str, Fraction]:
     return {a: Fraction(v) for a, v in runtime.remaining("alice", app).items()}
 
 
-def _spend(runtime: AgentRuntime, clock: FakeClock, turns: int, step: float, app: str = "recipes") -> list[dict[str, Fraction]]:
+def _spend(
+    runtime: AgentRuntime, clock: FakeClock, turns: int, step: float, app: str = "recipes"
+) -> list[dict[str, Fraction]]:
     """`turns` rounds of the three queries, the clock moving `step` seconds before each
     round; the room after each turn."""
     rooms = []
@@ -96,7 +101,9 @@ def test_each_period_has_fresh_budget_and_never_within_one(tmp_path: Path) -> No
     assert runtime.period() == 0
     spent = {a: start[a] - rooms[-1][a] for a in start}
     assert spent == share  # the share is reached exactly, within the period...
-    assert all(rooms[k][a] <= rooms[k - 1][a] for k in range(1, len(rooms)) for a in start)  # ...and never renewed in it
+    assert all(
+        rooms[k][a] <= rooms[k - 1][a] for k in range(1, len(rooms)) for a in start
+    )  # ...and never renewed in it
     assert all(spent[a] <= share[a] for a in share)
     # The boundary is origin + P, exactly: fresh ledgers from there, whatever was spent.
     clock.now = ORIGIN + P - 0.25
@@ -162,8 +169,16 @@ def test_the_composed_guarantee_is_k_times_the_share_exactly(periods: int, tmp_p
     assert current["periods"] == periods and current["period_index"] == periods - 1 and current["period"] == "30 days"
     for app, share in SHARES.items():
         for a, cap in share.items():
-            assert Fraction(current["per_share"][app][a]) == periods * cap == ComposedGuarantee(periods, period, cap).composed
-            assert any(line.startswith(f"application {app}, {a}: ") and ComposedGuarantee(periods, period, cap).line(f"share({app}, {a})") in line for line in current["lines"])
+            assert (
+                Fraction(current["per_share"][app][a])
+                == periods * cap
+                == ComposedGuarantee(periods, period, cap).composed
+            )
+            assert any(
+                line.startswith(f"application {app}, {a}: ")
+                and ComposedGuarantee(periods, period, cap).line(f"share({app}, {a})") in line
+                for line in current["lines"]
+            )
     for a, cap in USER_CAPS.items():
         assert Fraction(current["per_user"][a]) == periods * cap == Fraction(report["per_user"][a])
     for a, cap in runtime.interface.caps.items():
@@ -172,7 +187,9 @@ def test_the_composed_guarantee_is_k_times_the_share_exactly(periods: int, tmp_p
     # The owner's listing: the current period's scope carries k x share, the per-user row k x U_a.
     rows = runtime.ledgers("alice")
     (mine,) = [r for r in rows if r["scope"]["app"] == "recipes" and r["scope"].get("period") == periods - 1]
-    assert {a: Fraction(v) for a, v in mine["scope"]["over_periods"]["composed"].items()} == {a: periods * c for a, c in SHARES["recipes"].items()}
+    assert {a: Fraction(v) for a, v in mine["scope"]["over_periods"]["composed"].items()} == {
+        a: periods * c for a, c in SHARES["recipes"].items()
+    }
     assert mine["scope"]["over_periods"]["caveat"] == CAVEAT
     (total,) = [r for r in rows if r["scope"]["app"] is None]
     assert total["scope"]["period"] == periods - 1 and total["scope"]["over_epochs"] == report
@@ -195,7 +212,9 @@ def test_sql_sums_per_period_stay_within_the_share(tmp_path: Path) -> None:
                         runtime.turn(user, app, f"i{k}", query, turn_id=f"t{k}-{n}-{q}")
     runtime.close()
     with sqlite3.connect(tmp_path / "ledgers.db") as connection:
-        rows = connection.execute("SELECT user, interaction, charge_set, epsilon FROM releases WHERE admitted = 1").fetchall()
+        rows = connection.execute(
+            "SELECT user, interaction, charge_set, epsilon FROM releases WHERE admitted = 1"
+        ).fetchall()
     connection.close()
     per_period: dict[tuple[str, str, int], dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
     for user, interaction, charge_set, epsilon in rows:
@@ -272,15 +291,71 @@ def test_a_period_change_needs_a_new_epoch(first: str | None, second: str | None
     runtime.close()
 
 
-@pytest.mark.parametrize("value", [T0 - 1, -1.0, float("nan"), "now", True])
-def test_an_unusable_clock_is_refused_in_one_line(value: object, tmp_path: Path) -> None:
+CLOCK_RULE = "clock: expected a finite, non-negative time in seconds (time.time), found {found}"
+SET_BACK = "clock: expected a time at or after the recorded period origin, found 'an earlier time'"
+# An unusable clock value and the `found` of its refusal: never a time, whatever the origin.
+UNUSABLE_CLOCKS = [
+    (-1.0, "-1.0"),
+    (-1, "-1"),
+    (-0.25, "-0.25"),
+    (float("nan"), "nan"),
+    (float("inf"), "inf"),
+    (float("-inf"), "-inf"),
+    ("now", "'str'"),
+    (True, "True"),
+    (None, "None"),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [(T0 - 1, SET_BACK), *((value, CLOCK_RULE.format(found=found)) for value, found in UNUSABLE_CLOCKS)],
+)
+def test_an_unusable_clock_is_refused_in_one_line(value: object, line: str, tmp_path: Path) -> None:
+    """At a turn, a clock that is no time is refused as such, before any period is computed;
+    a real time before the origin is a clock set back."""
     _with_period(tmp_path)
     clock = FakeClock(T0)
     runtime = _open(tmp_path, clock)
     clock.now = value  # type: ignore[assignment]
     with pytest.raises(InputError) as caught:
         runtime.turn("alice", "recipes", "i", DINNER)
-    assert str(caught.value).startswith("clock") and "\n" not in str(caught.value)
+    assert str(caught.value) == line and caught.value.field == "clock"
+    runtime.close()
+
+
+@pytest.mark.parametrize(("value", "found"), UNUSABLE_CLOCKS)
+@pytest.mark.parametrize("period", ["30 days", None])
+def test_an_unusable_clock_is_refused_at_open_in_its_line(
+    value: object, found: str, period: str | None, tmp_path: Path
+) -> None:
+    """`open` reads the clock to bind the epoch, with or without a declared period: a clock
+    that is no finite, non-negative time is refused there, in the one line naming the clock."""
+    _with_period(tmp_path, period)
+    with pytest.raises(InputError) as caught:
+        _open(tmp_path, FakeClock(value))  # type: ignore[arg-type]
+    assert str(caught.value) == CLOCK_RULE.format(found=found)
+    assert caught.value.field == "clock"
+
+
+@pytest.mark.parametrize(
+    ("value", "exact"),
+    [
+        (0, Fraction(0)),
+        (-0.0, Fraction(0)),
+        (0.5, Fraction(1, 2)),
+        (0.75, Fraction(3, 4)),
+        (T0, Fraction(6_800_000_003, 4)),
+        (ORIGIN, Fraction(ORIGIN)),
+    ],
+)
+def test_the_clock_is_read_as_its_exact_time(value: float, exact: Fraction, tmp_path: Path) -> None:
+    """Any finite time from zero on is read exactly (a float's own binary value, no
+    rounding): the epoch's origin is its whole second and the turn's period follows."""
+    assert read_clock(FakeClock(value)) == exact and type(read_clock(FakeClock(value))) is Fraction
+    _with_period(tmp_path)
+    runtime = _open(tmp_path, FakeClock(value))
+    assert runtime.period_origin == math.floor(exact) and runtime.period() == 0
     runtime.close()
 
 
@@ -332,7 +407,22 @@ def test_the_origin_itself_is_in_the_first_period(tmp_path: Path) -> None:
 def test_chat_prints_the_guarantee_composed_over_the_periods(tmp_path: Path) -> None:
     agent, memory = _with_period(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "dpmem_ref.cli", "chat", str(agent), "--memory", str(memory), "--user", "alice", "--app", "recipes", "--ephemeral", "--seed", "0"],
+        [
+            sys.executable,
+            "-m",
+            "dpmem_ref.cli",
+            "chat",
+            str(agent),
+            "--memory",
+            str(memory),
+            "--user",
+            "alice",
+            "--app",
+            "recipes",
+            "--ephemeral",
+            "--seed",
+            "0",
+        ],
         input=DINNER + "\n",
         capture_output=True,
         text=True,

@@ -4,6 +4,7 @@ retry with the same turn id regenerates from the recorded views at no new charge
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -14,10 +15,15 @@ import pytest
 import dpmem_ref.runtime.agent as agent_module
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.runtime.agent import AgentRuntime, ChannelUnavailable
-from dpmem_ref.runtime.turns import check_channel_answers
+from dpmem_ref.runtime.turns import channel_name, check_channel_answers
 from tests.runtime_fixtures import copy_example, ledger_table, open_runtime
 
-QUERIES = ["What should I cook for dinner tonight?", "Budget tips please", "Plan my weeknight evenings", "tell me a joke"]
+QUERIES = [
+    "What should I cook for dinner tonight?",
+    "Budget tips please",
+    "Plan my weeknight evenings",
+    "tell me a joke",
+]
 
 
 class FlakyChannel:
@@ -41,7 +47,9 @@ def _spent(runtime: AgentRuntime) -> dict[str, Fraction]:
 
 @pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("failures", [1, 3])
-def test_a_failed_channel_is_retried_from_the_recorded_views_at_no_new_charge(query: str, failures: int, tmp_path: Path) -> None:
+def test_a_failed_channel_is_retried_from_the_recorded_views_at_no_new_charge(
+    query: str, failures: int, tmp_path: Path
+) -> None:
     agent, memory = copy_example(tmp_path)
     channel = FlakyChannel(failures)
     runtime = open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}", llm=channel)
@@ -94,6 +102,54 @@ def test_a_channel_failure_is_one_exact_line_naming_the_channel_kind(
     assert str(caught.value) == UNAVAILABLE.format(name="BrokenChannel", retry=retry, error="ConnectionError")
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
     base.close()
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on: a connection to it is refused at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+# An address with a user, a password and a port: none of it may appear in a message.
+OPENAI_WITH_SECRETS = "openai:http://user:secret@127.0.0.1:{port}/v1#tiny-model"
+
+
+@pytest.mark.parametrize(
+    ("llm", "name"),
+    [
+        ("echo", "echo"),
+        ("smollm2", "smollm2"),
+        ("hf:HuggingFaceTB/SmolLM2-135M-Instruct", "hf"),
+        ("hf:C:/models/local", "hf"),
+        ("openai:http://127.0.0.1:8000/v1#m", "openai"),
+        (OPENAI_WITH_SECRETS.format(port=8000), "openai"),
+        ("openai:https://host name:1/v1#m", "openai"),
+        (FlakyChannel(0), "FlakyChannel"),
+        (object(), "object"),
+    ],
+)
+def test_a_channel_is_named_by_its_kind_never_by_its_address(llm: object, name: str) -> None:
+    """A channel given as text is named by the part before its first colon (the whole text
+    when it has none); a channel object by its type."""
+    assert channel_name(llm) == name
+
+
+def test_an_unreachable_endpoint_is_named_openai_at_start_up_and_at_a_turn(tmp_path: Path) -> None:
+    """The channel's name in `open`'s start-up refusal and in a turn's failure is its kind
+    alone: never the URL with its user, password, host or port."""
+    agent, memory = copy_example(tmp_path)
+    llm = OPENAI_WITH_SECRETS.format(port=_closed_port())
+    with pytest.raises(ChannelUnavailable) as caught:
+        open_runtime(agent, memory, "memory:", llm=llm)
+    assert str(caught.value) == START_UP_REFUSAL.format(name="openai", error="InputError")
+    runtime = open_runtime(agent, memory, "memory:", llm=llm, check_channel=False)
+    assert runtime.channel_name == "openai"
+    with pytest.raises(ChannelUnavailable) as failed:
+        runtime.turn("alice", "finance", "i", QUERIES[1], turn_id="t-1")
+    assert str(failed.value) == UNAVAILABLE.format(name="openai", retry=WITH_ID, error="InputError")
+    runtime.close()
+    assert open_runtime(agent, memory, "memory:", llm="echo").channel_name == "echo"
 
 
 TURN_ID_REUSED = "turn_id: expected the query of the turn it names (an idempotency key), found 'another query'"
@@ -268,8 +324,13 @@ class BrokenChannel:
 
 @pytest.mark.parametrize(
     "error",
-    [TimeoutError("slow"), RuntimeError("model crashed"), InputError("--llm", "a reachable endpoint", "ConnectError"),
-     MemoryError(), ValueError("bad answer 12345")],
+    [
+        TimeoutError("slow"),
+        RuntimeError("model crashed"),
+        InputError("--llm", "a reachable endpoint", "ConnectError"),
+        MemoryError(),
+        ValueError("bad answer 12345"),
+    ],
 )
 def test_every_channel_failure_is_named_and_charged_once(error: Exception, tmp_path: Path) -> None:
     agent, memory = copy_example(tmp_path)
