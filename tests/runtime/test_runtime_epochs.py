@@ -19,29 +19,19 @@ from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger import MemoryLedgerStore
-<<<<<<< HEAD
-from dpmem_ref.ledger.contract import LedgerStoreError
-=======
 from dpmem_ref.ledger.contract import LedgerStore, LedgerStoreError
->>>>>>> surv-g
 from dpmem_ref.ledger.epochs import (
     EPOCH_KEY,
     EPOCHS_KEY,
     MAX_REASON,
-<<<<<<< HEAD
     RECORD_KEY,
-=======
->>>>>>> surv-g
     bind,
     check_reason,
     current_epoch,
     epoch_log,
     interface_record,
 )
-<<<<<<< HEAD
-=======
 from dpmem_ref.ledger.evolution import Change
->>>>>>> surv-g
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.ledger.urls import open_ledger_store
 from tests.runtime_fixtures import INTERFACE, ROOT, copy_example, ledger_table, open_runtime, store_url
@@ -176,7 +166,7 @@ def test_the_binding_log_lists_every_entry_as_bound_in_order() -> None:
     ]
 
 
-def _canonical(value: object) -> str:
+def _compact_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
@@ -194,7 +184,7 @@ def test_the_binding_rows_are_written_as_canonical_json() -> None:
         '[{"at":100,"caps":{"debt":"2/1","diabetes":"2/1"},"changes":[],"epoch":0,'
         f'"fingerprint":"{fingerprint}","reason":"created","user_caps":{{"debt":"3/1","diabetes":"5/2"}}}}]'
     )
-    assert ledger_store.read_meta(RECORD_KEY) == _canonical(interface_record(interface, user_caps, shares))
+    assert ledger_store.read_meta(RECORD_KEY) == _compact_json(interface_record(interface, user_caps, shares))
     record = json.loads(ledger_store.read_meta(RECORD_KEY) or "null")
     assert list(record) == ["interface", "shares", "user_caps"]  # built as interface, user_caps, shares
 
