@@ -486,6 +486,26 @@ def test_each_binding_change_is_one_whole_entry_and_the_epoch_row_follows(kind: 
     ledger_store.close()
 
 
+def test_every_new_epoch_of_a_periodic_interface_records_its_own_origin_and_the_record(tmp_path: Path) -> None:
+    """Each new epoch starts its budget period at the clock's time, the earlier epochs'
+    origins notwithstanding, and writes the interface record it was bound to."""
+    periodic = _interface(tmp_path, PERIODIC)
+    raised = _interface(tmp_path, PERIODIC.replace(DIABETES_CAP, DIABETES_CAP[:-1] + "3"))
+    ledger_store = MemoryLedgerStore()
+    bind(ledger_store, periodic, None, None, now=10)
+    assert bind(ledger_store, periodic, None, "a reset on purpose", fresh_budget=True, now=20) == (1, [])
+    raised_change = [Change("cap-raised", "diabetes: 2/1 -> 3/1")]
+    assert bind(ledger_store, raised, None, "raise the diabetes cap", now=30) == (2, raised_change)
+    assert ledger_store.read_meta(RECORD_KEY) == _record_row(raised, None)
+    assert ledger_store.read_meta(EPOCH_KEY) == "2"
+    assert [(e["epoch"], e.get("period"), e.get("origin")) for e in epoch_log(ledger_store)] == [
+        (0, "30 days", 10),
+        (1, "30 days", 20),
+        (2, "30 days", 30),
+    ]
+    ledger_store.close()
+
+
 FRESH_ALONE = (
     "--fresh-budget: expected --new-epoch REASON with it (a new epoch over an unchanged interface), "
     "found 'no --new-epoch'"
