@@ -28,6 +28,24 @@ def chain_key_fixture(key: str) -> Callable[..., Iterator[None]]:
     return _chain_key
 
 
+def public_key_in_the_test_folder_fixture() -> Callable[..., Iterator[None]]:
+    """An autouse fixture for a test module: the environment's chain key is the public development
+    key (never the module's own KEY: a test that names its key uses it), no key file, the anchor in
+    its default place, and the working folder is the test's tmp_path (error lines name relative
+    paths). Assign it at module level: `_public_key = public_key_in_the_test_folder_fixture()`."""
+
+    @pytest.fixture(autouse=True)
+    def _public_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+        monkeypatch.delenv("DPMEM_LEDGER_KEY", raising=False)
+        monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
+        monkeypatch.delenv("DPMEM_LEDGER_ANCHOR_DIR", raising=False)
+        monkeypatch.setenv("DPMEM_LEDGER_DEV_KEY", "1")
+        monkeypatch.chdir(tmp_path)
+        yield
+
+    return _public_key
+
+
 @pytest.fixture(name="loads")
 def count_loads(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter[SessionKey]]:
     """Every `load` of a SQLite ledger session, counted by session key (then the real load).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,19 +25,13 @@ from dpmem_ref.core.exits import EXIT_BAD_INPUT
 from dpmem_ref.ledger import LedgerStoreError
 from dpmem_ref.ledger.anchor import BACKUP, read_anchor
 from dpmem_ref.ledger.backup import backup_sqlite, verify_sqlite
+from tests.ledger_fixtures import public_key_in_the_test_folder_fixture
 
 NOT_YET = "a path that does not exist yet (never overwritten)"
 APART = "a new file apart from the live database and its -wal/-shm/-journal/.hwm"
 
 
-@pytest.fixture(autouse=True)
-def _in_the_test_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("DPMEM_LEDGER_KEY", raising=False)
-    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
-    monkeypatch.delenv("DPMEM_LEDGER_ANCHOR_DIR", raising=False)
-    monkeypatch.setenv("DPMEM_LEDGER_DEV_KEY", "1")  # the environment's key: the public one, never KEY
-    monkeypatch.chdir(tmp_path)
-    yield
+_public_key = public_key_in_the_test_folder_fixture()
 
 
 def listing() -> list[str]:

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from test_ledger_binding import LEGACY_SCHEMA, ROOT
 from test_ledger_fingerprint import BASE, variant
-from test_ledger_recovery_records import _another_key_in_the_environment  # noqa: F401  (autouse: the test folder, the public key)
 
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.core.errors import InputError
@@ -30,6 +29,10 @@ from dpmem_ref.ledger.chain import ChainKey
 from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.ledger.migrate import Routes
 from dpmem_ref.ledger.restore import migrate_sqlite
+from tests.ledger_fixtures import public_key_in_the_test_folder_fixture
+
+# the environment holds the public key, never KEY; each test in its own folder
+_public_key = public_key_in_the_test_folder_fixture()
 
 KEY = ChainKey(secret=b"migration-test-key-0123456789abcdef", keyed=True)
 FIGURE = load_interface_file(ROOT / "examples" / "figure2.toml").interface
@@ -47,8 +50,6 @@ HISTORY: tuple[tuple[str, str, tuple[tuple[str, str, bool, tuple[str, ...], str]
     ("t4", "checkup-reminder", (("health", "health-generic", False, (), "0/1"),)),
 )  # fmt: skip
 LEDGERS = (("diabetes", "2/1", "2/1"), ("debt", "22/3", "8/1"))  # (attribute, spent, cap): Figure 2's caps
-
-
 
 
 def record(query: str, releases: tuple[tuple[str, str, bool, tuple[str, ...], str], ...]) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import sqlite3
 import tempfile
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from dpmem_ref.ledger.fingerprint import interface_fingerprint
 from dpmem_ref.ledger.migrate import Routes
 from dpmem_ref.ledger.restore import migrate_sqlite, reanchor_sqlite, restore_sqlite
 from dpmem_ref.ledger.sqlite.schema import identity
+from tests.ledger_fixtures import public_key_in_the_test_folder_fixture
 from tests.ledger_fixtures import sqlite_statement as sql
 
 KEY = ChainKey(secret=b"recovery-records-key-0123456789", keyed=True)
@@ -40,14 +40,7 @@ FAILS_EVERY_CHAIN_INSERT = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _another_key_in_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("DPMEM_LEDGER_KEY", raising=False)
-    monkeypatch.delenv("DPMEM_LEDGER_KEY_FILE", raising=False)
-    monkeypatch.delenv("DPMEM_LEDGER_ANCHOR_DIR", raising=False)
-    monkeypatch.setenv("DPMEM_LEDGER_DEV_KEY", "1")  # the environment's key: the public one, never KEY
-    monkeypatch.chdir(tmp_path)
-    yield
+_public_key = public_key_in_the_test_folder_fixture()
 
 
 def charged(path: str, interaction: str, charges: int = 2) -> HighWater:
