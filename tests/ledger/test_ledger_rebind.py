@@ -20,6 +20,7 @@ import pytest
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger import LedgerStore, LedgerStoreError, SessionKey, SQLiteLedgerStore
+from dpmem_ref.ledger.anchor import read_anchor
 from dpmem_ref.ledger.chain import rebind_body
 from dpmem_ref.ledger.urls import SCHEMES
 from tests.ledger.test_ledger_contract import CAPS, make_store, req
@@ -171,3 +172,46 @@ def test_binding_history_of_an_unknown_interface_needs_the_migration(ledger_stor
     with pytest.raises(LedgerStoreError, match="charges without an interface fingerprint; .*dpmem ledger migrate"):
         ledger_store.rebind(None, FP_A, {"runtime.epoch": "1"}, caps_for=lambda k: NEW_CAPS)
     assert state(ledger_store) == before
+
+
+def test_a_rebind_expecting_another_binding_is_refused_in_one_line(ledger_store: LedgerStore) -> None:
+    """The compare-and-set refusal names the stored fingerprint's first 12 digits (none when
+    the database is unbound) and the given one's."""
+
+    def refusal(expected: str | None) -> InputError:
+        with pytest.raises(InputError) as refused:
+            ledger_store.rebind(expected, FP_B, {"runtime.epoch": "1"})
+        assert refused.value.field.startswith("ledger database ")
+        return refused.value
+
+    unbound = refusal(FP_C)
+    assert str(unbound) == (
+        f"{unbound.field}: expected the interface it was created with (fingerprint ), "
+        f"found 'a different interface (fingerprint {'b' * 12})'"
+    )
+    ledger_store.rebind(None, FP_A, {})
+    bound = refusal(FP_C)
+    assert str(bound) == (
+        f"{bound.field}: expected the interface it was created with (fingerprint {'a' * 12}), "
+        f"found 'a different interface (fingerprint {'b' * 12})'"
+    )
+
+
+def test_a_committed_rebind_raises_the_sqlite_anchor_to_its_event(tmp_path: Path) -> None:
+    """The rebind event is the chain head the anchor file records once it commits."""
+    store = SQLiteLedgerStore(tmp_path / "ledger.db")
+    three_sessions(store)
+    store.rebind(FP_A, FP_B, {"runtime.epoch": "1"}, caps_for=lambda k: NEW_CAPS)
+    head = chain(store)[-1]
+    assert head[1] == "rebind"
+    mark = read_anchor(store.high_water_path, store.key, store.identity)
+    assert mark is not None and mark.seq == head[0]
+    store.close()
+
+
+@pytest.mark.parametrize("key", ["epoch", "runtime.\n", 7])
+def test_a_meta_key_outside_the_runtime_prefix_is_refused_naming_it(ledger_store: LedgerStore, key: object) -> None:
+    with pytest.raises(InputError) as refused:
+        ledger_store.rebind(None, FP_A, {key: "1"})  # type: ignore[dict-item]
+    assert str(refused.value) == f"meta key: expected printable ASCII text starting with 'runtime.', found {key!r}"
+    assert ledger_store.fingerprint is None  # refused before any write

@@ -29,6 +29,7 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.policy import EMPTY_ITEM
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.runtime.router import FreeTextRouter, Route
+from dpmem_ref.runtime.similarity import keyword_pattern
 from tests.runtime_fixtures import ROOT, as_fractions, copy_example, open_runtime
 
 FREE_TEXT = [
@@ -213,3 +214,58 @@ def test_a_query_that_is_no_text_is_refused_naming_its_type(text: object, found:
         router.route(text)  # type: ignore[arg-type]
     assert str(refused.value) == f"query: expected text, found {found!r}"
     assert refused.value.field == "query"
+
+
+def test_the_spec_builds_the_router_it_declares() -> None:
+    """From [router]: the catalogue's queries in order, each keyword rule under its query, the
+    target texts (a query's text then its examples, one space apart), the threshold (1/2 when
+    absent) and the encoder given; an absent keywords or examples table declares none."""
+    encoder = FixedEncoder((Fraction(0),) * 4)
+    spec = {"examples": {"budget-review": ["my bills", "savings plan"]}, "threshold": "3/4"}
+    router = FreeTextRouter.from_spec(spec, CATALOGUE, encoder)
+    texts = {q.name: q.text for q in CATALOGUE.queries}
+    assert router.names == NAMES
+    assert router.keywords == {}
+    assert router.targets == {**texts, "budget-review": texts["budget-review"] + " my bills savings plan"}
+    assert router.threshold == Fraction(3, 4) and router.embedder is encoder
+    keyworded = FreeTextRouter.from_spec({"keywords": {"weeknight-plan": ["weeknight", "evening"]}}, CATALOGUE, None)
+    assert keyworded.threshold == Fraction(1, 2) and keyworded.targets == texts and keyworded.embedder is None
+    assert keyworded.keywords == {
+        "weeknight-plan": (keyword_pattern("weeknight", "rule"), keyword_pattern("evening", "rule"))
+    }
+    assert keyworded.route("an evening plan") == Route("weeknight-plan", Fraction(1))
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"keywords": ["dinner"]}, "router.keywords: expected a table query -> [texts], found 'list'"),
+        ({"examples": "dinner"}, "router.examples: expected a table query -> [texts], found 'str'"),
+        (
+            {"keywords": {"lunch": ["noon"]}},
+            f"router.keywords.lunch: expected a catalogue query among {list(NAMES)}, found 'lunch'",
+        ),
+        (
+            {"examples": {"lunch": ["noon"]}},
+            f"router.examples.lunch: expected a catalogue query among {list(NAMES)}, found 'lunch'",
+        ),
+        (
+            {"keywords": {"budget-review": "bills"}},
+            "router.keywords.budget-review: expected a list of non-empty strings, found 'str'",
+        ),
+        (
+            {"examples": {"budget-review": [""]}},
+            "router.examples.budget-review: expected a list of non-empty strings, found 'list'",
+        ),
+        (
+            {"examples": {"budget-review": [7]}},
+            "router.examples.budget-review: expected a list of non-empty strings, found 'list'",
+        ),
+        ({"threshold": "0"}, "router.threshold: expected a number in (0, 1] (0 would route every text), found '0'"),
+        ({}, "router: expected keywords, an encoder, or both, found 'neither'"),
+    ],
+)
+def test_a_bad_router_spec_is_refused_in_one_line_naming_its_field(spec: dict[str, object], message: str) -> None:
+    with pytest.raises(InputError) as refused:
+        FreeTextRouter.from_spec(spec, CATALOGUE, None)
+    assert str(refused.value) == message
