@@ -101,3 +101,28 @@ def test_a_malformed_line_is_refused_in_one_line_naming_line_and_field(
     with pytest.raises(InputError) as refused:
         _load(interface, tmp_path, json.dumps(FIRST), "", line)
     assert str(refused.value) == message
+
+
+def test_a_memory_file_that_does_not_exist_yet_loads_an_empty_book(interface: Interface, tmp_path: Path) -> None:
+    book = MemoryBook.load(interface, _untagged, tmp_path / "memory.jsonl")
+    assert book.path == tmp_path / "memory.jsonl" and book.entries("alice") == []
+
+
+def test_a_memory_path_that_is_not_a_regular_file_is_refused_naming_the_option(
+    interface: Interface, tmp_path: Path
+) -> None:
+    with pytest.raises(InputError) as refused:
+        MemoryBook.load(interface, _untagged, tmp_path)
+    message = str(refused.value)  # the long path is cut short, so only its start is exact
+    assert message.startswith("--memory: expected a regular JSON lines file, found 'a directory: /")
+    assert "\n" not in message
+
+
+def test_a_memory_file_of_undecodable_bytes_is_refused_without_its_content(
+    interface: Interface, tmp_path: Path
+) -> None:
+    path = tmp_path / "memory.jsonl"
+    path.write_bytes(_line(id="m1").encode("utf-8") + b"\n\xff\xfe" + SECRET.encode("utf-8") + b"\n")
+    with pytest.raises(InputError) as refused:
+        MemoryBook.load(interface, _untagged, path)
+    assert str(refused.value) == f"memory file {path}: expected UTF-8 text, found 'undecodable bytes'"

@@ -262,6 +262,7 @@ def test_the_spec_builds_the_router_it_declares() -> None:
             "router.examples.budget-review: expected a list of non-empty strings, found 'list'",
         ),
         ({"threshold": "0"}, "router.threshold: expected a number in (0, 1] (0 would route every text), found '0'"),
+        ({"threshold": "3/2"}, "router.threshold: expected a number in [0, 1], found '3/2'"),
         ({}, "router: expected keywords, an encoder, or both, found 'neither'"),
     ],
 )
