@@ -28,6 +28,22 @@ def test_every_equivalence_judgement_names_a_mutant_of_a_mutated_module_with_one
         assert reason.strip() and "\n" not in reason and len(reason) >= 20, name
 
 
+def test_the_round4_judgements_name_round4_mutants_once_apart_from_the_kernels() -> None:
+    """The round-4 run judges with both files joined (tools/mutation/scope.py): a name judged in
+    both would make the joined file invalid TOML, and a kernel mutant judged here would be judged
+    outside the kernel's own report."""
+    kernel = tomllib.loads((ROOT / "tools" / "mutation" / "equivalents.toml").read_text())["equivalent"]
+    round4 = tomllib.loads((ROOT / "tools" / "mutation" / "equivalents-round4.toml").read_text())["equivalent"]
+    listing = (ROOT / "tools" / "mutation" / "round4-modules.txt").read_text().split()
+    modules = {entry.removesuffix(".py").replace("/", ".") for entry in listing if entry.endswith(".py")}
+    assert round4 and not set(round4) & set(kernel)
+    for name, reason in round4.items():
+        module, _, function = name.rpartition(".")
+        assert module in modules, name
+        assert re.fullmatch(r"x\S*__mutmut_\d+", function), name
+        assert reason.strip() and "\n" not in reason and len(reason) >= 20, name
+
+
 def test_the_committed_report_meets_the_floor_with_every_survivor_judged() -> None:
     report = (ROOT / "tools" / "mutation" / "REPORT.md").read_text()
     raw = float(re.search(r"raw score \(killed / checked\): \*\*([\d.]+)%\*\*", report).group(1))  # type: ignore[union-attr]
