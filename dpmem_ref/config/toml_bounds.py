@@ -28,13 +28,16 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.limits import MAX_HEADER_CHARS, MAX_KEY_PARTS, MAX_TOML_DEPTH, MAX_TOML_KEYS
 
 # One token per match; every other character (bare keys, numbers, spaces) is skipped by
-# the regex engine. Possessive repeats: a string that never closes fails in linear time.
+# the regex engine. Atomic groups: a string that never closes fails in linear time (no
+# backtracking into the group). Not possessive repeats of an alternation: an early Python 3.11
+# (3.11.2; 3.11.7 does not) matches those wrongly (a multi-line string holding `"b""` and an escaped quote was
+# missed, and its brackets counted as structure).
 _TOKEN = re.compile(
-    r'"""(?:[^"\\]++|\\[\s\S]|"(?!""))*+"{3,5}'  # multi-line basic string
-    r"|'''(?:[^']++|'(?!''))*+'{3,5}"  # multi-line literal string
-    r'|"(?:[^"\\\n]++|\\.)*+"'  # basic string
-    r"|'[^'\n]*+'"  # literal string
-    r"|#[^\n]*+"  # comment
+    r'"""(?>(?:[^"\\]+|\\[\s\S]|"(?!""))*)"{3,5}'  # multi-line basic string
+    r"|'''(?>(?:[^']+|'(?!''))*)'{3,5}"  # multi-line literal string
+    r'|"(?>(?:[^"\\\n]+|\\.)*)"'  # basic string
+    r"|'(?>[^'\n]*)'"  # literal string
+    r"|#(?>[^\n]*)"  # comment
     r"|[\[\]{}=.,\n]"  # structure
     r"|[\"']"  # a quote that opens no complete string: invalid TOML
 )
