@@ -167,6 +167,7 @@ def test_the_binding_log_lists_every_entry_as_bound_in_order() -> None:
 
 
 def _compact_json(value: object) -> str:
+    """The value as the runtime writes its JSON meta rows: sorted keys, no spaces."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
@@ -339,18 +340,12 @@ def _rows(ledger_store: LedgerStore) -> tuple[str | None, ...]:
     return (ledger_store.fingerprint, *(ledger_store.read_meta(key) for key in ROWS))
 
 
-def _canonical(row: str | None) -> str:
-    """The row as the runtime writes its JSON meta rows: sorted keys, no spaces."""
-    assert row is not None
-    return json.dumps(json.loads(row), sort_keys=True, separators=(",", ":"))
-
-
 def _record_row(
     interface: Interface,
     user_caps: Mapping[str, Fraction] | None,
     shares: Mapping[str, Mapping[str, Fraction]] | None = None,
 ) -> str:
-    return _canonical(json.dumps(interface_record(interface, user_caps, shares)))
+    return _compact_json(interface_record(interface, user_caps, shares))
 
 
 DURABLE = ["sqlite", "postgres"]
@@ -392,7 +387,7 @@ def test_a_first_binding_writes_the_record_epoch_0_and_one_entry(
         "epoch": 0,
         "changes": [],
     }
-    assert _rows(ledger_store) == (fingerprint, _record_row(interface, user_caps), "0", _canonical(json.dumps([entry])))
+    assert _rows(ledger_store) == (fingerprint, _record_row(interface, user_caps), "0", _compact_json([entry]))
     assert epoch_log(ledger_store) == [entry]
     first = _rows(ledger_store)
     assert bind(ledger_store, interface, user_caps, None, now=200) == (0, [])
@@ -572,7 +567,7 @@ def test_a_database_of_run_sessions_gets_its_record_and_its_period_origin(kind: 
                 "reason": "period origin",
                 "changes": [],
             }
-            assert _rows(ledger_store) == (fingerprint, record, "0", _canonical(json.dumps([entry])))
+            assert _rows(ledger_store) == (fingerprint, record, "0", _compact_json([entry]))
         written = _rows(ledger_store)
         assert bind(ledger_store, interface, None, None, now=900) == (0, [])
         assert _rows(ledger_store) == written
