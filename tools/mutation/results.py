@@ -27,7 +27,9 @@ import argparse
 import fnmatch
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 STORE = ROOT / "tools" / "mutation" / "results"
@@ -35,12 +37,17 @@ MUTANTS = ROOT / "mutants"
 NO_VERDICT = 255  # mutmut's worker raised instead of returning (report.py counts it as not checked)
 
 
+def _metas(mutants: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """mutmut's cache files under `mutants` (one `<module>.meta` per mutated file) and their JSON."""
+    for meta_path in sorted(mutants.glob("**/*.py.meta")) if mutants.is_dir() else []:
+        yield meta_path, json.loads(meta_path.read_text())
+
+
 def save(mutants: Path = MUTANTS, store: Path = STORE) -> int:
     """Copy mutmut's verdicts from `mutants` into `store`; the number of verdicts saved."""
     saved = 0
-    for meta_path in sorted(mutants.glob("**/*.py.meta")) if mutants.is_dir() else []:
+    for meta_path, meta in _metas(mutants):
         module = meta_path.relative_to(mutants).as_posix().removesuffix(".meta")
-        meta = json.loads(meta_path.read_text())
         verdicts = {
             name: code
             for name, code in sorted(meta["exit_code_by_key"].items())
@@ -91,8 +98,7 @@ def retest(names: set[str], mutants: Path = MUTANTS) -> int:
     names tests it again with the others that have none (one run, one type check and one clean
     test pass, rather than a run naming them first); the number dropped."""
     dropped = 0
-    for meta_path in sorted(mutants.glob("**/*.py.meta")) if mutants.is_dir() else []:
-        meta = json.loads(meta_path.read_text())
+    for meta_path, meta in _metas(mutants):
         codes = meta["exit_code_by_key"]
         named = [name for name, code in codes.items() if name in names and code is not None]
         if named:
@@ -110,8 +116,7 @@ def pending(patterns: list[str], mutants: Path = MUTANTS) -> list[str]:
     mutants is not listed here (its cached verdicts stand until the next generation): the next
     run without names tests it, and the report counts it as not checked until then."""
     names: list[str] = []
-    for meta_path in sorted(mutants.glob("**/*.py.meta")) if mutants.is_dir() else []:
-        meta = json.loads(meta_path.read_text())
+    for _, meta in _metas(mutants):
         names += [
             name
             for name, code in meta["exit_code_by_key"].items()
