@@ -9,6 +9,8 @@ import re
 import tomllib
 from pathlib import Path
 
+from tests.mutation_tools import load_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -34,8 +36,8 @@ def test_the_round4_judgements_name_round4_mutants_once_apart_from_the_kernels()
     outside the kernel's own report."""
     kernel = tomllib.loads((ROOT / "tools" / "mutation" / "equivalents.toml").read_text())["equivalent"]
     round4 = tomllib.loads((ROOT / "tools" / "mutation" / "equivalents-round4.toml").read_text())["equivalent"]
-    listing = (ROOT / "tools" / "mutation" / "round4-modules.txt").read_text().split()
-    modules = {entry.removesuffix(".py").replace("/", ".") for entry in listing if entry.endswith(".py")}
+    listing = (ROOT / "tools" / "mutation" / "round4-modules.txt").read_text()
+    modules = {module.removesuffix(".py").replace("/", ".") for module in load_tool("scope").listed_modules(listing)}
     assert round4 and not set(round4) & set(kernel)
     for name, reason in round4.items():
         module, _, function = name.rpartition(".")

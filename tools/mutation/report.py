@@ -26,6 +26,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scope import listed_modules  # noqa: E402  (tools/mutation/scope.py: the round-4 listing's format)
+
 EQUIVALENTS = ROOT / "tools" / "mutation" / "equivalents.toml"
 # mutmut 3's exit-code meanings (mutmut.stats.status_by_exit_code), except 255, which mutmut books
 # as a timeout: its worker's pytest run raised instead of returning a verdict (here: pytest did not
@@ -33,13 +36,6 @@ EQUIVALENTS = ROOT / "tools" / "mutation" / "equivalents.toml"
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 35: "suspicious",
           36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "not checked", 37: "caught by type check",
           -11: "segfault", -9: "segfault", 2: "interrupted", None: "not checked"}
-
-
-def listed_modules(listing: str) -> list[str]:
-    """The modules of a listing such as tools/mutation/round4-modules.txt: its lines ending .py
-    (comments, `tests:`, `drop:` and `k:` lines are not modules)."""
-    entries = (line.strip() for line in listing.splitlines())
-    return [entry for entry in entries if entry.endswith(".py") and ":" not in entry and not entry.startswith("#")]
 
 
 def mutmut(*args: str) -> str:

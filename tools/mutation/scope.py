@@ -17,9 +17,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _entries(listing: str) -> list[str]:
+    stripped = (line.strip() for line in listing.splitlines())
+    return [entry for entry in stripped if entry and not entry.startswith("#")]
+
+
+def listed_modules(listing: str) -> list[str]:
+    """The modules of a listing such as round4-modules.txt: its entries ending .py (the `tests:`,
+    `drop:` and `k:` entries and the comments are not modules)."""
+    return [entry for entry in _entries(listing) if entry.endswith(".py") and ":" not in entry]
+
+
 def widened(pyproject: str, listing: str) -> str:
-    entries = [line.strip() for line in listing.splitlines() if line.strip() and not line.startswith("#")]
-    modules = [entry for entry in entries if entry.endswith(".py") and ":" not in entry]
+    entries = _entries(listing)
+    modules = listed_modules(listing)
     tests = [entry.split(":", 1)[1].strip() for entry in entries if entry.startswith("tests:")]
     dropped = {entry.split(":", 1)[1].strip() for entry in entries if entry.startswith("drop:")}
 
