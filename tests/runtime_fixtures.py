@@ -1,13 +1,16 @@
 """Shared pieces of the runtime tests (tests/runtime/test_runtime_*.py): the example agent, a
-runtime on each ledger backend, and exact sums over committed release rows."""
+runtime on each ledger backend, exact sums over committed release rows, and an encoder whose
+similarities are given."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 import tests.postgres_server as postgres_server
 from dpmem_ref.runtime import AgentRuntime
@@ -62,3 +65,15 @@ def ledger_table(runtime: AgentRuntime, user: str) -> dict[tuple[int, str | None
 
 def as_fractions(table: Mapping[str, str]) -> dict[str, Fraction]:
     return {a: Fraction(v) for a, v in table.items()}
+
+
+@attrs.frozen
+class FixedEncoder:
+    """An encoder whose similarities are given: the same list for any text."""
+
+    similar: tuple[Fraction, ...]
+    asked: list[tuple[str, list[str]]] = attrs.field(factory=list)
+
+    def similarities(self, text: str, targets: Sequence[str]) -> list[Fraction]:
+        self.asked.append((text, list(targets)))
+        return list(self.similar)

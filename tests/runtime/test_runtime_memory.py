@@ -13,7 +13,7 @@ from dpmem_ref.audit.check import check_interface
 from dpmem_ref.core.policy import Store
 from dpmem_ref.runtime.similarity import QUANTUM, keyword_pattern, quantise
 from dpmem_ref.runtime.tagger import Tagger, slot_tags
-from tests.runtime_fixtures import copy_example, open_runtime
+from tests.runtime_fixtures import FixedEncoder, copy_example, open_runtime
 
 DINNER = "What should I cook for dinner tonight?"
 
@@ -143,16 +143,6 @@ def test_tagger_threshold_is_exact() -> None:
     assert Tagger(threshold=Fraction(3, 5), embedder=_Fixed(Fraction(599, 1000))).tag("x", tags) == frozenset()
 
 
-class _Listed:
-    """A stand-in embedder answering the given similarities, whatever the targets."""
-
-    def __init__(self, *similar: Fraction) -> None:
-        self.similar = list(similar)
-
-    def similarities(self, text: str, targets: list[str]) -> list[Fraction]:
-        return list(self.similar)
-
-
 def test_a_tagger_keyword_rule_scores_exactly_one_over_any_similarity() -> None:
     """A rule that matches scores 1, with or without an embedder; a tag without a match
     scores its similarity (0 without an embedder), each tag in sorted order."""
@@ -160,7 +150,7 @@ def test_a_tagger_keyword_rule_scores_exactly_one_over_any_similarity() -> None:
     tags = frozenset({"blood-sugar", "dairy-free"})
     text = "My doctor changed my insulin dose."
     assert Tagger(rules=rules).scores(text, tags) == {"blood-sugar": Fraction(1), "dairy-free": Fraction(0)}
-    with_embedder = Tagger(rules=rules, embedder=_Listed(Fraction(3, 10), Fraction(7, 10)))
+    with_embedder = Tagger(rules=rules, embedder=FixedEncoder((Fraction(3, 10), Fraction(7, 10))))
     assert with_embedder.scores(text, tags) == {"blood-sugar": Fraction(1), "dairy-free": Fraction(7, 10)}
     assert with_embedder.scores("no keyword here", tags) == {
         "blood-sugar": Fraction(3, 10),
@@ -171,7 +161,7 @@ def test_a_tagger_keyword_rule_scores_exactly_one_over_any_similarity() -> None:
 def test_a_tagger_embedder_that_answers_for_another_number_of_tags_is_refused() -> None:
     tags = frozenset({"blood-sugar", "dairy-free"})
     for similar in ([Fraction(1, 2)], [Fraction(1, 2)] * 3):
-        tagger = Tagger(embedder=_Listed(*similar))
+        tagger = Tagger(embedder=FixedEncoder(tuple(similar)))
         with pytest.raises(ValueError, match=r"^zip\(\) argument 2 is (shorter|longer) than argument 1$"):
             tagger.scores("a memory", tags)
 

@@ -30,7 +30,7 @@ from dpmem_ref.core.policy import EMPTY_ITEM
 from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.runtime.router import FreeTextRouter, Route
 from dpmem_ref.runtime.similarity import keyword_pattern
-from tests.runtime_fixtures import ROOT, as_fractions, copy_example, open_runtime
+from tests.runtime_fixtures import ROOT, FixedEncoder, as_fractions, copy_example, open_runtime
 
 FREE_TEXT = [
     "What should I cook for dinner tonight?",
@@ -143,18 +143,6 @@ def test_auditor_audits_the_served_interface(tmp_path: Path) -> None:
 
 CATALOGUE = load_interface_file(ROOT / "examples" / "agent" / "interface.toml").interface
 NAMES = ("affordable-dinner", "checkup-reminder", "budget-review", "weeknight-plan")  # catalogue order
-
-
-@attrs.frozen
-class FixedEncoder:
-    """An encoder whose similarities are given: the same list for any text."""
-
-    similar: tuple[Fraction, ...]
-    asked: list[tuple[str, list[str]]] = attrs.field(factory=list)
-
-    def similarities(self, text: str, targets: Sequence[str]) -> list[Fraction]:
-        self.asked.append((text, list(targets)))
-        return list(self.similar)
 
 
 def encoder_router(similar: Sequence[Fraction], threshold: str = "1/2") -> FreeTextRouter:
