@@ -32,9 +32,11 @@ ACCEPT = {"Accept": "application/json, text/event-stream"}
 FOREIGN = {"Host": "dpmem.example.org", "Origin": "https://elsewhere.example.org"}
 
 
-@pytest.fixture(scope="module")
-def mcp_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, dict[str, str]]]:
-    folder = tmp_path_factory.mktemp("mcp")
+@pytest.fixture
+def mcp_client(tmp_path: Any) -> Iterator[tuple[TestClient, dict[str, str]]]:
+    # One app per test, not per module: mutmut books a module fixture's calls to the first test
+    # that sets it up, so the app's name, instructions and log level would be checked by one test only.
+    folder = tmp_path
     keys_path, tokens = write_keys(folder)
     memory, _ = marked_memory(folder)
     sdk_log = logging.getLogger("mcp")
