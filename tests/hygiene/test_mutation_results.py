@@ -118,3 +118,58 @@ def test_retest_drops_only_the_named_verdicts_and_pending_lists_what_has_none(tm
         results.pending(["dpmem_ref.ledger.chain.x_unkeyed__*", "*__mutmut_1", "*__mutmut_3"], tmp_path / "mutants")
         == []
     )
+
+
+def _git(folder: Path, *args: str) -> str:
+    import subprocess
+
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_the_tests_of_changed_test_files_and_of_files_importing_a_changed_helper_are_forgotten(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "helper.py").write_text("VALUE = 1\n")
+    (tests / "test_edited.py").write_text("def test_a(): pass\n")
+    (tests / "test_untouched.py").write_text("def test_b(): pass\n")
+    (tests / "test_uses_helper.py").write_text("from tests.helper import VALUE\ndef test_c(): pass\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "tests")
+    collected_at = _git(tmp_path, "rev-parse", "HEAD")
+    ids = ["tests/test_edited.py::test_a", "tests/test_untouched.py::test_b", "tests/test_uses_helper.py::test_c[1]"]
+    stats = {
+        "tests_by_mangled_function_name": {"dpmem_ref.m.x_f": ids, "dpmem_ref.m.x_g": ids[1:]},
+        "duration_by_test": dict.fromkeys(ids, 0.5),
+        "git_commit": collected_at,
+    }
+    mutants = tmp_path / "mutants"
+    mutants.mkdir()
+    (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
+    (tests / "test_edited.py").write_text("def test_a(): assert True\n")
+    (tests / "helper.py").write_text("VALUE = 2\n")
+    _git(tmp_path, "commit", "-qam", "edited")
+    (tests / "test_new.py").write_text("def test_d(): pass\n")  # untracked: new names to mutmut anyway
+
+    assert results.forget_changed_tests(mutants, tmp_path) == 2
+    after = json.loads((mutants / "mutmut-stats.json").read_text())
+    assert after["duration_by_test"] == {"tests/test_untouched.py::test_b": 0.5}
+    assert after["tests_by_mangled_function_name"] == {
+        "dpmem_ref.m.x_f": ["tests/test_untouched.py::test_b"],
+        "dpmem_ref.m.x_g": ["tests/test_untouched.py::test_b"],
+    }
+    assert after["git_commit"] == _git(tmp_path, "rev-parse", "HEAD")
+    # once forgotten, nothing has changed since: the next call forgets nothing
+    assert results.forget_changed_tests(mutants, tmp_path) == 0
+
+    # stats taken at a commit this clone does not know: every test is forgotten
+    (mutants / "mutmut-stats.json").write_text(json.dumps({**stats, "git_commit": "0" * 40}))
+    assert results.forget_changed_tests(mutants, tmp_path) == 3
+    assert json.loads((mutants / "mutmut-stats.json").read_text())["duration_by_test"] == {}

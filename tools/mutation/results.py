@@ -12,6 +12,13 @@ mutated file, the verdicts and the function hashes under `tools/mutation/results
   without names tests them with the rest (tools/mutation/run.sh: the unjudged survivors).
 - `pending PATTERN...` lists the mutants matching the patterns that mutmut holds no verdict for
   (tools/mutation/run.sh's MUTATION_ONLY: naming a mutant to mutmut re-tests it, verdict or not).
+- `forget-changed-tests` drops from mutmut's stats (`mutants/mutmut-stats.json`) every test of a
+  test file changed since the stats were collected (and of the files that import a changed helper
+  module under tests/): mutmut maps a mutant to the tests that reached its function when their
+  stats were taken and collects stats again only for tests whose *names* are new, so an edited
+  test (a new assertion that calls another function, a fixture built per test instead of per
+  module) would never run against the functions it now reaches. Forgotten, they are new tests to
+  mutmut's next run, which collects their stats first. Prints how many were forgotten.
 - `restore` writes the store back as mutmut's `.meta` files where `mutants/` has none. mutmut then
   generates the mutants, compares each function's hash with the stored one, and keeps a verdict
   only where the function is unchanged (its own rule for its own cache, `create_mutants_for_file`);
@@ -26,6 +33,8 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,9 +134,76 @@ def pending(patterns: list[str], mutants: Path = MUTANTS) -> list[str]:
     return names
 
 
+def _changed_test_files(since: str | None, root: Path) -> set[str] | None:
+    """Paths (relative to `root`) of the files under tests/ that differ between commit `since` and
+    the working tree, deleted ones included; None when `since` is not a commit git knows here."""
+    if since is None:
+        return None
+    known = subprocess.run(["git", "cat-file", "-e", f"{since}^{{commit}}"], cwd=root, capture_output=True, check=False)
+    if known.returncode != 0:
+        return None
+    listed = subprocess.run(
+        ["git", "diff", "--name-only", since, "--", "tests"], cwd=root, capture_output=True, text=True, check=True
+    )
+    untracked = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard", "--", "tests"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(listed.stdout.split()) | set(untracked.stdout.split())
+
+
+def _affected_test_files(changed: set[str], root: Path) -> set[str]:
+    """The changed test files, and every test file that imports a changed helper module of tests/
+    (`tests/ledger_fixtures.py` -> a file naming `ledger_fixtures`) or lies under a changed conftest."""
+    affected = {path for path in changed if Path(path).name.startswith("test_")}
+    helpers = [Path(path) for path in changed if not Path(path).name.startswith("test_") and path.endswith(".py")]
+    for test_file in (root / "tests").rglob("test_*.py"):
+        relative = test_file.relative_to(root).as_posix()
+        text = None
+        for helper in helpers:
+            if helper.name == "conftest.py":
+                if test_file.is_relative_to(root / helper.parent):
+                    affected.add(relative)
+                continue
+            text = test_file.read_text(encoding="utf-8") if text is None else text
+            if re.search(rf"\b{re.escape(helper.stem)}\b", text):
+                affected.add(relative)
+    return affected
+
+
+def forget_changed_tests(mutants: Path = MUTANTS, root: Path = ROOT) -> int:
+    """Drop from mutmut's stats the tests of the test files changed since the stats' commit (every
+    test when that commit is unknown here), and move the stats' commit to HEAD; the number dropped.
+
+    mutmut's next run finds them missing from its stats, takes them for new tests and collects
+    their stats before any mutant runs (`collect_or_load_stats`)."""
+    stats_path = mutants / "mutmut-stats.json"
+    if not stats_path.exists():
+        return 0
+    stats = json.loads(stats_path.read_text())
+    changed = _changed_test_files(stats.get("git_commit"), root)
+    durations: dict[str, float] = stats["duration_by_test"]
+    if changed is None:
+        forgotten = set(durations)
+    else:
+        affected = _affected_test_files(changed, root)
+        forgotten = {test for test in durations if test.split("::")[0] in affected}
+    for test in forgotten:
+        del durations[test]
+    for function, tests in stats["tests_by_mangled_function_name"].items():
+        stats["tests_by_mangled_function_name"][function] = [test for test in tests if test not in forgotten]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+    stats["git_commit"] = head.stdout.strip()
+    stats_path.write_text(json.dumps(stats, indent=2))
+    return len(forgotten)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=("save", "restore", "pending", "retest"))
+    parser.add_argument("action", choices=("save", "restore", "pending", "retest", "forget-changed-tests"))
     parser.add_argument("patterns", nargs="*", help="pending: mutant-name patterns (mutmut's globs)")
     args = parser.parse_args()
     if args.action == "pending":
@@ -135,6 +211,13 @@ def main() -> int:
     elif args.action == "retest":
         names = set(sys.stdin.read().split())
         print(f"mutation results: {retest(names)} cached verdicts dropped, to be tested again")
+    elif args.action == "forget-changed-tests":
+        forgotten = forget_changed_tests()
+        print(
+            f"mutation stats: {forgotten} tests of changed test files forgotten (mutmut collects them again)",
+            file=sys.stderr,
+        )
+        print(forgotten)
     elif args.action == "save":
         print(f"mutation results: {save()} verdicts saved under {STORE.relative_to(ROOT)}/")
     else:

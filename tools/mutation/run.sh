@@ -42,10 +42,18 @@ if [ "${MUTATION_FRESH:-0}" = "1" ]; then
   rm -rf mutants tools/mutation/results
 fi
 "$PY" tools/mutation/results.py restore
+# Tests edited since mutmut took their stats (a new assertion, a fixture now built per test) are
+# forgotten, so that mutmut takes their stats again as new tests: it maps a mutant to the tests
+# that reached its function when their stats were taken, and re-takes only tests of new names.
+forgotten=0
+if [ -f mutants/mutmut-stats.json ]; then
+  forgotten="$("$PY" tools/mutation/results.py forget-changed-tests)"
+fi
 # Which tests reach each function inside a child process (a real `dpmem serve`, a CLI process):
-# mutmut records in-process calls only. Its stats first (a run that names no mutant), then the
-# edges the children add (tools/mutation/subprocess_reach.py), before any mutant runs.
-if [ ! -f mutants/mutmut-stats.json ]; then
+# mutmut records in-process calls only. Its stats first (a run that names no mutant: all of them,
+# or those of the forgotten tests), then the edges the children add
+# (tools/mutation/subprocess_reach.py, for the tests mutmut has stats of), before any mutant runs.
+if [ ! -f mutants/mutmut-stats.json ] || [ "$forgotten" != "0" ]; then
   nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" "dpmem_ref.no_such_module.*" >"$LOG.stats" 2>&1 || true
 fi
 nice -n 10 "$PY" tools/mutation/subprocess_reach.py --everywhere-under dpmem_ref/serve/
