@@ -63,6 +63,14 @@ def test_the_spec_builds_the_tagger_it_declares() -> None:
             {"descriptions": {"dairy-free": ""}},
             "tagger.descriptions.dairy-free: expected a known tag with a non-empty text, found 'dairy-free'",
         ),
+        (
+            {"descriptions": {"lactose": "no milk"}},
+            "tagger.descriptions.lactose: expected a known tag with a non-empty text, found 'lactose'",
+        ),
+        (
+            {"descriptions": {"dairy-free": 3}},
+            "tagger.descriptions.dairy-free: expected a known tag with a non-empty text, found 'dairy-free'",
+        ),
         ({"threshold": "3/2"}, "tagger.threshold: expected a number in [0, 1], found '3/2'"),
     ],
 )
