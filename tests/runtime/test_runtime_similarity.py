@@ -5,7 +5,9 @@
   whatever their lengths (a zero embedding is similar to nothing), through any encoder
   registered under `dpmem.encoders`; the targets (the catalogue's texts) are encoded once;
 - `make_embedder` builds it for "minilm" only (the shipped MiniLM, loaded lazily: building
-  it reads no model), None for no encoder, and refuses any other name in one line.
+  it reads no model), None for no encoder, and refuses any other name in one line;
+- `keyword_pattern` takes a keyword or phrase of 1..200 characters, not blank, and matches it
+  as whole words (any run of white space between them) of the lowered text `matches` counts.
 
 Here a registered stand-in encoder with fixed vectors gives exact expected cosines; the
 real MiniLM's similarities are the slow test of `test_runtime_memory`."""
@@ -20,7 +22,7 @@ import pytest
 
 from dpmem_ref.channel.registry import ENCODER_GROUP
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.runtime.similarity import QUANTUM, MiniLMEmbedder, make_embedder, quantise
+from dpmem_ref.runtime.similarity import QUANTUM, MiniLMEmbedder, keyword_pattern, make_embedder, matches, quantise
 
 VECTORS = {
     "query": (3.0, 4.0, 0.0, 0.0),  # length 5
@@ -90,3 +92,30 @@ def test_make_embedder_refuses_any_other_encoder_in_one_line(stand_in: None) -> 
             str(refused.value)
             == f"encoder: expected \"minilm\" (the shipped all-MiniLM-L6-v2) or absent, found '{name}'"
         )
+
+
+def test_a_keyword_matches_whole_words_of_the_text_in_any_case() -> None:
+    pattern = keyword_pattern("Blood  Sugar", "router.keywords.q[0]")
+    for text in ("blood sugar", "My BLOOD\tsugar is high", "(blood sugar)", "blood sugar-free"):
+        assert matches([pattern], text) == 1, text
+    for text in ("bloodsugar", "xblood sugar", "Myblood sugar", "2blood sugar", "blood sugars", "blood sugar2"):
+        assert matches([pattern], text) == 0, text
+    assert matches([pattern, keyword_pattern("high", "f"), keyword_pattern("low", "f")], "Blood sugar HIGH") == 2
+
+
+def test_a_keyword_of_up_to_200_characters_is_accepted() -> None:
+    longest = "a" * 200
+    assert matches([keyword_pattern(longest, "tagger.rules.t[0]")], f"an {longest.upper()}!") == 1
+
+
+@pytest.mark.parametrize(
+    ("keyword", "found"),
+    [("", "str"), (" \t\n", "str"), ("a" * 201, "str"), (3, "int"), (["glucose"], "list")],
+    ids=["empty", "blank", "201 characters", "a number", "a list"],
+)
+def test_a_bad_keyword_is_refused_in_one_exact_line(keyword: object, found: str) -> None:
+    with pytest.raises(InputError) as refused:
+        keyword_pattern(keyword, "tagger.rules.blood-sugar[1]")  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        f"tagger.rules.blood-sugar[1]: expected a keyword or phrase of 1..200 characters, found '{found}'"
+    )

@@ -58,6 +58,10 @@ def test_the_spec_builds_the_tagger_it_declares() -> None:
             {"rules": {"blood-sugar": "glucose"}},
             "tagger.rules.blood-sugar: expected a non-empty list of keywords, found 'str'",
         ),
+        (
+            {"rules": {"blood-sugar": ["glucose", 3]}},
+            "tagger.rules.blood-sugar[1]: expected a keyword or phrase of 1..200 characters, found 'int'",
+        ),
         ({"descriptions": "milk"}, "tagger.descriptions: expected a table tag -> text, found 'str'"),
         (
             {"descriptions": {"dairy-free": ""}},
@@ -78,3 +82,27 @@ def test_a_bad_tagger_spec_is_refused_in_one_line_naming_its_field(spec: dict[st
     with pytest.raises(InputError) as refused:
         Tagger.from_spec(spec, KNOWN, None)
     assert str(refused.value) == message
+
+
+def test_the_threshold_is_an_exact_rational_in_zero_excluded_to_one() -> None:
+    for threshold in (Fraction(1), Fraction(1, 1000), Fraction(3, 5)):
+        assert Tagger(threshold=threshold).threshold == threshold
+    refused_thresholds: list[tuple[object, str]] = [
+        (Fraction(0), "Fraction(0, 1)"),
+        (Fraction(-1, 2), "Fraction(-1, 2)"),
+        (Fraction(3, 2), "Fraction(3, 2)"),
+        (Fraction(2), "Fraction(2, 1)"),
+        (0.5, "0.5"),  # a float, even in range, is not exact
+        (1, "1"),
+    ]
+    for bad, found in refused_thresholds:
+        with pytest.raises(InputError) as refused:
+            Tagger(threshold=bad)  # type: ignore[arg-type]
+        assert str(refused.value) == f"tagger.threshold: expected an exact rational in (0, 1], found {found}"
+
+
+def test_a_spec_threshold_of_zero_is_refused() -> None:
+    """0 is in [0, 1], as a spec number must be, but would tag every text with every tag."""
+    with pytest.raises(InputError) as refused:
+        Tagger.from_spec({"threshold": "0"}, KNOWN, None)
+    assert str(refused.value) == "tagger.threshold: expected an exact rational in (0, 1], found Fraction(0, 1)"
