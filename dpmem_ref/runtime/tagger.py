@@ -44,7 +44,9 @@ class Tagger:
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.threshold, Fraction) or not 0 < self.threshold <= 1:
-            raise InputError("tagger.threshold", "an exact rational in (0, 1]", self.threshold)
+            # The number as written in the agent file ("3/2"), not its repr; a non-Fraction by its type.
+            found = str(self.threshold) if isinstance(self.threshold, Fraction) else type(self.threshold).__name__
+            raise InputError("tagger.threshold", "an exact rational in (0, 1]", found)
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, object], known: frozenset[str], embedder: Embedder | None) -> Tagger:
