@@ -1,12 +1,18 @@
 """What a turn hands its LLM channel (Eq. 2): the query text, the released view texts, and
 the prefix of this runtime's earlier answered turns of the same (user, app) scope only,
-(query, None, response) each, the latest 16 at most."""
+(query, None, response) each, the latest 16 at most; a channel named by its text
+(`openai:URL#MODEL`) decodes with the runtime's seed (0 without one)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.runtime_fixtures import copy_example, open_runtime
 
@@ -40,3 +46,44 @@ def test_the_channel_sees_the_latest_sixteen_turns_of_the_scope_only(tmp_path: P
     assert channel.calls[-1] == ("the last joke", channel.calls[0][1], tuple(answered["recipes"][-KEPT:]))
     assert len(channel.calls) == 2 * (KEPT + 3) + 1
     runtime.close()
+
+
+class _Endpoint(BaseHTTPRequestHandler):
+    """An OpenAI-compatible /chat/completions endpoint that answers "ok" and keeps every
+    request body."""
+
+    bodies: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:  # noqa: N802  # http.server's name
+        _Endpoint.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        data = json.dumps({"choices": [{"message": {"content": "ok"}}], "usage": {}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    """The `--llm` text of a local endpoint (a real HTTP server in this process)."""
+    pytest.importorskip("httpx")
+    _Endpoint.bodies.clear()
+    server = HTTPServer(("127.0.0.1", 0), _Endpoint)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    yield f"openai:http://127.0.0.1:{server.server_port}/v1#tiny-model"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(("seed", "sent"), [(7, 7), (0, 0), (None, 0)])
+def test_an_endpoint_decodes_with_the_runtimes_seed(seed: int | None, sent: int, endpoint: str, tmp_path: Path) -> None:
+    """Every request (the start-up check and each turn) carries the seed `open` was given."""
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:", llm=endpoint, seed=seed)
+    assert runtime.turn("alice", "recipes", "i", "Budget tips please").response == "ok"
+    runtime.close()
+    assert [body["seed"] for body in _Endpoint.bodies] == [sent, sent]  # the start-up check, then the turn

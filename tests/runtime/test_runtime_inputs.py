@@ -191,6 +191,30 @@ def test_bad_memory_file_refused_at_open(name: str, line: str, field: str, tmp_p
     assert not (tmp_path / "l.db").exists()  # refused before the ledger database was touched
 
 
+SEED_RULE = "--seed: expected a non-negative integer"
+
+
+@pytest.mark.parametrize(
+    ("seed", "found"),
+    [(-1, "-1"), (True, "True"), (1.5, "1.5"), ("7", "'7'"), ([0], "'list'")],
+    ids=["negative", "bool", "float", "text", "list"],
+)
+def test_a_bad_seed_is_refused_at_open_in_one_exact_line(seed: object, found: str, tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    with pytest.raises(InputError) as caught:
+        open_runtime(agent, memory, f"sqlite:///{tmp_path / 'l.db'}", seed=seed)
+    assert str(caught.value) == f"{SEED_RULE}, found {found}"
+    assert caught.value.field == "--seed"
+    assert not (tmp_path / "l.db").exists()  # refused before the ledger database was touched
+
+
+def test_seed_zero_is_served(tmp_path: Path) -> None:
+    agent, memory = copy_example(tmp_path)
+    runtime = open_runtime(agent, memory, "memory:", seed=0)
+    assert runtime.turn("alice", "recipes", "i", "dinner tonight?").route == "affordable-dinner"
+    runtime.close()
+
+
 def _chat(args: list[str], stdin: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {"PYTHONPATH": f"{ROOT}{':' + str(ROOT / 'eval')}", "PATH": "/usr/bin:/bin", "DPMEM_LEDGER_DEV_KEY": "1"}
     return subprocess.run(

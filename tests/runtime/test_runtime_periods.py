@@ -7,6 +7,7 @@ printed as k x share (k x U_a), exactly, through the kernel's ComposedGuarantee.
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import re
 import sqlite3
@@ -21,7 +22,7 @@ import pytest
 from dpmem_ref.config.load import load_interface_file
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger.contract import LedgerStoreError
-from dpmem_ref.ledger.epochs import bind, epoch_guarantee
+from dpmem_ref.ledger.epochs import EPOCHS_KEY, bind, epoch_guarantee
 from dpmem_ref.ledger.periods import epoch_ends, epoch_origins, period_index, read_clock
 from dpmem_ref.ledger.urls import open_ledger_store
 from dpmem_ref.parts.period import CAVEAT, BudgetPeriod, ComposedGuarantee
@@ -389,6 +390,26 @@ def test_a_runtime_built_with_a_mismatched_period_origin_is_refused_in_its_line(
     assert str(caught.value) == f"{ORIGIN_RULE}, found {origin!r}"
     assert (caught.value.field, caught.value.found) == ("budget.period", origin)
     opened.close()
+
+
+def test_an_origin_recorded_for_another_period_is_refused_at_open_in_its_line(tmp_path: Path) -> None:
+    """The epoch's origin counts periods of the length it was recorded with: a log whose
+    origin names another period than the interface's (only an edit of the log can write
+    one: a period change needs a new epoch) is refused when the runtime opens."""
+    _with_period(tmp_path)
+    _open(tmp_path, FakeClock(T0)).close()
+    ledger_store = open_ledger_store(f"sqlite:///{tmp_path / 'ledgers.db'}")
+    log = json.loads(ledger_store.read_meta(EPOCHS_KEY) or "null")
+    assert [(entry["epoch"], entry["period"], entry["origin"]) for entry in log] == [(0, "30 days", ORIGIN)]
+    log[0]["period"] = "7 days"
+    fingerprint = ledger_store.fingerprint
+    assert fingerprint is not None
+    ledger_store.rebind(fingerprint, fingerprint, {EPOCHS_KEY: json.dumps(log)})  # the log edited, nothing else
+    ledger_store.close()
+    with pytest.raises(InputError) as caught:
+        _open(tmp_path, FakeClock(T0))
+    assert str(caught.value) == "budget.period: expected the period epoch 0 recorded (7 days), found '30 days'"
+    assert (caught.value.field, caught.value.found) == ("budget.period", "30 days")
 
 
 def test_the_origin_itself_is_in_the_first_period(tmp_path: Path) -> None:

@@ -7,6 +7,9 @@
 - Two applications together never exceed the per-user cap U_a: each spends its own
   precommitted share (exactly, tight), and the shares sum to U_a.
 - One charge debits every scope in one transaction, or none (C5 per scope).
+- Which caps a runtime serves: the file's per-user caps and shares unless `user_caps`
+  or `shares` say otherwise, none without a per-user cap, and shares without a per-user
+  cap refused in one line.
 """
 
 from __future__ import annotations
@@ -198,6 +201,58 @@ def test_interface_change_carries_or_refuses_on_every_backend(backend: str, tmp_
     runtime = open_runtime(agent, memory, url, new_epoch="raise the diabetes cap")
     apps = {k: v for k, v in spent.items() if k[1] is not None}
     assert runtime.epoch == 1 and ledger_table(runtime, "alice") == apps  # epoch 0's scopes kept as recorded
+    runtime.close()
+
+
+USER_CAPS_LINE = "user_caps = { diabetes = 3, debt = 3 }\n"
+SHARES_TABLE = "[scopes.shares]\nrecipes = { diabetes = 2, debt = 1 }\nfinance = { diabetes = 1, debt = 2 }\n"
+FILE_CAPS = {"diabetes": Fraction(3), "debt": Fraction(3)}
+FILE_SHARES = {"recipes": {"diabetes": B, "debt": Fraction(1)}, "finance": {"diabetes": Fraction(1), "debt": B}}
+INTERFACE_CAPS = {"diabetes": B, "debt": B}
+NO_CAP = "scopes.shares: expected shares of a per-user cap (scopes.user_caps), found 'no per-user cap'"
+
+
+@pytest.mark.parametrize(
+    ("scopes", "options", "served"),
+    [
+        ("caps and shares", {}, (FILE_CAPS, FILE_SHARES)),
+        ("caps and shares", {"user_caps": True}, (FILE_CAPS, FILE_SHARES)),
+        ("caps and shares", {"user_caps": False}, (None, None)),
+        ("caps and shares", {"user_caps": False, "shares": {"recipes": {"debt": 1}}}, NO_CAP),
+        ("caps and shares", {"user_caps": {"diabetes": 4, "debt": 4}}, ({"diabetes": 4, "debt": 4}, FILE_SHARES)),
+        ("none", {}, (None, None)),
+        ("none", {"user_caps": True}, (None, None)),
+        ("none", {"user_caps": False}, (None, None)),
+        ("none", {"shares": {"recipes": {"debt": 1}}}, NO_CAP),
+        ("shares only", {}, NO_CAP),
+        ("shares only", {"user_caps": False}, (None, None)),
+    ],
+)
+def test_open_serves_the_caps_it_is_given(
+    scopes: str, options: dict[str, object], served: object, tmp_path: Path
+) -> None:
+    """(user caps, shares) served, or the one-line refusal: without a per-user cap every
+    application's scope has the interface's caps B_a, and shares (the file's or given)
+    are refused, unless `user_caps=False` drops the file's per-user cap and shares both."""
+    agent, memory = copy_example(tmp_path)
+    text = agent.read_text()
+    assert USER_CAPS_LINE in text and SHARES_TABLE in text
+    if scopes != "caps and shares":
+        text = text.replace(USER_CAPS_LINE, "")
+    if scopes == "none":
+        text = text.replace(SHARES_TABLE, "")
+    agent.write_text(text)
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    if isinstance(served, str):
+        with pytest.raises(InputError) as caught:
+            open_runtime(agent, memory, url, **options)
+        assert str(caught.value) == served
+        assert not (tmp_path / "l.db").exists()  # refused before the ledger database was touched
+        return
+    runtime = open_runtime(agent, memory, url, **options)
+    assert (runtime.user_caps, runtime.shares) == served
+    room = as_fractions(runtime.remaining("alice", "recipes"))
+    assert room == (INTERFACE_CAPS if runtime.shares is None else FILE_SHARES["recipes"])
     runtime.close()
 
 

@@ -8,6 +8,8 @@
   it reads no model), None for no encoder, and refuses any other name in one line;
 - `keyword_pattern` takes a keyword or phrase of 1..200 characters, not blank, and matches it
   as whole words (any run of white space between them) of the lowered text `matches` counts.
+- `AgentRuntime.open` builds one embedder for the encoder that [router] or [tagger] names,
+  and hands it to the part that names it only (the other keeps its rules alone).
 
 Here a registered stand-in encoder with fixed vectors gives exact expected cosines; the
 real MiniLM's similarities are the slow test of `test_runtime_memory`."""
@@ -20,9 +22,12 @@ from pathlib import Path
 
 import pytest
 
+import dpmem_ref.runtime.agent as agent_module
 from dpmem_ref.channel.registry import ENCODER_GROUP
 from dpmem_ref.core.errors import InputError
+from dpmem_ref.runtime.router import Route
 from dpmem_ref.runtime.similarity import QUANTUM, MiniLMEmbedder, keyword_pattern, make_embedder, matches, quantise
+from tests.runtime_fixtures import copy_example, open_runtime
 
 VECTORS = {
     "query": (3.0, 4.0, 0.0, 0.0),  # length 5
@@ -119,3 +124,67 @@ def test_a_bad_keyword_is_refused_in_one_exact_line(keyword: object, found: str)
     assert str(refused.value) == (
         f"tagger.rules.blood-sugar[1]: expected a keyword or phrase of 1..200 characters, found '{found}'"
     )
+
+
+class EverythingSimilar:
+    """An embedder that finds every target fully similar to any text: a part holding it routes
+    every query and gives every memory item all of its slot's tags."""
+
+    def similarities(self, text: str, targets: Sequence[str]) -> list[Fraction]:
+        return [Fraction(1)] * len(targets)
+
+
+# alice's example memory items, tagged by the tagger's rules alone, then with every tag of
+# their slot (what the tagger holding EverythingSimilar finds).
+RULE_TAGS = {
+    "m1": ["blood-sugar", "medication"],
+    "m2": ["exercise"],
+    "m3": ["blood-sugar", "carb-counting"],
+    "m4": ["tight-budget"],
+    "m5": ["debt-repayment"],
+    "m6": ["busy-evenings"],
+}
+SLOT_TAGS = {
+    "m1": ["blood-sugar", "exercise", "medication"],
+    "m2": ["blood-sugar", "exercise", "medication"],
+    "m3": ["blood-sugar", "carb-counting", "debt-repayment", "tight-budget"],
+    "m4": ["blood-sugar", "carb-counting", "debt-repayment", "tight-budget"],
+    "m5": ["debt-repayment", "tight-budget"],
+    "m6": ["busy-evenings"],
+}
+NO_KEYWORD = "What is the capital of France?"
+
+
+@pytest.mark.parametrize(
+    ("router_names_it", "tagger_names_it"),
+    [(True, False), (False, True), (True, True), (False, False)],
+    ids=["router", "tagger", "both", "neither"],
+)
+def test_open_hands_the_encoder_to_the_parts_that_name_it(
+    router_names_it: bool, tagger_names_it: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One embedder, built for the encoder named (none when no part names one), and held by
+    the router only when [router] names it, by the tagger only when [tagger] names it."""
+    agent, memory = copy_example(tmp_path)
+    text = agent.read_text()
+    for section, names_it in (("[router]\n", router_names_it), ("[tagger]\n", tagger_names_it)):
+        if names_it:
+            assert section in text
+            text = text.replace(section, f'{section}encoder = "minilm"\n', 1)
+    agent.write_text(text)
+    embedder = EverythingSimilar()
+    asked: list[str | None] = []
+
+    def build(ref: str | None) -> EverythingSimilar:  # the shipped MiniLM, never loaded here
+        asked.append(ref)
+        return embedder
+
+    monkeypatch.setattr(agent_module, "make_embedder", build)
+    runtime = open_runtime(agent, memory, "memory:")
+    assert asked == (["minilm"] if router_names_it or tagger_names_it else [])
+    assert runtime.router.embedder is (embedder if router_names_it else None)
+    routed = Route("affordable-dinner", Fraction(1)) if router_names_it else Route(None, Fraction(0))
+    assert runtime.router.route(NO_KEYWORD) == routed  # every query similar: the first in catalogue order
+    tags = {entry.item_id: sorted(entry.tags) for entry in runtime.memory_items("alice")}
+    assert tags == (SLOT_TAGS if tagger_names_it else RULE_TAGS)
+    runtime.close()
