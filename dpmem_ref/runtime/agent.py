@@ -130,7 +130,8 @@ class AgentRuntime:
         interface = agent.loaded.interface
         require_contract(interface)  # strict: the served interface satisfies C1-C6
         attributes = interface.policy.attribute_names
-        if user_caps is None or user_caps is True:
+        caps_of_the_file = user_caps is None or user_caps is True
+        if caps_of_the_file:
             caps = None if agent.user_caps is None else check_user_caps(agent.user_caps, attributes)
         elif user_caps is False:
             caps = None
@@ -139,7 +140,7 @@ class AgentRuntime:
         app_shares = None
         if caps is not None:  # a per-user cap is served as precommitted per-application shares
             app_shares = check_shares(agent.shares if shares is None else shares, caps, interface.caps)
-        elif shares is not None or (user_caps is None and agent.shares is not None):
+        elif shares is not None or (caps_of_the_file and agent.shares is not None):  # never ignored in silence
             raise InputError("scopes.shares", "shares of a per-user cap (scopes.user_caps)", "no per-user cap")
         if seed is not None:
             check_int(seed, "--seed", low=0)

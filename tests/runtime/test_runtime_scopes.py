@@ -225,6 +225,7 @@ NO_CAP = "scopes.shares: expected shares of a per-user cap (scopes.user_caps), f
         ("none", {"user_caps": False}, (None, None)),
         ("none", {"shares": {"recipes": {"debt": 1}}}, NO_CAP),
         ("shares only", {}, NO_CAP),
+        ("shares only", {"user_caps": True}, NO_CAP),
         ("shares only", {"user_caps": False}, (None, None)),
     ],
 )
