@@ -73,6 +73,8 @@ INTERFACE = Path(__file__).resolve().parents[2] / "examples" / "agent" / "interf
             "router: expected only the keys ['encoder', 'examples', 'keywords', 'threshold'], found \"unknown key 'foo'\"",
         ),
         ('interface = "interface.toml"\ntagger = 3\n', "tagger: expected a table, found 3"),
+        ('interface = "interface.toml"\n[scopes]\nuser_caps = 3\n', "scopes.user_caps: expected a table, found 3"),
+        ('interface = "interface.toml"\n[scopes]\nshares = "all"\n', "scopes.shares: expected a table, found 'all'"),
         (
             'interface = "interface.toml"\n[tagger]\nfoo = 1\n',
             "tagger: expected only the keys ['descriptions', 'encoder', 'rules', 'threshold'], found \"unknown key 'foo'\"",
