@@ -454,3 +454,24 @@ def test_multi_scope_charges_and_rebinds_replay_and_their_forgeries_fail(tmp_pat
         shutil.copyfile(f"{path}.hwm", f"{copy}.hwm")
         _sqlite_execute(copy)(statement)
         failed(verify_cli(str(copy)), words)
+
+
+def test_a_turns_chain_event_names_the_seq_its_row_got(tmp_path: Path) -> None:
+    """The event carries the row's own seq, never a stand-in: after a plain-SQL edit that
+    left a turn at seq -1 (and the table's sequence below it), SQLite gives the next turn
+    seq 0, its event says 0, and verify names that event (a seq must be positive)."""
+    from dpmem_ref.core.transcript import TurnRecord
+    from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
+
+    path = tmp_path / "l.db"
+    ledger_store = SQLiteLedgerStore(path)
+    session = ledger_store.open_session("u", "i", {"a": Fraction(1)})
+    execute = _sqlite_execute(path)
+    execute("INSERT INTO turns (seq, user, interaction, turn_id, record) VALUES (-1, 'u', 'i', 'edited', '{}')")
+    execute("UPDATE sqlite_sequence SET seq = -1 WHERE name = 'turns'")
+    session.record_turn("a1", TurnRecord(query="q", views=(), control=None, response="", admitted=(), charges=()))
+    ledger_store.close()
+    assert execute("SELECT seq FROM turns WHERE turn_id = 'a1'") == [(0,)]
+    events = execute("SELECT seq, body FROM chain WHERE kind = 'turn'")
+    assert [(seq, json.loads(str(body))["seq"]) for seq, body in events] == [(3, 0)]
+    assert verify_sqlite(path).line() == f"ledger {path}: FAILED: chain seq 3 (turn): not a positive integer seq"

@@ -263,3 +263,19 @@ def test_disk_full_is_refused_and_no_committed_charge_is_lost(tmpfs: Callable[[s
 def test_each_driver_error_class_is_named_in_fixed_words(error: sqlite3.Error, words: str) -> None:
     """The class of the driver's error, matched case-blind, in the store's own words: never its text."""
     assert describe_sqlite_error(error) == words
+
+
+def test_integrity_check_answers_sqlites_first_line_or_says_no_answer(tmp_path: Path) -> None:
+    """SQLite's first line ("ok" from a sound file), or "no answer" when the pragma returns no
+    row at all, as it does when an authorizer on the connection ignores pragmas."""
+    ledger_store = SQLiteLedgerStore(tmp_path / "l.db")
+    ledger_store.open_session("u", "i", CAPS)
+    assert ledger_store.integrity_check() == "ok"
+    with ledger_store.reading() as connection:
+        connection.set_authorizer(lambda action, *_: sqlite3.SQLITE_IGNORE if action == sqlite3.SQLITE_PRAGMA else 0)
+    try:
+        assert ledger_store.integrity_check() == "no answer"
+    finally:
+        with ledger_store.reading() as connection:
+            connection.set_authorizer(None)
+        ledger_store.close()
