@@ -38,7 +38,7 @@ from dpmem_ref.ledger import (
     open_ledger_store,
 )
 from dpmem_ref.ledger.backup import verify_sqlite
-from dpmem_ref.ledger.chain import HighWater, key_from_environment
+from dpmem_ref.ledger.chain import ChainKey, HighWater, key_from_environment
 from dpmem_ref.ledger.migrate import Routes, migrate_rows
 from dpmem_ref.ledger.postgres.schema import SCHEMA as POSTGRES_SCHEMA
 from dpmem_ref.ledger.postgres.verify import _postgres_sql, migrate_postgres
@@ -403,6 +403,120 @@ def test_postgres_a_dropped_chain_is_tampering_and_never_advised_to_migrate(monk
     assert code == 1 and "tampered" in out and "migrate" not in out, out
     code, out, err = run_cli(["ledger", "migrate", url, "--interface", str(ROOT / "examples" / "figure2.toml")])
     assert code == 2 and "tampered" in err and err.count("\n") == 1, (code, out, err)
+
+
+POSTGRES_KEY = ChainKey(secret=b"postgres-migration-key-0123456789abcdef", keyed=True)  # not the environment's
+
+
+def _postgres_unbound_ledger() -> tuple[str, str]:
+    """A chained PostgreSQL ledger (under POSTGRES_KEY) whose session user/chat was opened and
+    charged for BASE's read of slot food without an interface fingerprint: its URL and identity."""
+    import tests.postgres_server as postgres_server
+    from dpmem_ref.ledger.postgres import PostgresLedgerStore
+
+    url = postgres_server.new_database()
+    interface = interface_from_dict(BASE).interface
+    ledger_store = PostgresLedgerStore(url, key=POSTGRES_KEY)
+    try:
+        session = ledger_store.open_session("user", "chat", interface.caps)
+        _, eps = Routes.of(interface).by_query[("dinner", "food")]
+        session.charge_and_record(
+            ReleaseRequest("a1", "b1", 0, "food", "low-glycemic", "balanced", frozenset({"diabetes"}), eps)
+        )
+        return url, ledger_store.identity
+    finally:
+        ledger_store.close()
+
+
+def _shown(url: str) -> str:
+    """How a refusal names the test server's database: its URL with the password masked."""
+    import tests.postgres_server as postgres_server
+
+    assert url.count(f":{postgres_server.PASSWORD}@") == 1
+    return url.replace(f":{postgres_server.PASSWORD}@", ":***@")
+
+
+def test_postgres_migration_binds_under_the_given_key_and_overwrites_the_anchor_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Under DPMEM_LEDGER_ANCHOR_DIR the migrated head is written to the database's anchor file,
+    over what was there (here an anchor the key cannot read: sealed with another key), and
+    the migration and its verification use the key given, not the environment's."""
+    from dpmem_ref.ledger.anchor import read_anchor, write_anchor
+    from dpmem_ref.ledger.postgres.verify import verify_postgres
+
+    monkeypatch.setenv("DPMEM_LEDGER_ANCHOR_DIR", str(tmp_path))
+    url, identity = _postgres_unbound_ledger()
+    anchor = tmp_path / f"{identity}.anchor"
+    opened = read_anchor(anchor, POSTGRES_KEY, identity)
+    assert opened is not None and opened.seq == 3  # genesis, open, charge
+    write_anchor(anchor, key_from_environment(), identity, opened, force=True)
+    interface = interface_from_dict(BASE).interface
+    fingerprint = interface_fingerprint(interface)
+    report = migrate_postgres(url, fingerprint, key=POSTGRES_KEY, routes=Routes.of(interface))
+    assert (report.ok, report.problem, report.fingerprint, report.releases) == (True, None, fingerprint, 1)
+    assert report.high_water is not None and report.high_water.seq == 4  # the migrate event
+    assert read_anchor(anchor, POSTGRES_KEY, identity) == report.high_water
+    assert verify_postgres(url, POSTGRES_KEY) == report
+    assert verify_postgres(url).problem is not None  # the environment's key cannot vouch for the chain
+
+
+def test_postgres_migration_replays_the_charges_against_the_named_interface() -> None:
+    """Equal caps do not bind: a charge the named interface could not have made (BASE's
+    read of slot food charges diabetes; the groups-swapped variant's charges debt) is refused
+    in one line naming the database and the row, and nothing is bound."""
+    import psycopg
+
+    url, _ = _postgres_unbound_ledger()
+    interface = interface_from_dict(SWAPPED).interface
+    _, eps = Routes.of(interface).by_query[("dinner", "food")]
+    with pytest.raises(LedgerStoreError) as refused:
+        migrate_postgres(url, interface_fingerprint(interface), key=POSTGRES_KEY, routes=Routes.of(interface))
+    assert str(refused.value) == (
+        f"ledger database {_shown(url)}: not migrated, its rows are inconsistent: releases seq 1: charge set "
+        f"['diabetes'] at eps {eps} is no read of slot food in the named interface"
+    )
+    with psycopg.connect(url) as connection:
+        assert connection.execute("SELECT key FROM dpmem_meta ORDER BY key").fetchall() == [("schema",)]
+
+
+def test_postgres_migration_a_server_that_refuses_the_login_is_one_line_naming_the_database() -> None:
+    import tests.postgres_server as postgres_server
+
+    url = postgres_server.url(postgres_server.SHARED, password="wrong")
+    postgres_server.new_database()  # the server and the shared database exist
+    with pytest.raises(LedgerStoreError) as refused:
+        migrate_postgres(url, interface_fingerprint(interface_from_dict(BASE).interface), key=POSTGRES_KEY)
+    assert str(refused.value) == (
+        f"ledger database postgresql://{postgres_server.ROLE}:***@/{postgres_server.SHARED}"
+        f"?host={postgres_server.socket_dir()}: authentication failed (wrong user or password)"
+    )
+
+
+def test_postgres_migration_waits_10_seconds_for_a_server_that_never_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A socket that accepts and never answers: the migration gives up after its own 10 s
+    connect timeout (not libpq's PGCONNECT_TIMEOUT), in one line."""
+    import shutil
+    import socket
+    import tempfile
+    import time
+
+    monkeypatch.setenv("PGCONNECT_TIMEOUT", "2")
+    folder = tempfile.mkdtemp(prefix="dpmem-mute-")  # short: a socket path has at most 107 bytes
+    mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        mute.bind(f"{folder}/.s.PGSQL.5432")
+        mute.listen(1)  # connections wait in the backlog, never accepted, never answered
+        started = time.monotonic()
+        with pytest.raises(LedgerStoreError) as refused:
+            migrate_postgres(f"postgresql://u:p@/db?host={folder}&port=5432", "0" * 64, key=POSTGRES_KEY)
+        waited = time.monotonic() - started
+    finally:
+        mute.close()
+        shutil.rmtree(folder)
+    shown = f"postgresql://u:***@/db?host={folder}&port=5432"
+    assert str(refused.value) == f"ledger database {shown}: cannot reach the server (timeout)"
+    assert 9.5 < waited < 10.9, waited
 
 
 class ServerTables:

@@ -15,14 +15,20 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import psycopg
 import pytest
 from test_crash_safety import (
     FIGURE2,
@@ -39,6 +45,7 @@ import tests.postgres_server as postgres_server
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
 from dpmem_ref.ledger import interface_fingerprint, open_ledger_store
 from dpmem_ref.ledger.postgres import PostgresLedgerStore
+from dpmem_ref.ledger.postgres.schema import describe_postgres_error
 from dpmem_ref.ledger.postgres.verify import verify_postgres
 from dpmem_ref.mechanism.randomness import SeededRandomSource
 from dpmem_ref.turn.durable import DurableSession
@@ -208,6 +215,105 @@ def test_a_connection_lost_inside_the_charge_is_retried_exactly_once() -> None:
     ledger_store.close()
 
 
+class CutRelay:
+    """A Unix-socket relay in front of the test server that cuts ONE connection at the first
+    statement holding `marker`: `after_commit=False` drops it before that statement reaches the
+    server (its transaction never commits); True relays it and the COMMIT that follows, waits for
+    the server's answer to the COMMIT and drops the connection instead of relaying it (the
+    commit happened, the client never hears of it). Every other byte is relayed as it is."""
+
+    def __init__(self, database_url: str, marker: bytes, after_commit: bool) -> None:
+        server_socket = next(p for p in Path(postgres_server.socket_dir()).glob(".s.PGSQL.*") if p.suffix != ".lock")
+        self.server_socket = str(server_socket)
+        self.folder = tempfile.mkdtemp(prefix="dpmem-relay-")  # short: a socket path has at most 107 bytes
+        self.url = database_url.replace(f"host={quote(postgres_server.socket_dir())}", f"host={quote(self.folder)}")
+        self.marker, self.after_commit = marker, after_commit
+        self.armed, self.connections = True, 0
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(Path(self.folder) / server_socket.name))
+        self.listener.listen(8)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            self.connections += 1
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream.connect(self.server_socket)
+            state = {"seen": False, "commit_sent": False}
+            threading.Thread(target=self._to_server, args=(client, upstream, state), daemon=True).start()
+            threading.Thread(target=self._to_client, args=(client, upstream, state), daemon=True).start()
+
+    @staticmethod
+    def _drop(*sockets: socket.socket) -> None:
+        for each in sockets:
+            try:
+                each.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            each.close()
+
+    def _to_server(self, client: socket.socket, upstream: socket.socket, state: dict[str, bool]) -> None:
+        try:
+            while data := client.recv(65536):
+                if self.armed and self.marker in data:
+                    if not self.after_commit:
+                        self.armed = False
+                        self._drop(client, upstream)
+                        return
+                    state["seen"] = True
+                elif self.armed and state["seen"] and b"COMMIT" in data:
+                    self.armed = False
+                    state["commit_sent"] = True  # before it is sent: its answer is never relayed
+                upstream.sendall(data)
+        except OSError:
+            pass
+
+    def _to_client(self, client: socket.socket, upstream: socket.socket, state: dict[str, bool]) -> None:
+        try:
+            while data := upstream.recv(65536):
+                if state["commit_sent"]:  # the server answered the COMMIT: it committed
+                    self._drop(client, upstream)
+                    return
+                client.sendall(data)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.listener.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    "after_commit", [False, True], ids=["postgres-lost-before-the-turn", "postgres-lost-commit-answer"]
+)
+def test_postgres_a_turn_cut_off_from_the_server_is_recorded_exactly_once(after_commit: bool) -> None:
+    """The connection drops at the turn's INSERT (the turn never committed: it is recorded on the
+    new connection) or right after its COMMIT (it committed: found by its turn id, not inserted
+    twice, not refused as a used id): either way the turn is in the history once."""
+    url = postgres_server.new_database()
+    relay = CutRelay(url, b"INSERT INTO dpmem_turns", after_commit)
+    try:
+        ledger_store = PostgresLedgerStore(relay.url)
+        loaded = interface_from_dict(ONE_SLOT)
+        session = DurableSession.open(
+            loaded.interface, ledger_store, "user", "cut", loaded.store("M"), SeededRandomSource(1)
+        )
+        turn = session.run_turn("dinner")
+        assert not relay.armed and relay.connections == 2  # cut once, reconnected once
+        assert session.ledgers.load().history == (turn.record,)
+        ledger_store.close()
+    finally:
+        relay.close()
+    with psycopg.connect(url) as connection:
+        turns = connection.execute("SELECT user_name, interaction, turn_id FROM dpmem_turns").fetchall()
+    assert turns == [("user", "cut", turn.releases[0].turn_id)]
+    assert verify_postgres(url).ok
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -253,3 +359,71 @@ def test_bad_input_is_one_line_exit_2_and_nothing_released(name: str) -> None:
     assert run.stdout == ""  # nothing released
     assert run.stderr.count("\n") == 1 and words in run.stderr and "Traceback" not in run.stderr, run.stderr
     assert postgres_server.PASSWORD not in run.stderr  # the password never appears
+
+
+def _server_error(database_url: str, statement: str) -> psycopg.Error:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        try:
+            connection.execute(statement)
+        except psycopg.Error as error:
+            return error
+    raise AssertionError(f"{statement!r} did not fail")
+
+
+def _connect_error(database_url: str) -> psycopg.Error:
+    try:
+        psycopg.connect(database_url, connect_timeout=10).close()
+    except psycopg.Error as error:
+        return error
+    raise AssertionError("the connection did not fail")
+
+
+def test_postgres_errors_are_described_by_their_sqlstate_else_by_their_text() -> None:
+    """A known SQLSTATE names the class, whatever the text says; an unknown one, or none (every
+    connection failure: libpq's text carries no SQLSTATE), falls back to the text, in any case:
+    "role" only with "does not exist", "database" only with "does not exist"; else the error's
+    type (and SQLSTATE)."""
+    url = postgres_server.new_database()
+    admin = postgres_server.server().get_uri()
+    shared, socket_dir = postgres_server.SHARED, postgres_server.socket_dir()
+    nothing_listens = tempfile.mkdtemp(prefix="dpmem-none-")
+    found = {
+        # a known SQLSTATE: its class (the text alone would say nothing)
+        "42P01 relation does not exist": _server_error(url, "SELECT 1 FROM dpmem_nothing"),
+        "42501 permission denied to set role": _server_error(url, "SET ROLE postgres"),
+        # an unknown SQLSTATE: the text
+        "22023 role does not exist": _server_error(url, "SET ROLE nobody"),
+        "42710 role already exists": _server_error(admin, f"CREATE ROLE {postgres_server.ROLE}"),
+        "42P04 database already exists": _server_error(url, f"CREATE DATABASE {shared}"),
+        # no SQLSTATE (the connection failed): the text
+        "wrong password": _connect_error(postgres_server.url(shared, password="wrong")),
+        "unknown role": _connect_error(postgres_server.url(shared, user="nobody")),
+        "unknown database": _connect_error(postgres_server.url("no_such_database")),
+        "no password": _connect_error(f"postgresql://{postgres_server.ROLE}@/{shared}?host={quote(socket_dir)}"),
+        "no server": _connect_error(f"postgresql://u:p@/db?host={quote(nothing_listens)}"),
+        "upper case": psycopg.OperationalError("CONNECTION REFUSED by 10.0.0.7"),
+        "mixed case": psycopg.OperationalError('Could not translate host name "db.invalid" to address'),
+        "timeout": psycopg.errors.ConnectionTimeout("connection timeout expired"),
+        "role, no does not exist": psycopg.OperationalError('FATAL:  role "reader" is not permitted to log in'),
+        "nothing known": psycopg.InterfaceError("the connection is closed"),
+        "not a psycopg error": ConnectionRefusedError(111, "Connection refused"),  # no sqlstate at all
+    }
+    shutil.rmtree(nothing_listens)
+    assert {name: describe_postgres_error(error) for name, error in found.items()} == {
+        "42P01 relation does not exist": "foreign schema (a dpmem table is missing)",
+        "42501 permission denied to set role": "permission denied",
+        "22023 role does not exist": "authentication failed (unknown role or not allowed)",
+        "42710 role already exists": "PostgreSQL error (DuplicateObject 42710)",
+        "42P04 database already exists": "PostgreSQL error (DuplicateDatabase 42P04)",
+        "wrong password": "authentication failed (wrong user or password)",
+        "unknown role": "authentication failed (wrong user or password)",  # scram does not tell which
+        "unknown database": "the database does not exist",
+        "no password": "authentication failed (no password given)",
+        "no server": "cannot reach the server",
+        "upper case": "cannot reach the server",
+        "mixed case": "cannot reach the server (unknown host)",
+        "timeout": "cannot reach the server (timeout)",
+        "role, no does not exist": "PostgreSQL error (OperationalError)",
+        "nothing known": "PostgreSQL error (InterfaceError)",
+        "not a psycopg error": "cannot reach the server",
+    }
