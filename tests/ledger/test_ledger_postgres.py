@@ -8,7 +8,8 @@
   interaction continues; a server restart in the middle of a run: the client reconnects,
   an ambiguous COMMIT is resolved, the run completes with every release charged;
 - bad input: wrong password, unknown role, missing database, foreign schema, another
-  interface's fingerprint: `dpmem run --store-url` says one line, exits 2, releases nothing.
+  interface's fingerprint: `dpmem run --store-url` says one line, exits 2, releases nothing;
+  in process, the store's own line (a refused login, a connection the server ended) is pinned whole.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from test_ledger_concurrency import CAP, ONE_SLOT
 
 import tests.postgres_server as postgres_server
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
-from dpmem_ref.ledger import interface_fingerprint, open_ledger_store
+from dpmem_ref.ledger import LedgerStoreError, interface_fingerprint, open_ledger_store
 from dpmem_ref.ledger.postgres import PostgresLedgerStore
 from dpmem_ref.ledger.postgres.schema import describe_postgres_error
 from dpmem_ref.ledger.postgres.verify import verify_postgres
@@ -63,7 +64,9 @@ def _keyed_chain(monkeypatch: pytest.MonkeyPatch) -> None:
 def _racer(url: str, seed: int, selections: int, barrier: Any, results: Any) -> None:
     loaded = interface_from_dict(ONE_SLOT)
     ledger_store = open_ledger_store(url)
-    session = DurableSession.open(loaded.interface, ledger_store, "user", "race", loaded.store("M"), SeededRandomSource(seed))
+    session = DurableSession.open(
+        loaded.interface, ledger_store, "user", "race", loaded.store("M"), SeededRandomSource(seed)
+    )
     barrier.wait()
     admitted = sum(sum(session.run_turn("dinner").record.admitted) for _ in range(selections))
     results.put(admitted)
@@ -206,7 +209,9 @@ def test_a_connection_lost_inside_the_charge_is_retried_exactly_once() -> None:
 
     ledger_store = PostgresLedgerStore(url, fault_hook=cut)
     loaded = interface_from_dict(ONE_SLOT)
-    session = DurableSession.open(loaded.interface, ledger_store, "user", "cut", loaded.store("M"), SeededRandomSource(1))
+    session = DurableSession.open(
+        loaded.interface, ledger_store, "user", "cut", loaded.store("M"), SeededRandomSource(1)
+    )
     turn = session.run_turn("dinner")
     assert terminated and ledger_store.connect().info.backend_pid != terminated[0]  # it did reconnect
     snapshot = session.ledgers.load()
@@ -361,6 +366,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_released(name: str) -> None:
     assert postgres_server.PASSWORD not in run.stderr  # the password never appears
 
 
+<<<<<<< HEAD
 def _server_error(database_url: str, statement: str) -> psycopg.Error:
     with psycopg.connect(database_url, autocommit=True) as connection:
         try:
@@ -427,3 +433,23 @@ def test_postgres_errors_are_described_by_their_sqlstate_else_by_their_text() ->
         "nothing known": "PostgreSQL error (InterfaceError)",
         "not a psycopg error": "cannot reach the server",
     }
+=======
+def test_a_store_the_server_refuses_is_one_line_naming_the_database() -> None:
+    """In process: the store's refusal is the redacted URL and the driver's error in words,
+    for a login refused at open and for a connection the server ended that is not regained
+    within `reconnect_timeout_s`."""
+    url = postgres_server.new_database()
+    wrong = postgres_server.url(postgres_server.SHARED, password="wrong")
+    with pytest.raises(LedgerStoreError) as refused:
+        PostgresLedgerStore(wrong)
+    shown = wrong.replace(":wrong@", ":***@")
+    assert str(refused.value) == f"ledger database {shown}: authentication failed (wrong user or password)"
+    ledger_store = PostgresLedgerStore(url, reconnect_timeout_s=0)
+    backend = ledger_store.connect().info.backend_pid
+    postgres_server.admin_execute(url, f"SELECT pg_terminate_backend({backend})")  # 57P01, admin shutdown
+    with pytest.raises(LedgerStoreError) as ended:
+        ledger_store.read_meta("runtime.any")
+    shown = url.replace(f":{postgres_server.PASSWORD}@", ":***@")
+    assert str(ended.value) == f"ledger database {shown}: the server is shutting down"
+    ledger_store.close()
+>>>>>>> surv7-e
