@@ -366,7 +366,6 @@ def test_bad_input_is_one_line_exit_2_and_nothing_released(name: str) -> None:
     assert postgres_server.PASSWORD not in run.stderr  # the password never appears
 
 
-<<<<<<< HEAD
 def _server_error(database_url: str, statement: str) -> psycopg.Error:
     with psycopg.connect(database_url, autocommit=True) as connection:
         try:
@@ -433,7 +432,8 @@ def test_postgres_errors_are_described_by_their_sqlstate_else_by_their_text() ->
         "nothing known": "PostgreSQL error (InterfaceError)",
         "not a psycopg error": "cannot reach the server",
     }
-=======
+
+
 def test_a_store_the_server_refuses_is_one_line_naming_the_database() -> None:
     """In process: the store's refusal is the redacted URL and the driver's error in words,
     for a login refused at open and for a connection the server ended that is not regained
@@ -452,4 +452,3 @@ def test_a_store_the_server_refuses_is_one_line_naming_the_database() -> None:
     shown = url.replace(f":{postgres_server.PASSWORD}@", ":***@")
     assert str(ended.value) == f"ledger database {shown}: the server is shutting down"
     ledger_store.close()
->>>>>>> surv7-e
