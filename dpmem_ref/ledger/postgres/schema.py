@@ -51,6 +51,10 @@ COLUMNS = {
 }  # fmt: skip
 SCHEMA_LOCK = 0x64706D656D  # pg_advisory_xact_lock key: one schema creation at a time ("dpmem")
 CHAIN_LOCK = 0x64706D6368  # pg_advisory_xact_lock key: one chain append at a time ("dpmch")
+# How long one connection attempt may take, in seconds (psycopg's connect_timeout): the store,
+# and verify, migrate and reanchor. Given explicitly, it overrides PGCONNECT_TIMEOUT and
+# psycopg's 130 s default, so a server that accepts and never answers is refused in bounded time.
+CONNECT_TIMEOUT_S = 10
 
 _BY_SQLSTATE = {
     "28P01": "authentication failed (wrong user or password)",

@@ -33,6 +33,7 @@ from dpmem_ref.ledger.codecs import fraction_from_text, fraction_to_text
 from dpmem_ref.ledger.contract import FaultHook, LedgerStoreError
 from dpmem_ref.ledger.facts import SessionKey
 from dpmem_ref.ledger.postgres.schema import (
+    CONNECT_TIMEOUT_S,
     append_event,
     chain_head,
     create_schema,
@@ -72,7 +73,7 @@ class PostgresLedgerStore(LedgerBackend[psycopg.Connection[Any], PostgresLedgerS
         url: str,
         retries: int = 16,
         reconnect_timeout_s: float = 30.0,
-        connect_timeout_s: int = 10,
+        connect_timeout_s: int = CONNECT_TIMEOUT_S,
         fault_hook: FaultHook | None = None,
         key: ChainKey | None = None,
     ) -> None:

@@ -22,6 +22,7 @@ from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, LedgerStoreError
 from dpmem_ref.ledger.migrate import Routes, Sql, check_migrated_rows, migrate_rows
 from dpmem_ref.ledger.postgres.schema import (
     COLUMNS,
+    CONNECT_TIMEOUT_S,
     SCHEMA,
     append_event,
     chain_head,
@@ -90,7 +91,7 @@ def verify_postgres(
     chain_key = key_from_environment() if key is None else key
     anchor_problem: str | None = None
     try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as connection:
             with connection.transaction():
                 connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 rows = _rows(connection)
@@ -131,7 +132,7 @@ def migrate_postgres(
     name = redact_url(check_postgres_url(url))
     chain_key = key_from_environment() if key is None else key
     try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as connection:
             with connection.transaction():
                 lock_chain(connection)
                 connection.execute(SCHEMA)  # the chain table of schema 2, if missing
@@ -160,7 +161,7 @@ def reanchor_postgres(url: str, key: ChainKey | None = None) -> LedgerReport:
     ident = checked.chain.identity
     anchor_file = anchor_path(None, ident)
     try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as connection:
             with connection.transaction():
                 lock_chain(connection)
                 connection.execute(SCHEMA)
