@@ -14,6 +14,7 @@ import json
 import multiprocessing
 import shutil
 import sqlite3
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +213,40 @@ def test_a_database_rewound_while_a_store_runs_refuses_its_next_commit(ledger: L
     ledger_store.close()
     assert ledger.released() == released
     ledger.refused("does not reach its high-water mark")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "sqlite+anchor-dir"])
+def test_a_sqlite_database_rewound_under_its_store_refuses_the_charge_naming_it_and_its_anchor(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit's refusal is one whole line: the database, the anchor file whose event the
+    chain no longer holds, that event's seq, and the restore that puts it right."""
+    from dpmem_ref.ledger.facts import ReleaseRequest
+
+    ledger = Ledger(kind, tmp_path, monkeypatch)
+    ledger_store = open_ledger_store(ledger.url)
+    try:
+        session = ledger_store.open_session("u", "i", {"a": Fraction(1)})
+        old = ledger.snapshot()
+        session.charge_and_record(
+            ReleaseRequest("a1", "b1", 0, "s", "low", "generic", frozenset({"a"}), Fraction(1, 3))
+        )
+        head = int(ledger.execute("SELECT MAX(seq) FROM chain")[0][0])
+        ledger.rewind_database(old)
+        folder = ledger.anchor_dir()
+        anchor = Path(f"{ledger.path}.hwm") if folder is None else next(folder.iterdir())
+        with pytest.raises(LedgerStoreError) as refused:
+            session.charge_and_record(
+                ReleaseRequest("a2", "b2", 0, "s", "low", "generic", frozenset({"a"}), Fraction(1, 3))
+            )
+    finally:
+        ledger_store.close()
+    assert str(refused.value) == (
+        f"ledger database {ledger.path}: its chain does not reach its high-water mark (the event of anchor {anchor}, "
+        f"seq {head}): rewound, truncated or forked; put the newest backup back with dpmem ledger restore BACKUP "
+        f"{ledger.path} (--allow-rollback restores an older one, recorded)"
+    )
+    assert ledger.released() == 0
 
 
 def test_a_deleted_anchor_is_refused_and_the_recorded_reanchor_recovers(ledger: Ledger) -> None:

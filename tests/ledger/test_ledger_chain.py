@@ -475,3 +475,29 @@ def test_a_turns_chain_event_names_the_seq_its_row_got(tmp_path: Path) -> None:
     events = execute("SELECT seq, body FROM chain WHERE kind = 'turn'")
     assert [(seq, json.loads(str(body))["seq"]) for seq, body in events] == [(3, 0)]
     assert verify_sqlite(path).line() == f"ledger {path}: FAILED: chain seq 3 (turn): not a positive integer seq"
+
+
+def test_a_charges_chain_event_and_outcome_name_the_seq_its_release_row_got(tmp_path: Path) -> None:
+    """As for a turn: after a plain-SQL edit that left a release at seq -1 (and the table's
+    sequence below it), SQLite gives the next release seq 0; the outcome, the charge event
+    and the row all say 0, never a stand-in, and verify names that event."""
+    from dpmem_ref.ledger.facts import ReleaseRequest
+    from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
+
+    path = tmp_path / "l.db"
+    ledger_store = SQLiteLedgerStore(path)
+    session = ledger_store.open_session("u", "i", {"a": Fraction(1)})
+    execute = _sqlite_execute(path)
+    execute(
+        "INSERT INTO releases (seq, user, interaction, release_id, turn_id, slot_index, slot, view, admitted, "
+        "charge_set, epsilon) VALUES (-1, 'u', 'i', 'e', 'e', 0, 's', 'v', 0, '', '0/1')"
+    )
+    execute("UPDATE sqlite_sequence SET seq = -1 WHERE name = 'releases'")
+    request = ReleaseRequest("a1", "b1", 0, "s", "low", "generic", frozenset({"a"}), Fraction(1, 3))
+    outcome = session.charge_and_record(request)
+    ledger_store.close()
+    assert outcome.release.seq == 0
+    assert execute("SELECT seq FROM releases WHERE release_id = 'a1'") == [(0,)]
+    events = execute("SELECT seq, body FROM chain WHERE kind = 'charge'")
+    assert [(seq, json.loads(str(body))["release"]["seq"]) for seq, body in events] == [(3, 0)]
+    assert verify_sqlite(path).line() == f"ledger {path}: FAILED: chain seq 3 (charge): not a positive integer seq"
