@@ -279,3 +279,25 @@ def test_integrity_check_answers_sqlites_first_line_or_says_no_answer(tmp_path: 
         with ledger_store.reading() as connection:
             connection.set_authorizer(None)
         ledger_store.close()
+
+
+def test_verify_names_a_file_whose_integrity_check_fails(tmp_path: Path) -> None:
+    """Pages SQLite can still read, but an index that no longer matches its table (its
+    definition rewritten under it): `PRAGMA integrity_check` reports the missing rows, and
+    verify refuses the file in its own words before reading a row of it."""
+    path = tmp_path / "l.db"
+    populated(path, charges=2)
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE INDEX planted ON chain(kind)")
+    connection.commit()
+    connection.execute("PRAGMA writable_schema=ON")
+    connection.execute("UPDATE sqlite_master SET sql = 'CREATE INDEX planted ON chain(body)' WHERE name = 'planted'")
+    connection.commit()
+    connection.close()
+    report = verify_sqlite(path)
+    assert (report.ok, report.chain, report.problem) == (
+        False,
+        None,
+        "PRAGMA integrity_check does not report ok (corrupted file)",
+    )
+    assert report.line() == f"ledger {path}: FAILED: PRAGMA integrity_check does not report ok (corrupted file)"
