@@ -319,6 +319,78 @@ def test_postgres_a_turn_cut_off_from_the_server_is_recorded_exactly_once(after_
     assert verify_postgres(url).ok
 
 
+def _wait_until_blocked(watcher: psycopg.Connection[Any], pid: int) -> None:
+    """Until backend `pid` waits for a lock another transaction holds (or has queued for)."""
+    deadline = time.monotonic() + 20
+    while watcher.execute("SELECT pg_blocking_pids(%s) = '{}'", (pid,)).fetchone() != (False,):
+        assert time.monotonic() < deadline, f"backend {pid} never waited for a lock"
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("read", ["read_meta", "user_ledgers"])
+def test_a_read_is_one_snapshot_that_a_write_committed_while_it_runs_does_not_enter(
+    read: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`read_meta` and `user_ledgers` read their rows and the chain tail they verify them against in
+    one REPEATABLE READ snapshot: a rebind (new meta row, new caps, its chain event) that commits
+    after the rows were read and before the tail is read is in neither, so the rows are served as
+    they were, not refused as differing from the chain; the next read serves the rebind.
+
+    The schedule is forced with locks: a row lock on `dpmem_anchor` holds the rebind after its
+    chain event and before its COMMIT; a LOCK TABLE queued behind it makes the read's tail wait
+    until the rebind has committed."""
+    monkeypatch.delenv("DPMEM_LEDGER_ANCHOR_DIR", raising=False)  # the anchor is the database's row
+    url = postgres_server.new_database()
+    old_caps, new_caps = {"diabetes": Fraction(1)}, {"diabetes": Fraction(2)}
+    writer = PostgresLedgerStore(url)
+    writer.open_session("u", "i", old_caps, fingerprint="a" * 64)
+    writer.rebind("a" * 64, "b" * 64, {"runtime.epoch": "1"})
+    reader = PostgresLedgerStore(url)
+    reads = {
+        "read_meta": lambda: reader.read_meta("runtime.epoch"),
+        "user_ledgers": lambda: reader.user_ledgers("u"),
+    }
+    before = {"read_meta": "1", "user_ledgers": [("i", {"diabetes": Fraction(0)}, old_caps)]}
+    after = {"read_meta": "2", "user_ledgers": [("i", {"diabetes": Fraction(0)}, new_caps)]}
+    found: dict[str, object] = {}
+
+    def reading() -> None:
+        try:
+            found["served"] = reads[read]()
+        except LedgerStoreError as error:
+            found["refused"] = str(error)
+
+    def queue_behind_the_rebind() -> None:  # waits for the rebind's COMMIT; the read's tail waits behind it
+        queued.execute("LOCK TABLE dpmem_chain IN ACCESS EXCLUSIVE MODE")
+        queued.rollback()
+
+    with (
+        psycopg.connect(url, autocommit=True) as watcher,
+        psycopg.connect(url) as anchor_holder,
+        psycopg.connect(url) as queued,
+    ):
+        anchor_holder.execute("SELECT body FROM dpmem_anchor WHERE id = 1 FOR UPDATE")
+        threads = [
+            threading.Thread(
+                target=writer.rebind, args=("b" * 64, "c" * 64, {"runtime.epoch": "2"}, lambda _: new_caps)
+            ),
+            threading.Thread(target=queue_behind_the_rebind),
+            threading.Thread(target=reading),
+        ]
+        pids = [writer.connect().info.backend_pid, queued.info.backend_pid, reader.connect().info.backend_pid]
+        for thread, pid in zip(threads, pids, strict=True):
+            thread.start()
+            _wait_until_blocked(watcher, pid)  # the rebind at its anchor row; the lock; the read at its tail
+        anchor_holder.rollback()  # the rebind commits, then the queued lock is taken and let go, then the tail is read
+        for thread in threads:
+            thread.join(timeout=20)
+            assert not thread.is_alive()
+    assert found == {"served": before[read]}
+    assert reads[read]() == after[read]
+    writer.close()
+    reader.close()
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -386,8 +458,8 @@ def _connect_error(database_url: str) -> psycopg.Error:
 def test_postgres_errors_are_described_by_their_sqlstate_else_by_their_text() -> None:
     """A known SQLSTATE names the class, whatever the text says; an unknown one, or none (every
     connection failure: libpq's text carries no SQLSTATE), falls back to the text, in any case:
-    "role" only with "does not exist", "database" only with "does not exist"; else the error's
-    type (and SQLSTATE)."""
+    "role" only with "does not exist" (a "role" without it, say in a host name, leaves the later
+    needles to match), "database" only with "does not exist"; else the error's type (and SQLSTATE)."""
     url = postgres_server.new_database()
     admin = postgres_server.server().get_uri()
     shared, socket_dir = postgres_server.SHARED, postgres_server.socket_dir()
@@ -410,6 +482,9 @@ def test_postgres_errors_are_described_by_their_sqlstate_else_by_their_text() ->
         "mixed case": psycopg.OperationalError('Could not translate host name "db.invalid" to address'),
         "timeout": psycopg.errors.ConnectionTimeout("connection timeout expired"),
         "role, no does not exist": psycopg.OperationalError('FATAL:  role "reader" is not permitted to log in'),
+        "role, no does not exist, then a later needle": psycopg.OperationalError(
+            'connection to server at "roles.example.com" (10.0.0.7), port 5432 failed: timeout expired'
+        ),
         "nothing known": psycopg.InterfaceError("the connection is closed"),
         "not a psycopg error": ConnectionRefusedError(111, "Connection refused"),  # no sqlstate at all
     }
@@ -429,6 +504,7 @@ def test_postgres_errors_are_described_by_their_sqlstate_else_by_their_text() ->
         "mixed case": "cannot reach the server (unknown host)",
         "timeout": "cannot reach the server (timeout)",
         "role, no does not exist": "PostgreSQL error (OperationalError)",
+        "role, no does not exist, then a later needle": "cannot reach the server (timeout)",
         "nothing known": "PostgreSQL error (InterfaceError)",
         "not a psycopg error": "cannot reach the server",
     }
