@@ -16,13 +16,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
-from dpmem_ref.ledger.backup import backup_sqlite, verify_sqlite
+from dpmem_ref.ledger.backup import _open, backup_sqlite, verify_sqlite
 from dpmem_ref.ledger.restore import restore_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,3 +155,46 @@ def test_verify_finds_an_inconsistent_ledger(tmp_path: Path, statement: str, wor
     with pytest.raises(LedgerStoreError, match="does not verify"):  # a backup of it is refused
         backup_sqlite(path, tmp_path / "copy.db")
     assert not (tmp_path / "copy.db").exists() and not (tmp_path / "copy.db.partial").exists()
+
+
+def test_verify_waits_up_to_a_minute_for_a_lock_a_writer_holds(tmp_path: Path) -> None:
+    """verify, backup and restore run beside a live server: their connection waits for a lock
+    another connection holds (here released after 0.3 s) instead of refusing the file, for up
+    to 60 s (SQLite's busy timeout of that connection, read back from it)."""
+    path = tmp_path / "l.db"
+    ledger_store = SQLiteLedgerStore(path)
+    ledger_store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT).charge_and_record(request("debt", Fraction(1)))
+    ledger_store.close()
+    backup_sqlite(path, tmp_path / "b.db")  # a rollback-journal file: an exclusive lock keeps readers out
+    writer = sqlite3.connect(tmp_path / "b.db", isolation_level=None, check_same_thread=False)
+    writer.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(0.3, lambda: writer.execute("COMMIT"))
+    release.start()
+    try:
+        report = verify_sqlite(tmp_path / "b.db", high_water=False)
+    finally:
+        release.join()
+        writer.close()
+    assert report.ok and report.releases == 1, report.line()
+    connection = _open(tmp_path / "b.db")
+    try:
+        assert connection.execute("PRAGMA busy_timeout").fetchone() == (60_000,)
+    finally:
+        connection.close()
+
+
+def test_a_ledger_under_a_name_uris_escape_is_backed_up_verified_and_restored(tmp_path: Path) -> None:
+    """The file is opened through a `file:` URI: a space, '?', '#', '%' or ':' in its path is
+    percent-encoded, never read as the URI's query or fragment."""
+    folder = tmp_path / "a b?c#d%25e:f"
+    folder.mkdir()
+    path = folder / "l?.db"
+    ledger_store = SQLiteLedgerStore(path)
+    ledger_store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT).charge_and_record(request("debt", Fraction(1)))
+    ledger_store.close()
+    assert verify_sqlite(path).releases == 1
+    backup = backup_sqlite(path, folder / "b#1.db")
+    assert (backup.ok, backup.path, backup.releases) == (True, str(folder / "b#1.db"), 1)
+    restored = restore_sqlite(folder / "b#1.db", folder / "r%20.db")
+    assert (restored.ok, restored.path, restored.releases) == (True, str(folder / "r%20.db"), 1)
+    assert sorted(p.name for p in folder.iterdir() if p.suffix == ".db") == ["b#1.db", "l?.db", "r%20.db"]

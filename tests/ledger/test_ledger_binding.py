@@ -77,12 +77,16 @@ INSERT INTO meta VALUES ('schema', '1');
 
 
 def legacy_ledger(
-    path: Path, spent: str = "4/3", fingerprint: str | None = None, charge_set: tuple[str, ...] = ("debt", "diabetes")
+    path: Path,
+    spent: str = "4/3",
+    fingerprint: str | None = None,
+    charge_set: tuple[str, ...] = ("debt", "diabetes"),
+    schema: str = LEGACY_SCHEMA,
 ) -> None:
     """A file as the old main wrote it: schema 1, two charges of 2/3 of Figure 2's food slot
     (to debt and diabetes, as its route declares; `charge_set` plants another)."""
     raw = sqlite3.connect(path)
-    raw.executescript(LEGACY_SCHEMA)
+    raw.executescript(schema)
     if fingerprint is not None:
         raw.execute("INSERT INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
     debt = "4/3" if "debt" in charge_set else "0/1"
@@ -358,6 +362,26 @@ def test_a_genuine_pre_chain_file_is_named_as_such_by_verify(tmp_path: Path) -> 
         "a ledger written before the tamper-evident chain (schema 1): bind and chain it once with "
         "dpmem ledger migrate DB --interface FILE"
     )
+
+
+def test_a_pre_chain_file_with_its_four_tables_and_no_other_is_named_as_such_and_migrates(tmp_path: Path) -> None:
+    """Tables declared without AUTOINCREMENT: SQLite keeps no `sqlite_sequence` table, so the
+    file holds meta, ledgers, releases and turns and nothing else, a genuine schema-1 ledger
+    all the same: verify advises the migration, and the migration chains it."""
+    path = tmp_path / "l.db"
+    legacy_ledger(path, schema=LEGACY_SCHEMA.replace(" AUTOINCREMENT", ""))
+    raw = sqlite3.connect(path)
+    tables = sorted(name for (name,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    raw.close()
+    assert tables == ["ledgers", "meta", "releases", "turns"]
+    assert verify_sqlite(path).problem == (
+        "a ledger written before the tamper-evident chain (schema 1): bind and chain it once with "
+        "dpmem ledger migrate DB --interface FILE"
+    )
+    run = run_cli(["ledger", "migrate", str(path), "--interface", str(ROOT / "examples" / "figure2.toml")])
+    assert run[0] == 0, run
+    report = verify_sqlite(path)
+    assert report.ok and report.chain is not None and report.chain.migrated and report.releases == 2, report.line()
 
 
 @pytest.mark.parametrize("tamper", ["DROP TABLE chain", "DELETE FROM chain"])

@@ -23,7 +23,7 @@ import pytest
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.core.exits import EXIT_BAD_INPUT
 from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
-from dpmem_ref.ledger.backup import verify_sqlite
+from dpmem_ref.ledger.backup import LedgerReport, verify_sqlite
 from dpmem_ref.ledger.sqlite.schema import describe_sqlite_error
 
 CAPS = {"diabetes": Fraction(1000)}
@@ -301,3 +301,41 @@ def test_verify_names_a_file_whose_integrity_check_fails(tmp_path: Path) -> None
         "PRAGMA integrity_check does not report ok (corrupted file)",
     )
     assert report.line() == f"ledger {path}: FAILED: PRAGMA integrity_check does not report ok (corrupted file)"
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("foreign tables", "foreign schema (table meta missing or with other columns)"),
+        (
+            "our tables, other columns",
+            "the chain table is missing (dropped: tampered); put the newest verified backup back with "
+            "dpmem ledger restore BACKUP DB",
+        ),
+        ("other schema version", "meta.schema is not version 2"),
+    ],
+)
+def test_verify_reports_a_file_of_another_schema_by_its_path_with_nothing_counted(
+    name: str, problem: str, tmp_path: Path
+) -> None:
+    """A readable SQLite file that is not a dpmem ledger of this schema: the report names the
+    file and the problem, and counts no session, release or turn (no row of it was read)."""
+    path = tmp_path / "l.db"
+    populated(path, charges=2)
+    BROKEN[name](path)
+    report = verify_sqlite(path)
+    assert report == LedgerReport(str(path), None, 0, 0, 0, problem=problem)
+    assert report.line() == f"ledger {path}: FAILED: {problem}"
+
+
+def test_verify_refuses_a_missing_ledger_file_or_a_folder_naming_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("folder.db").mkdir()
+    with pytest.raises(InputError) as missing:
+        verify_sqlite("missing.db")
+    assert str(missing.value) == "ledger file: expected an existing SQLite ledger file, found 'missing.db'"
+    with pytest.raises(InputError) as folder:
+        verify_sqlite("folder.db")
+    assert str(folder.value) == "ledger file: expected a regular file (not a directory or device), found 'folder.db'"
