@@ -178,6 +178,47 @@ def test_history_round_trip(ledger_store: LedgerStore) -> None:
     assert decode_turn(encode_turn(record)) == record
 
 
+def test_a_turns_public_fractions_are_stored_as_exact_text_tagged_by_sign() -> None:
+    """A Fraction in a turn's public control is stored as exact "p/q" text: tagged "q" when
+    it is zero or positive, "q-" with its magnitude when negative (the stored text is never
+    signed, so the ledger's non-negative "p/q" reader reads it back)."""
+    record = TurnRecord(
+        query="q",
+        views=(),
+        control=(Fraction(1, 3), Fraction(0), Fraction(7), Fraction(-2, 5)),
+        response="",
+        admitted=(),
+        charges=(),
+    )
+    text = encode_turn(record)
+    assert text == (
+        '{"admitted":[],"charges":[],'
+        '"control":{"t":[{"q":"1/3"},{"q":"0/1"},{"q":"7/1"},{"q-":"2/5"}]},'
+        '"query":"q","response":"","views":[]}'
+    )
+    assert decode_turn(text) == record
+
+
+@pytest.mark.parametrize(
+    ("turn_id", "found"),
+    [
+        ("Turn-1", "'Turn-1' (starts with 'T')"),
+        ("", "an empty string"),
+        ("a" * 65, "a string of 65 characters"),
+        (7, "7"),
+    ],
+)
+def test_a_turn_id_that_is_not_lowercase_hex_is_refused_and_nothing_is_recorded(
+    ledger_store: LedgerStore, turn_id: object, found: str
+) -> None:
+    session = ledger_store.open_session("u", "i", CAPS)
+    turn = TurnRecord(query="q", views=(), control=None, response="", admitted=(), charges=())
+    with pytest.raises(InputError) as caught:
+        session.record_turn(turn_id, turn)  # type: ignore[arg-type]  # a caller's bad value
+    assert str(caught.value) == f"turn_id: expected 1..64 lowercase hex digits, found {found}"
+    assert session.load().history == ()
+
+
 def test_duplicate_ids_are_refused_and_nothing_is_charged(ledger_store: LedgerStore) -> None:
     session = ledger_store.open_session("u", "i", CAPS)
     session.charge_and_record(req(release_id="abc"))

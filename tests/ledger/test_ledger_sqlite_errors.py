@@ -328,6 +328,20 @@ def test_verify_reports_a_file_of_another_schema_by_its_path_with_nothing_counte
     assert report.line() == f"ledger {path}: FAILED: {problem}"
 
 
+@pytest.mark.parametrize("name", ["random bytes", "zeroed header", "text file"])
+def test_verify_refuses_a_file_sqlite_cannot_read_naming_the_file_and_the_error_class(
+    name: str, tmp_path: Path
+) -> None:
+    """No SQLite header at all: nothing to report on, so verify refuses with the store's one
+    line, the file and the driver's error class in fixed words."""
+    path = tmp_path / "l.db"
+    populated(path, charges=2)
+    BROKEN[name](path)
+    with pytest.raises(LedgerStoreError) as refused:
+        verify_sqlite(path)
+    assert str(refused.value) == f"ledger database {path}: not an SQLite database"
+
+
 def test_verify_refuses_a_missing_ledger_file_or_a_folder_naming_the_field(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
