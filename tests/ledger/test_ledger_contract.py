@@ -199,6 +199,31 @@ def test_a_turns_public_fractions_are_stored_as_exact_text_tagged_by_sign() -> N
     assert decode_turn(text) == record
 
 
+def test_a_turns_public_set_is_stored_in_one_order_whatever_its_members() -> None:
+    """A frozenset in the control is stored as its members' encodings sorted by their JSON text:
+    one order for members of any types (a plain sort would refuse to compare a str with an int,
+    or two encoded fractions), so equal sets give equal text."""
+    control = frozenset({Fraction(1, 2), "x", 3, (None, True)})
+    record = TurnRecord(query="q", views=(), control=control, response="", admitted=(), charges=())
+    text = encode_turn(record)
+    assert text == (
+        '{"admitted":[],"charges":[],"control":{"s":["x",3,{"q":"1/2"},{"t":[null,true]}]},'
+        '"query":"q","response":"","views":[]}'
+    )
+    assert decode_turn(text) == record
+
+
+@pytest.mark.parametrize("control", [(1.5,), frozenset({b"bytes"}), {"a": 1}])
+def test_a_turn_whose_control_is_not_a_public_value_is_refused_naming_the_field(control: object) -> None:
+    record = TurnRecord(query="q", views=(), control=control, response="", admitted=(), charges=())
+    with pytest.raises(InputError) as refused:
+        encode_turn(record)
+    found = {tuple: "float", frozenset: "bytes", dict: "dict"}[type(control)]
+    assert str(refused.value) == (
+        f"control: expected a public value built from None, bool, int, str, Fraction, tuple, frozenset, found '{found}'"
+    )
+
+
 @pytest.mark.parametrize(
     ("turn_id", "found"),
     [
