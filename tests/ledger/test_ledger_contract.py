@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 
+import attrs
 import pytest
 
 import tests.postgres_server as postgres_server
@@ -30,6 +31,7 @@ from dpmem_ref.ledger import (
     encode_turn,
     open_ledger_store,
 )
+from dpmem_ref.ledger.codecs import MAX_RECORD_BYTES
 from dpmem_ref.ledger.session import LedgerBackend, TemplateSession
 from dpmem_ref.ledger.urls import SCHEMES
 
@@ -211,6 +213,21 @@ def test_a_turns_public_set_is_stored_in_one_order_whatever_its_members() -> Non
         '"query":"q","response":"","views":[]}'
     )
     assert decode_turn(text) == record
+
+
+def test_a_turn_record_of_at_most_max_record_bytes_is_stored_one_byte_more_is_refused() -> None:
+    """The bound is inclusive: a record whose encoding is exactly MAX_RECORD_BYTES long is
+    stored; one byte more is refused, naming the bound and the length found."""
+    empty = encode_turn(TurnRecord(query="", views=(), control=None, response="", admitted=(), charges=()))
+    at_bound = TurnRecord(
+        query="q" * (MAX_RECORD_BYTES - len(empty)), views=(), control=None, response="", admitted=(), charges=()
+    )
+    assert len(encode_turn(at_bound)) == MAX_RECORD_BYTES
+    with pytest.raises(InputError) as refused:
+        encode_turn(attrs.evolve(at_bound, response="r"))
+    assert str(refused.value) == (
+        f"turn record: expected at most {MAX_RECORD_BYTES} bytes, found {MAX_RECORD_BYTES + 1}"
+    )
 
 
 @pytest.mark.parametrize("control", [(1.5,), frozenset({b"bytes"}), {"a": 1}])
