@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import secrets
 import shutil
+import socket
 import tempfile
 import warnings
 from pathlib import Path
@@ -119,6 +120,21 @@ def new_database() -> str:
     with psycopg.connect(url(SHARED), autocommit=True) as connection:
         connection.execute(f"CREATE SCHEMA {schema}")
     return url(SHARED, schema=schema)
+
+
+class RelayListener:
+    """A Unix socket listening in a folder of its own, named like the test server's, so that a
+    test can put a relay in front of the server: `url` is `database_url` through it, `server_socket`
+    the server's own socket to connect the relayed connections to."""
+
+    def __init__(self, database_url: str, prefix: str) -> None:
+        server_socket = next(p for p in Path(socket_dir()).glob(".s.PGSQL.*") if p.suffix != ".lock")
+        self.server_socket = str(server_socket)
+        self.folder = tempfile.mkdtemp(prefix=prefix)  # short: a socket path has at most 107 bytes
+        self.url = database_url.replace(f"host={quote(socket_dir())}", f"host={quote(self.folder)}")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(Path(self.folder) / server_socket.name))
+        self.listener.listen(8)
 
 
 def admin_execute(database_url: str, statement: str) -> None:

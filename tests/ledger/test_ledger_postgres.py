@@ -220,7 +220,7 @@ def test_a_connection_lost_inside_the_charge_is_retried_exactly_once() -> None:
     ledger_store.close()
 
 
-class CutRelay:
+class CutRelay(postgres_server.RelayListener):
     """A Unix-socket relay in front of the test server that cuts ONE connection at the first
     statement holding `marker`: `after_commit=False` drops it before that statement reaches the
     server (its transaction never commits); True relays it and the COMMIT that follows, waits for
@@ -228,15 +228,9 @@ class CutRelay:
     commit happened, the client never hears of it). Every other byte is relayed as it is."""
 
     def __init__(self, database_url: str, marker: bytes, after_commit: bool) -> None:
-        server_socket = next(p for p in Path(postgres_server.socket_dir()).glob(".s.PGSQL.*") if p.suffix != ".lock")
-        self.server_socket = str(server_socket)
-        self.folder = tempfile.mkdtemp(prefix="dpmem-relay-")  # short: a socket path has at most 107 bytes
-        self.url = database_url.replace(f"host={quote(postgres_server.socket_dir())}", f"host={quote(self.folder)}")
+        super().__init__(database_url, "dpmem-relay-")
         self.marker, self.after_commit = marker, after_commit
         self.armed, self.connections = True, 0
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(Path(self.folder) / server_socket.name))
-        self.listener.listen(8)
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:

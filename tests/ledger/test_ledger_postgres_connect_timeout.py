@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import shutil
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 
@@ -33,20 +30,14 @@ TIMEOUT_S = 2
 ENVIRONMENT_TIMEOUT_S = 8
 
 
-class StallingRelay:
+class StallingRelay(postgres_server.RelayListener):
     """A Unix socket that relays its first `forwarded` connections to the test server and
     accepts every later one without ever answering it."""
 
     def __init__(self, database_url: str, forwarded: int) -> None:
-        server_socket = next(p for p in Path(postgres_server.socket_dir()).glob(".s.PGSQL.*") if p.suffix != ".lock")
-        self.server_socket = str(server_socket)
-        self.folder = tempfile.mkdtemp(prefix="dpmem-stall-")  # short: a socket path has at most 107 bytes
-        self.url = database_url.replace(f"host={quote(postgres_server.socket_dir())}", f"host={quote(self.folder)}")
+        super().__init__(database_url, "dpmem-stall-")
         self.forwarded = forwarded
         self.held: list[socket.socket] = []
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(Path(self.folder) / server_socket.name))
-        self.listener.listen(8)
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
