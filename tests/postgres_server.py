@@ -15,6 +15,7 @@ import secrets
 import shutil
 import socket
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,28 @@ class RelayListener:
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(str(Path(self.folder) / server_socket.name))
         self.listener.listen(8)
+
+    def start(self) -> None:
+        """Accept connections in a thread of their own, each handed to `relay`."""
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            self.relay(client)
+
+    def relay(self, client: socket.socket) -> None:
+        """What the relay does with a connection it accepted (a subclass's)."""
+        raise NotImplementedError
+
+    def to_server(self) -> socket.socket:
+        """A new connection to the server's own socket."""
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        upstream.connect(self.server_socket)
+        return upstream
 
 
 def admin_execute(database_url: str, statement: str) -> None:

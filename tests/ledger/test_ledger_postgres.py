@@ -231,20 +231,14 @@ class CutRelay(postgres_server.RelayListener):
         super().__init__(database_url, "dpmem-relay-")
         self.marker, self.after_commit = marker, after_commit
         self.armed, self.connections = True, 0
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.start()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return  # closed
-            self.connections += 1
-            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            upstream.connect(self.server_socket)
-            state = {"seen": False, "commit_sent": False}
-            threading.Thread(target=self._to_server, args=(client, upstream, state), daemon=True).start()
-            threading.Thread(target=self._to_client, args=(client, upstream, state), daemon=True).start()
+    def relay(self, client: socket.socket) -> None:
+        self.connections += 1
+        upstream = self.to_server()
+        state = {"seen": False, "commit_sent": False}
+        threading.Thread(target=self._to_server, args=(client, upstream, state), daemon=True).start()
+        threading.Thread(target=self._to_client, args=(client, upstream, state), daemon=True).start()
 
     @staticmethod
     def _drop(*sockets: socket.socket) -> None:

@@ -38,22 +38,16 @@ class StallingRelay(postgres_server.RelayListener):
         super().__init__(database_url, "dpmem-stall-")
         self.forwarded = forwarded
         self.held: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.start()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return  # closed
-            if self.forwarded <= 0:
-                self.held.append(client)  # accepted, never answered
-                continue
-            self.forwarded -= 1
-            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            upstream.connect(self.server_socket)
-            threading.Thread(target=self._pipe, args=(client, upstream), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+    def relay(self, client: socket.socket) -> None:
+        if self.forwarded <= 0:
+            self.held.append(client)  # accepted, never answered
+            return
+        self.forwarded -= 1
+        upstream = self.to_server()
+        threading.Thread(target=self._pipe, args=(client, upstream), daemon=True).start()
+        threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
 
     @staticmethod
     def _pipe(source: socket.socket, target: socket.socket) -> None:
