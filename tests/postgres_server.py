@@ -106,6 +106,13 @@ def url(database: str, user: str = ROLE, password: str = PASSWORD, schema: str |
     return f"postgresql://{quote(user)}:{quote(password)}@/{database}?host={quote(socket_dir())}{options}"
 
 
+def shown(database_url: str) -> str:
+    """How dpmem's one-line refusals name a database of the test server: its URL with the
+    password masked (the tests' password appears exactly once in the URLs made here)."""
+    assert database_url.count(f":{PASSWORD}@") == 1, "not a URL of the tests' role"
+    return database_url.replace(f":{PASSWORD}@", ":***@")
+
+
 def new_database() -> str:
     """A fresh, empty ledger namespace owned by the tests' role; returns its URL.
 

@@ -452,14 +452,6 @@ def _postgres_unbound_ledger() -> tuple[str, str]:
         ledger_store.close()
 
 
-def _shown(url: str) -> str:
-    """How a refusal names the test server's database: its URL with the password masked."""
-    import tests.postgres_server as postgres_server
-
-    assert url.count(f":{postgres_server.PASSWORD}@") == 1
-    return url.replace(f":{postgres_server.PASSWORD}@", ":***@")
-
-
 def test_postgres_migration_binds_under_the_given_key_and_overwrites_the_anchor_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -491,13 +483,15 @@ def test_postgres_migration_replays_the_charges_against_the_named_interface() ->
     in one line naming the database and the row, and nothing is bound."""
     import psycopg
 
+    import tests.postgres_server as postgres_server
+
     url, _ = _postgres_unbound_ledger()
     interface = interface_from_dict(SWAPPED).interface
     _, eps = Routes.of(interface).by_query[("dinner", "food")]
     with pytest.raises(LedgerStoreError) as refused:
         migrate_postgres(url, interface_fingerprint(interface), key=POSTGRES_KEY, routes=Routes.of(interface))
     assert str(refused.value) == (
-        f"ledger database {_shown(url)}: not migrated, its rows are inconsistent: releases seq 1: charge set "
+        f"ledger database {postgres_server.shown(url)}: not migrated, its rows are inconsistent: releases seq 1: charge set "
         f"['diabetes'] at eps {eps} is no read of slot food in the named interface"
     )
     with psycopg.connect(url) as connection:

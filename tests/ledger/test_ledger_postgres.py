@@ -513,6 +513,5 @@ def test_a_store_the_server_refuses_is_one_line_naming_the_database() -> None:
     postgres_server.admin_execute(url, f"SELECT pg_terminate_backend({backend})")  # 57P01, admin shutdown
     with pytest.raises(LedgerStoreError) as ended:
         ledger_store.read_meta("runtime.any")
-    shown = url.replace(f":{postgres_server.PASSWORD}@", ":***@")
-    assert str(ended.value) == f"ledger database {shown}: the server is shutting down"
+    assert str(ended.value) == f"ledger database {postgres_server.shown(url)}: the server is shutting down"
     ledger_store.close()

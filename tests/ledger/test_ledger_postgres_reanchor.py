@@ -46,7 +46,7 @@ class Database:
             monkeypatch.setenv("DPMEM_LEDGER_ANCHOR_DIR", ANCHOR_DIR)
         self.placement = placement
         self.url = postgres_server.new_database()
-        self.name = self.url.replace(f":{postgres_server.PASSWORD}@", ":***@")  # the redacted URL
+        self.name = postgres_server.shown(self.url)  # the redacted URL
         ledger_store = PostgresLedgerStore(self.url, key=KEY)
         try:
             opened = ledger_store.open_session("user", "chat", {"diabetes": Fraction(4)})

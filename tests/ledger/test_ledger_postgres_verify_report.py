@@ -46,10 +46,6 @@ def _other_key_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     yield
 
 
-def _shown(url: str) -> str:
-    return url.replace(f":{postgres_server.PASSWORD}@", ":***@")
-
-
 def _execute(url: str, *statements: str) -> None:
     with psycopg.connect(url, autocommit=True) as connection:
         for statement in statements:
@@ -91,10 +87,10 @@ def test_postgres_verify_reports_the_ledger_under_the_key_passed_and_the_anchor_
     url, fingerprint = _ledger_with_one_turn()
     head = _head(url)
     report = verify_postgres(url, KEY)
-    assert report == LedgerReport(_shown(url), fingerprint, 1, 1, 1, None, report.chain, head)
+    assert report == LedgerReport(postgres_server.shown(url), fingerprint, 1, 1, 1, None, report.chain, head)
     assert report.chain is not None and (report.chain.events, report.chain.problem) == (5, None)
     assert report.line() == (
-        f"ledger {_shown(url)}: ok (schema 2, fingerprint {fingerprint[:12]}, 1 sessions, 1 releases, 1 turns, "
+        f"ledger {postgres_server.shown(url)}: ok (schema 2, fingerprint {fingerprint[:12]}, 1 sessions, 1 releases, 1 turns, "
         "L <= B on every ledger, charge log matches the ledgers, "
         f"chain of 5 events verified (key id {report.chain.key_id}), high-water mark seq 5 reached)"
     )
@@ -108,7 +104,7 @@ def test_postgres_verify_checks_a_mark_passed_in_place_of_the_anchor() -> None:
     head = _head(url)
     _execute(url, "DELETE FROM dpmem_anchor")
     passed = verify_postgres(url, KEY, mark=head)  # no anchor read, so none is missing
-    assert passed == LedgerReport(_shown(url), fingerprint, 1, 1, 1, None, passed.chain, head)
+    assert passed == LedgerReport(postgres_server.shown(url), fingerprint, 1, 1, 1, None, passed.chain, head)
     beyond = HighWater(6, head.mac)
     truncated = verify_postgres(url, KEY, mark=beyond)
     assert (truncated.problem, truncated.high_water) == (
@@ -136,7 +132,7 @@ def test_postgres_verify_reports_an_anchor_row_it_refuses() -> None:
     report = verify_postgres(url, KEY)
     assert report.chain is not None and report.chain.problem is None
     assert (report.problem, report.high_water) == (
-        f"anchor {_shown(url)} dpmem_anchor: its seal does not match the key (edited, or sealed with another key)",
+        f"anchor {postgres_server.shown(url)} dpmem_anchor: its seal does not match the key (edited, or sealed with another key)",
         None,
     )
     assert verify_postgres(url, KEY, high_water=False).problem is None
@@ -159,8 +155,8 @@ def test_postgres_verify_names_a_ledger_without_its_chain_table(tables: str, sch
         statements.append("DROP TABLE dpmem_turns")
     _execute(url, *statements)
     report = verify_postgres(url, KEY)
-    assert report == LedgerReport(_shown(url), None, 0, 0, 0, problem=problem)
-    assert report.line() == f"ledger {_shown(url)}: FAILED: {problem}"
+    assert report == LedgerReport(postgres_server.shown(url), None, 0, 0, 0, problem=problem)
+    assert report.line() == f"ledger {postgres_server.shown(url)}: FAILED: {problem}"
 
 
 def test_postgres_verify_of_a_login_the_server_refuses_is_one_line_naming_the_database() -> None:
