@@ -1,12 +1,15 @@
 """Shared pieces of the runtime tests (tests/runtime/test_runtime_*.py): the example agent, a
-runtime on each ledger backend, exact sums over committed release rows, and an encoder whose
-similarities are given."""
+runtime on each ledger backend, exact sums over committed release rows, an encoder whose
+similarities are given, and a local OpenAI-compatible endpoint."""
 
 from __future__ import annotations
 
+import json
 import shutil
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +80,39 @@ class FixedEncoder:
     def similarities(self, text: str, targets: Sequence[str]) -> list[Fraction]:
         self.asked.append((text, list(targets)))
         return list(self.similar)
+
+
+class OpenAIEndpoint:
+    """A local OpenAI-compatible /v1/chat/completions endpoint: a real HTTP server on loopback in
+    this process, answering each request with `answer(body)` and keeping every request's body (its
+    path under "path"). `with OpenAIEndpoint(...) as endpoint:` serves; `endpoint.llm` is its
+    `--llm` text."""
+
+    def __init__(self, answer: Callable[[dict[str, Any]], str]) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802  # http.server's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                endpoint.bodies.append({"path": self.path, **body})
+                data = json.dumps({"choices": [{"message": {"content": answer(body)}}], "usage": {}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.llm = f"openai:http://127.0.0.1:{self.server.server_port}/v1#tiny-model"
+
+    def __enter__(self) -> OpenAIEndpoint:
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -4,9 +4,6 @@ generation interface and prompt builder."""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +11,7 @@ import pytest
 
 from dpmem_ref.channel import EchoChannel, make_channel
 from dpmem_ref.core.errors import InputError
-from tests.runtime_fixtures import copy_example, open_runtime
+from tests.runtime_fixtures import OpenAIEndpoint, copy_example, open_runtime
 
 
 class _Recording:
@@ -46,45 +43,25 @@ def test_bad_llm_one_line(bad: str) -> None:
         make_channel(bad)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    bodies: list[dict[str, Any]] = []
-
-    def do_POST(self) -> None:  # noqa: N802  # http.server's name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        _Handler.bodies.append({"path": self.path, **body})
-        guidance = body["messages"][0]["content"]
-        payload = {"choices": [{"message": {"content": f"served: {guidance.splitlines()[-1]}"}}], "usage": {}}
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+def _served(body: dict[str, Any]) -> str:
+    """The endpoint's answer: "served: " and the last line of the guidance (its last view)."""
+    return f"served: {body['messages'][0]['content'].splitlines()[-1]}"
 
 
 def test_openai_compatible_endpoint(tmp_path: Path) -> None:
     pytest.importorskip("httpx")
-    server = HTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        agent, memory = copy_example(tmp_path)
-        url = f"openai:http://127.0.0.1:{server.server_port}/v1#tiny-model"
+    agent, memory = copy_example(tmp_path)
+    with OpenAIEndpoint(_served) as endpoint:
+        url = endpoint.llm
         runtime = open_runtime(agent, memory, "memory:", llm=url)
         turn = runtime.turn("alice", "recipes", "i", "Budget tips please")
-        check, body = _Handler.bodies  # the start-up check, then the turn
+        check, body = endpoint.bodies  # the start-up check, then the turn
         assert check["messages"][-1]["content"] == "start-up check"
         assert body["path"] == "/v1/chat/completions" and body["model"] == "tiny-model"
         assert body["messages"][-1] == {"role": "user", "content": "Budget tips please"}
         texts = [t for _, t in runtime.view_texts(turn)]
         assert turn.response == f"served: - {texts[-1]}"
         runtime.close()
-    finally:
-        server.shutdown()
-        server.server_close()
     with pytest.raises(InputError, match="llm channel openai") as caught:  # the server is gone: at start-up
         open_runtime(agent, memory, "memory:", llm=url)
     assert "\n" not in str(caught.value) and "127.0.0.1" not in str(caught.value)  # never the URL

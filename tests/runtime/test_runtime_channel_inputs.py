@@ -5,16 +5,13 @@ the prefix of this runtime's earlier answered turns of the same (user, app) scop
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.runtime_fixtures import copy_example, open_runtime
+from tests.runtime_fixtures import OpenAIEndpoint, copy_example, open_runtime
 
 KEPT = 16  # the transcript prefix a channel sees: the latest 16 turns of the scope
 
@@ -48,42 +45,21 @@ def test_the_channel_sees_the_latest_sixteen_turns_of_the_scope_only(tmp_path: P
     runtime.close()
 
 
-class _Endpoint(BaseHTTPRequestHandler):
-    """An OpenAI-compatible /chat/completions endpoint that answers "ok" and keeps every
-    request body."""
-
-    bodies: list[dict[str, Any]] = []
-
-    def do_POST(self) -> None:  # noqa: N802  # http.server's name
-        _Endpoint.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        data = json.dumps({"choices": [{"message": {"content": "ok"}}], "usage": {}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def endpoint() -> Iterator[str]:
-    """The `--llm` text of a local endpoint (a real HTTP server in this process)."""
+def endpoint() -> Iterator[OpenAIEndpoint]:
+    """A local endpoint that answers "ok" (a real HTTP server in this process)."""
     pytest.importorskip("httpx")
-    _Endpoint.bodies.clear()
-    server = HTTPServer(("127.0.0.1", 0), _Endpoint)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-    yield f"openai:http://127.0.0.1:{server.server_port}/v1#tiny-model"
-    server.shutdown()
-    server.server_close()
+    with OpenAIEndpoint(lambda body: "ok") as served:
+        yield served
 
 
 @pytest.mark.parametrize(("seed", "sent"), [(7, 7), (0, 0), (None, 0)])
-def test_an_endpoint_decodes_with_the_runtimes_seed(seed: int | None, sent: int, endpoint: str, tmp_path: Path) -> None:
+def test_an_endpoint_decodes_with_the_runtimes_seed(
+    seed: int | None, sent: int, endpoint: OpenAIEndpoint, tmp_path: Path
+) -> None:
     """Every request (the start-up check and each turn) carries the seed `open` was given."""
     agent, memory = copy_example(tmp_path)
-    runtime = open_runtime(agent, memory, "memory:", llm=endpoint, seed=seed)
+    runtime = open_runtime(agent, memory, "memory:", llm=endpoint.llm, seed=seed)
     assert runtime.turn("alice", "recipes", "i", "Budget tips please").response == "ok"
     runtime.close()
-    assert [body["seed"] for body in _Endpoint.bodies] == [sent, sent]  # the start-up check, then the turn
+    assert [body["seed"] for body in endpoint.bodies] == [sent, sent]  # the start-up check, then the turn
