@@ -24,43 +24,30 @@ WITH_EQUALS = "\"(a libpq keyword DSN or a path with '=', not shown: it m..."
 
 
 @pytest.mark.parametrize(
-    ("url", "found"),
+    ("url", "rule", "found"),
     [
-        ("sqlite:ledger.db", "'sqlite:(not shown)'"),
-        ("sqlite://ledger.db", "'sqlite:(not shown)'"),
-        ("sqlite:", "'sqlite:(not shown)'"),
+        ("sqlite:ledger.db", THREE_SLASHES, "'sqlite:(not shown)'"),
+        ("sqlite://ledger.db", THREE_SLASHES, "'sqlite:(not shown)'"),
+        ("sqlite:", THREE_SLASHES, "'sqlite:(not shown)'"),
+        ("sqlite:///", A_PLAIN_PATH, "'sqlite:///'"),  # an empty path
+        ("ledger=1.db", A_PLAIN_PATH, WITH_EQUALS),  # '=' alone: no scheme, no "://"
+        ("sqlite:///ledger=1.db", A_PLAIN_PATH, WITH_EQUALS),
+        ("c:ledger.db", A_PLAIN_PATH, "'c:(not shown)'"),  # a scheme alone: no '=', no "://"
+        ("sqlite:///postgresql:ledger.db", A_PLAIN_PATH, "'sqlite:///postgresql:ledger.db'"),
+        ("SQLITE:ledger.db", A_PLAIN_PATH, "'SQLITE:(not shown)'"),  # schemes are not case-folded: a path with a scheme
+        ("folder/x://ledger.db", A_PLAIN_PATH, "'folder/x://ledger.db'"),  # "://" alone: no '=', no scheme at the start
+        ("sqlite:///folder/x://ledger.db", A_PLAIN_PATH, "'sqlite:///folder/x://ledger.db'"),
     ],
 )
-def test_sqlite_without_three_slashes_is_refused_naming_them(
-    url: str, found: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_url_that_breaks_one_rule_is_refused_naming_it(
+    url: str, rule: str, found: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """`sqlite:` without three slashes; a path that is empty, holds '=', starts with a scheme or
+    holds "://": each URL breaks one rule only."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InputError) as refused:
         open_ledger_store(url)
-    assert str(refused.value) == f"--store-url: expected {FORMS} ({THREE_SLASHES}), found {found}"
-    assert not any(tmp_path.iterdir())
-
-
-@pytest.mark.parametrize(
-    ("url", "found"),
-    [
-        ("sqlite:///", "'sqlite:///'"),  # an empty path
-        ("ledger=1.db", WITH_EQUALS),  # '=' alone: no scheme, no "://"
-        ("sqlite:///ledger=1.db", WITH_EQUALS),
-        ("c:ledger.db", "'c:(not shown)'"),  # a scheme alone: no '=', no "://"
-        ("sqlite:///postgresql:ledger.db", "'sqlite:///postgresql:ledger.db'"),
-        ("SQLITE:ledger.db", "'SQLITE:(not shown)'"),  # schemes are not case-folded: a path with a scheme
-        ("folder/x://ledger.db", "'folder/x://ledger.db'"),  # "://" alone: no '=', no scheme at the start
-        ("sqlite:///folder/x://ledger.db", "'sqlite:///folder/x://ledger.db'"),
-    ],
-)
-def test_a_path_that_is_empty_or_holds_equals_a_scheme_or_a_url_is_refused(
-    url: str, found: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError) as refused:
-        open_ledger_store(url)
-    assert str(refused.value) == f"--store-url: expected {FORMS} ({A_PLAIN_PATH}), found {found}"
+    assert str(refused.value) == f"--store-url: expected {FORMS} ({rule}), found {found}"
     assert not any(tmp_path.iterdir())
 
 
