@@ -20,7 +20,7 @@ import pytest
 
 from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import LedgerStoreError, open_ledger_store
-from dpmem_ref.ledger.url_forms import redact_url
+from dpmem_ref.ledger.url_forms import SecretURL, redact_url
 from tests.kernel_fixtures import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,6 +150,15 @@ def test_the_documented_forms_still_open(tmp_path: Path, monkeypatch: pytest.Mon
     assert redact_url("postgresql://u:p%40ss@h:5432/db?sslmode=require&password=x") == (
         "postgresql://u:***@h:5432/db?sslmode=require&password=***"
     )
+
+
+def test_a_secret_url_prints_as_its_redaction_and_reveals_the_url_to_the_driver() -> None:
+    url = f"postgresql://alice:{SECRET}@db.example:5432/ledgers?sslmode=require"
+    secret = SecretURL(url)
+    assert repr(secret) == str(secret) == "SecretURL('postgresql://alice:***@db.example:5432/ledgers?sslmode=require')"
+    assert f"{secret}" == str(secret) and secret.reveal() == url
+    assert repr(SecretURL("sqlite:///ledgers.db")) == "SecretURL('sqlite:///ledgers.db')"
+    assert repr(SecretURL("")) == "SecretURL('(an unusable store URL, not shown)')"
 
 
 def test_postgres_errors_and_repr_never_hold_the_password(caplog: pytest.LogCaptureFixture) -> None:

@@ -422,6 +422,43 @@ def test_sqlite_refuses_a_stored_ledger_above_its_cap(tmp_path: Path) -> None:
         SQLiteLedgerStore(path)
 
 
+@pytest.mark.parametrize(
+    ("edit", "error", "message"),
+    [
+        ("UPDATE dpmem_ledgers SET spent = '0.6666' WHERE attribute = 'diabetes'", LedgerStoreError,
+         "ledgers.spent: expected exact non-negative 'p/q' text"),
+        ("UPDATE dpmem_ledgers SET cap = 'two' WHERE attribute = 'debt'", LedgerStoreError,
+         "ledgers.cap: expected exact non-negative 'p/q' text"),
+        ("UPDATE dpmem_ledgers SET spent = '7/3' WHERE attribute = 'diabetes'", ContractViolation,
+         "C5: attribute diabetes: stored ledger exceeds its cap"),
+        ("DELETE FROM dpmem_ledgers", LedgerStoreError,
+         "ledgers: no ledger rows for this session (open_session first)"),
+    ],
+    ids=["unreadable-spent", "unreadable-cap", "above-its-cap", "rows-gone"],
+)
+def test_postgres_refuses_a_ledger_row_edited_after_open(edit: str, error: type[Exception], message: str) -> None:
+    """An open session's ledger rows edited on the server: its next load and its next charge (the
+    locked read) each refuse with the one exact line naming the column or condition, and charge nothing."""
+    import psycopg
+
+    url = postgres_server.new_database()
+    ledger_store = open_ledger_store(url)
+    try:
+        session = ledger_store.open_session("u", "i", CAPS)
+        with psycopg.connect(url, autocommit=True) as raw:
+            raw.execute(edit)
+        with pytest.raises(error) as loading:
+            session.load()
+        assert str(loading.value) == message
+        with pytest.raises(error) as charging:
+            session.charge_and_record(req())
+        assert str(charging.value) == message
+        with psycopg.connect(url, autocommit=True) as raw:
+            assert raw.execute("SELECT count(*) FROM dpmem_releases").fetchone() == (0,)
+    finally:
+        ledger_store.close()
+
+
 def test_sqlite_fault_inside_the_transaction_rolls_back(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
 
