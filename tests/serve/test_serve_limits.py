@@ -132,6 +132,52 @@ def test_the_connection_past_the_per_client_limit_is_closed_at_once(served: Any)
         release(held + extra)
 
 
+def healthz_answers(port: int, source: str) -> bool:
+    """One /healthz from `source` on a fresh connection: answered 200 (else refused or closed)."""
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+    except OSError:
+        return False
+    try:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        sock.settimeout(5)
+        return sock.recv(64).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+    finally:
+        sock.close()
+
+
+def test_the_connection_past_the_process_limit_is_closed_at_once_and_a_closed_one_frees_its_place(
+    tmp_path: Path,
+) -> None:
+    """--max-connections 4: four stalled connections (from two addresses) are held, every further
+    one from any address is closed at once, the refused ones take no place (a second and a third
+    refusal in a row), and once a held connection closes the next is served."""
+    keys, _ = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    extra = ["--max-connections", "4", "--max-connections-per-client", "64"]
+    with LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}", extra=extra) as server:
+        port = _port(server.url)
+        held = stall(port, 2, first_source=210) + stall(port, 2, first_source=211)
+        try:
+            assert not any(closed_by_server(sock, 0.2) for sock in held)  # all four are held
+            for source in ("127.0.0.212", "127.0.0.213", "127.0.0.212"):
+                past = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+                try:
+                    assert closed_by_server(past, 2.0), source
+                finally:
+                    past.close()
+            held.pop().close()
+            deadline = time.monotonic() + 5.0
+            while not healthz_answers(port, "127.0.0.212"):  # the server sees the close soon after
+                assert time.monotonic() < deadline, "a closed connection never freed its place"
+                time.sleep(0.05)
+            assert not any(closed_by_server(sock, 0.05) for sock in held)  # the other three are still held
+        finally:
+            release(held)
+
+
 @pytest.mark.parametrize("half", HALF_REQUESTS, ids=["request-line", "headers", "body"])
 def test_a_stalled_request_is_closed_after_its_timeout(served: Any, half: bytes) -> None:
     server, _ = served
