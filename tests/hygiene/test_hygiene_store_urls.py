@@ -86,7 +86,9 @@ def test_no_message_repr_log_or_file_name_holds_the_password(
 
 
 @pytest.mark.parametrize("url", SECRET_URLS)
-def test_the_cli_refuses_in_one_line_without_the_password(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_refuses_in_one_line_without_the_password(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     queries = tmp_path.parent / f"{tmp_path.name}-q.txt"
     queries.write_text("affordable-dinner\n")
@@ -171,7 +173,11 @@ def test_postgres_errors_and_repr_never_hold_the_password(caplog: pytest.LogCapt
     good = postgres_server.PASSWORD
     as_query = url.replace(f":{good}@", "@") + f"&password={good}"
     ledger_store = open_ledger_store(as_query)
-    assert isinstance(ledger_store, PostgresLedgerStore) and good not in repr(ledger_store) and good not in str(vars(ledger_store))
+    assert (
+        isinstance(ledger_store, PostgresLedgerStore)
+        and good not in repr(ledger_store)
+        and good not in str(vars(ledger_store))
+    )
     ledger_store.open_session("u", "i", {"a": 1}, fingerprint="a" * 64)  # type: ignore[dict-item]
     with pytest.raises(InputError) as mismatch:
         ledger_store.open_session("u", "j", {"a": 1}, fingerprint="b" * 64)  # type: ignore[dict-item]

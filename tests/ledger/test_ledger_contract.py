@@ -425,14 +425,26 @@ def test_sqlite_refuses_a_stored_ledger_above_its_cap(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "error", "message"),
     [
-        ("UPDATE dpmem_ledgers SET spent = '0.6666' WHERE attribute = 'diabetes'", LedgerStoreError,
-         "ledgers.spent: expected exact non-negative 'p/q' text"),
-        ("UPDATE dpmem_ledgers SET cap = 'two' WHERE attribute = 'debt'", LedgerStoreError,
-         "ledgers.cap: expected exact non-negative 'p/q' text"),
-        ("UPDATE dpmem_ledgers SET spent = '7/3' WHERE attribute = 'diabetes'", ContractViolation,
-         "C5: attribute diabetes: stored ledger exceeds its cap"),
-        ("DELETE FROM dpmem_ledgers", LedgerStoreError,
-         "ledgers: no ledger rows for this session (open_session first)"),
+        (
+            "UPDATE dpmem_ledgers SET spent = '0.6666' WHERE attribute = 'diabetes'",
+            LedgerStoreError,
+            "ledgers.spent: expected exact non-negative 'p/q' text",
+        ),
+        (
+            "UPDATE dpmem_ledgers SET cap = 'two' WHERE attribute = 'debt'",
+            LedgerStoreError,
+            "ledgers.cap: expected exact non-negative 'p/q' text",
+        ),
+        (
+            "UPDATE dpmem_ledgers SET spent = '7/3' WHERE attribute = 'diabetes'",
+            ContractViolation,
+            "C5: attribute diabetes: stored ledger exceeds its cap",
+        ),
+        (
+            "DELETE FROM dpmem_ledgers",
+            LedgerStoreError,
+            "ledgers: no ledger rows for this session (open_session first)",
+        ),
     ],
     ids=["unreadable-spent", "unreadable-cap", "above-its-cap", "rows-gone"],
 )

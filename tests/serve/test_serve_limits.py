@@ -25,7 +25,7 @@ PER_CLIENT = 50  # connections per attacking source address (the server's limit 
 HALF_REQUESTS = [
     b"GET /healthz HT",  # half a request line
     b"POST /v1/turns HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer abc\r\n",  # headers without their end
-    b"POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{\"user\": ",  # short body
+    b'POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"user": ',  # short body
 ]
 
 
@@ -100,7 +100,11 @@ def test_a_thousand_stalled_connections_do_not_delay_healthz_or_a_turn(patient: 
                 assert client.get("/healthz").status_code == 200
                 healthz_s = time.monotonic() - started
                 started = time.monotonic()
-                turn = client.post("/v1/turns", headers=auth(tokens["recipes"]), json={"user": "alice", "interaction": "slow", "query": DINNER})
+                turn = client.post(
+                    "/v1/turns",
+                    headers=auth(tokens["recipes"]),
+                    json={"user": "alice", "interaction": "slow", "query": DINNER},
+                )
                 turn_s = time.monotonic() - started
                 assert turn.status_code == 200, turn.text
                 assert healthz_s < 1.0 and turn_s < 1.0, (healthz_s, turn_s)
@@ -132,50 +136,80 @@ def test_the_connection_past_the_per_client_limit_is_closed_at_once(served: Any)
         release(held + extra)
 
 
-def healthz_answers(port: int, source: str) -> bool:
-    """One /healthz from `source` on a fresh connection: answered 200 (else refused or closed)."""
-    try:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
-    except OSError:
-        return False
-    try:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        sock.settimeout(5)
-        return sock.recv(64).startswith(b"HTTP/1.1 200")
-    except OSError:
-        return False
-    finally:
+def held_open(port: int, source: str) -> socket.socket | None:
+    """A connection from `source` sending half a request: the socket if the server holds it
+    (still open after 0.3 s), None if the server closes it at once."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+    sock.sendall(HALF_REQUESTS[0])
+    if closed_by_server(sock, 0.3):
         sock.close()
+        return None
+    return sock
 
 
-def test_the_connection_past_the_process_limit_is_closed_at_once_and_a_closed_one_frees_its_place(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("flags", "held_from", "past_from", "served_from"),
+    [
+        (
+            ["--max-connections", "4", "--max-connections-per-client", "64"],
+            ["127.0.0.210", "127.0.0.211"] * 2,
+            ["127.0.0.212", "127.0.0.213", "127.0.0.212"],
+            None,
+        ),
+        (["--max-connections-per-client", "4"], ["127.0.0.220"] * 4, ["127.0.0.220"] * 3, "127.0.0.221"),
+    ],
+    ids=["per-process", "per-client"],
+)
+def test_the_connection_past_a_limit_is_closed_at_once_and_a_closed_one_frees_exactly_its_place(
+    tmp_path: Path, flags: list[str], held_from: list[str], past_from: list[str], served_from: str | None
 ) -> None:
-    """--max-connections 4: four stalled connections (from two addresses) are held, every further
-    one from any address is closed at once, the refused ones take no place (a second and a third
-    refusal in a row), and once a held connection closes the next is served."""
+    """A limit of 4: four stalled connections are held; every further one is closed at once, and
+    a refused one takes no place (three refusals in a row); once a held one closes, exactly one
+    more is held and the next is closed again. A per-client limit leaves other addresses served."""
     keys, _ = write_keys(tmp_path)
     memory, _ = marked_memory(tmp_path)
-    extra = ["--max-connections", "4", "--max-connections-per-client", "64"]
-    with LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}", extra=extra) as server:
+    with LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}", extra=flags) as server:
         port = _port(server.url)
-        held = stall(port, 2, first_source=210) + stall(port, 2, first_source=211)
+        held: list[socket.socket] = []
         try:
-            assert not any(closed_by_server(sock, 0.2) for sock in held)  # all four are held
-            for source in ("127.0.0.212", "127.0.0.213", "127.0.0.212"):
-                past = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+            for source in held_from:
+                sock = held_open(port, source)
+                assert sock is not None, f"connection {len(held) + 1} of 4 from {source} was closed"
+                held.append(sock)
+            for source in past_from:
+                assert held_open(port, source) is None, f"a connection past the limit from {source} was held"
+            if served_from is not None:
+                other = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(served_from, 0))
                 try:
-                    assert closed_by_server(past, 2.0), source
+                    other.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    other.settimeout(5)
+                    assert other.recv(64).startswith(b"HTTP/1.1 200")  # another address is served
                 finally:
-                    past.close()
+                    other.close()
             held.pop().close()
             deadline = time.monotonic() + 5.0
-            while not healthz_answers(port, "127.0.0.212"):  # the server sees the close soon after
+            while (again := held_open(port, past_from[0])) is None:  # the server sees the close soon after
                 assert time.monotonic() < deadline, "a closed connection never freed its place"
-                time.sleep(0.05)
-            assert not any(closed_by_server(sock, 0.05) for sock in held)  # the other three are still held
+            held.append(again)
+            assert held_open(port, past_from[0]) is None, "a close freed more than its one place"
+            assert not any(closed_by_server(sock, 0.05) for sock in held)  # all four are still held
         finally:
             release(held)
+
+
+def test_the_header_deadline_counts_from_the_connection_not_from_its_first_byte(served: Any) -> None:
+    """A client that waits before its first byte gains no time: a half request line sent 2 s into
+    the 3 s header timeout is still closed about 3 s after the connection opened."""
+    server, _ = served
+    sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.251", 0))
+    try:
+        opened = time.monotonic()
+        time.sleep(2.0)
+        sock.sendall(HALF_REQUESTS[0])
+        assert closed_by_server(sock, 10.0)
+        assert 2.5 < time.monotonic() - opened < 4.5
+    finally:
+        sock.close()
 
 
 @pytest.mark.parametrize("half", HALF_REQUESTS, ids=["request-line", "headers", "body"])
