@@ -193,8 +193,63 @@ def test_the_connection_past_a_limit_is_closed_at_once_and_a_closed_one_frees_ex
             held.append(again)
             assert held_open(port, past_from[0]) is None, "a close freed more than its one place"
             assert not any(closed_by_server(sock, 0.05) for sock in held)  # all four are still held
+            for _ in range(3):  # down to one open connection: three places free, not four
+                held.pop(0).close()
+            deadline = time.monotonic() + 5.0
+            while len(held) < 4:
+                if (again := held_open(port, past_from[0])) is not None:
+                    held.append(again)
+                else:
+                    assert time.monotonic() < deadline, "closed connections never freed their places"
+            assert held_open(port, past_from[0]) is None, "three closes freed more than three places"
         finally:
             release(held)
+
+
+def test_a_peer_leaves_the_connection_table_when_its_last_connection_closes() -> None:
+    """The per-client counts hold only peers with an open connection: a client that connects once
+    from each of many addresses (IPv6 gives one a /64) cannot grow the server's memory. A real
+    uvicorn server with the protocol of `dpmem serve`, in this process, so its table can be read."""
+    import threading
+    from collections import Counter
+
+    import uvicorn
+
+    from dpmem_ref.serve.limits import Limits, bounded_protocol
+
+    protocol = bounded_protocol(Limits(per_client=4, total=100))
+    cells = protocol.connection_made.__closure__ or ()  # type: ignore[attr-defined]
+    (table,) = [cell.cell_contents for cell in cells if isinstance(cell.cell_contents, Counter)]
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, http=protocol, log_config=None, access_log=False, lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10.0
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+            time.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        for n in range(20):
+            source = f"127.0.0.{100 + n}"
+            pair = [held_open(port, source), held_open(port, source)]
+            assert all(sock is not None for sock in pair)
+            assert table[source] == 2
+            release([sock for sock in pair if sock is not None])
+        deadline = time.monotonic() + 5.0
+        while table:
+            assert time.monotonic() < deadline, f"peers without an open connection stay: {dict(table)}"
+            time.sleep(0.01)
+    finally:
+        server.should_exit = True
+        thread.join(10)
 
 
 def test_the_header_deadline_counts_from_the_connection_not_from_its_first_byte(served: Any) -> None:
