@@ -252,6 +252,40 @@ def test_a_peer_leaves_the_connection_table_when_its_last_connection_closes() ->
         thread.join(10)
 
 
+def read_answer(sock: socket.socket) -> bytes:
+    """One whole HTTP/1.1 answer with a Content-Length: its status line."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        assert chunk, f"closed by the server after {data!r}"
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = next(
+        int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        chunk = sock.recv(4096)
+        assert chunk, "closed by the server inside an answer"
+        body += chunk
+    assert len(body) == length
+    return head.split(b"\r\n", 1)[0]
+
+
+def test_a_kept_alive_connection_in_use_outlives_the_header_timeout(served: Any) -> None:
+    """The header deadline covers one request head, not the connection: a client that sends a
+    request every 0.4 s on one kept-alive connection is answered past the 3 s header timeout."""
+    server, _ = served
+    sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.252", 0))
+    try:
+        opened = time.monotonic()
+        while time.monotonic() - opened < 4.5:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert read_answer(sock) == b"HTTP/1.1 200 OK"
+            time.sleep(0.4)
+    finally:
+        sock.close()
+
+
 def test_the_header_deadline_counts_from_the_connection_not_from_its_first_byte(served: Any) -> None:
     """A client that waits before its first byte gains no time: a half request line sent 2 s into
     the 3 s header timeout is still closed about 3 s after the connection opened."""
