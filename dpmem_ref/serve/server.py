@@ -176,6 +176,10 @@ def serve_one(
             factory=True,
             interface="asgi3",
             http=bounded_protocol(limits),
+            # No WebSocket (no route takes one): uvicorn would hand an upgraded connection to its
+            # WebSocket protocol, whose connection_lost the bounded protocol never sees, so the
+            # connection would stay counted and 64 upgrade requests would lock an address out.
+            ws="none",
             log_config=None,
             access_log=False,
             lifespan="on" if mcp else "off",

@@ -206,6 +206,53 @@ def test_the_connection_past_a_limit_is_closed_at_once_and_a_closed_one_frees_ex
             release(held)
 
 
+UPGRADE = (
+    b"GET /healthz HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+)
+
+
+def test_websocket_upgrade_requests_are_plain_requests_and_never_lock_an_address_out(tmp_path: Path) -> None:
+    """No route takes a WebSocket: an upgrade request is answered as the plain request it carries
+    (no 101), on a connection the limits keep counting, so six of them from one address under a
+    per-client limit of 4 leave that address served. (Handed to uvicorn's WebSocket protocol, a
+    connection was never uncounted: the fifth upgrade request and every later connection from the
+    address were refused.)"""
+    keys, _ = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    extra = ["--max-connections-per-client", "4"]
+    with LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}", extra=extra) as server:
+        port = _port(server.url)
+        for _ in range(6):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.240", 0))
+            try:
+                sock.settimeout(5)
+                sock.sendall(UPGRADE)
+                assert read_answer(sock) == b"HTTP/1.1 200 OK"
+            finally:
+                sock.close()
+        deadline = time.monotonic() + 5.0
+        while not healthz_answers(port, "127.0.0.240"):  # the server sees the closes soon after
+            assert time.monotonic() < deadline, "upgrade requests locked the address out"
+            time.sleep(0.05)
+
+
+def healthz_answers(port: int, source: str) -> bool:
+    """One /healthz from `source` on a fresh connection: answered 200 (else refused or closed)."""
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+    except OSError:
+        return False
+    try:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        sock.settimeout(5)
+        return sock.recv(64).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+    finally:
+        sock.close()
+
+
 def test_a_peer_leaves_the_connection_table_when_its_last_connection_closes() -> None:
     """The per-client counts hold only peers with an open connection: a client that connects once
     from each of many addresses (IPv6 gives one a /64) cannot grow the server's memory. A real
@@ -282,6 +329,33 @@ def test_a_kept_alive_connection_in_use_outlives_the_header_timeout(served: Any)
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             assert read_answer(sock) == b"HTTP/1.1 200 OK"
             time.sleep(0.4)
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize(
+    ("start", "trickle"),
+    [(b"GET /healthz HTTP/1.1\r\nHost: x\r\n", b"X-Slow: 1\r\n"), (HALF_REQUESTS[2], b"a")],
+    ids=["head", "body"],
+)
+def test_a_deadline_is_not_renewed_by_bytes_that_trickle_in(served: Any, start: bytes, trickle: bytes) -> None:
+    """A head (or, once the head is in, a body) sent a few bytes every 0.5 s is closed when its 3 s
+    deadline passes, not kept open by each byte."""
+    server, _ = served
+    sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.253", 0))
+    try:
+        sock.sendall(start)
+        started = time.monotonic()
+        closed = False
+        while not closed and time.monotonic() - started < 8.0:
+            try:
+                sock.sendall(trickle)
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            closed = closed_by_server(sock, 0.5)
+        assert closed, "kept open past its deadline by trickled bytes"
+        assert 2.5 < time.monotonic() - started < 4.5
     finally:
         sock.close()
 
