@@ -360,6 +360,30 @@ def test_a_deadline_is_not_renewed_by_bytes_that_trickle_in(served: Any, start: 
         sock.close()
 
 
+def test_after_an_answer_the_next_head_has_its_own_deadline_not_renewed_by_trickled_bytes(served: Any) -> None:
+    """On a kept-alive connection the header deadline is armed again when an answer completes:
+    the next head, trickled a header line every 0.5 s, is closed about 3 s after that answer."""
+    server, _ = served
+    sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.254", 0))
+    try:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_answer(sock) == b"HTTP/1.1 200 OK"
+        answered = time.monotonic()
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        closed = False
+        while not closed and time.monotonic() - answered < 8.0:
+            try:
+                sock.sendall(b"X-Slow: 1\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            closed = closed_by_server(sock, 0.5)
+        assert closed, "the next head was kept open past its deadline"
+        assert 2.5 < time.monotonic() - answered < 4.5
+    finally:
+        sock.close()
+
+
 def test_the_header_deadline_counts_from_the_connection_not_from_its_first_byte(served: Any) -> None:
     """A client that waits before its first byte gains no time: a half request line sent 2 s into
     the 3 s header timeout is still closed about 3 s after the connection opened."""
