@@ -136,6 +136,21 @@ def test_the_connection_past_the_per_client_limit_is_closed_at_once(served: Any)
         release(held + extra)
 
 
+@pytest.mark.parametrize("field", ["header_s", "body_s", "idle_s", "per_client", "total"])
+def test_a_bound_that_is_not_positive_is_refused_naming_its_field(field: str) -> None:
+    """`Limits` checks its own bounds (the CLI checks its ranges first; a program that builds a
+    `Limits` gets the same guard): zero and below are refused, one is the least allowed."""
+    from dpmem_ref.serve.limits import Limits
+
+    for bad in (0, -1, 0.0):
+        with pytest.raises(ValueError) as refused:
+            Limits(**{field: bad})
+        assert str(refused.value) == f"{field}: expected a positive number, found {bad!r}"
+    assert getattr(Limits(**{field: 1}), field) == 1
+    if field.endswith("_s"):
+        assert getattr(Limits(**{field: 0.25}), field) == 0.25
+
+
 def held_open(port: int, source: str) -> socket.socket | None:
     """A connection from `source` sending half a request: the socket if the server holds it
     (still open after 0.3 s), None if the server closes it at once."""
