@@ -41,14 +41,23 @@ def dpmem(*args: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--replicas", "2"], "dpmem: error: --replicas: expected a shared --store-url (postgresql://... or sqlite:///PATH), found 'in-process ledgers'"),
+        (
+            ["--replicas", "2"],
+            "dpmem: error: --replicas: expected a shared --store-url (postgresql://... or sqlite:///PATH), found 'in-process ledgers'",
+        ),
         (["--replicas", "0"], "dpmem: error: --replicas: expected 1..64, found 0"),
         (["--port", "70000"], "dpmem: error: --port: expected 0..65535, found 70000"),
         (["--tls-cert", "cert.pem"], "dpmem: error: --tls-cert/--tls-key: expected both or neither, found 'only one'"),
-        (["--release-deadline", "0"], "dpmem: error: --release-deadline: expected a number of seconds in (0, 10.0], found 0.0"),
+        (
+            ["--release-deadline", "0"],
+            "dpmem: error: --release-deadline: expected a number of seconds in (0, 10.0], found 0.0",
+        ),
         (["--header-timeout", "0"], "dpmem: error: --header-timeout: expected seconds in (0, 3600], found 0.0"),
         (["--body-timeout", "nan"], "dpmem: error: --body-timeout: expected seconds in (0, 3600], found nan"),
-        (["--max-connections-per-client", "0"], "dpmem: error: --max-connections-per-client: expected 1..1000000, found 0"),
+        (
+            ["--max-connections-per-client", "0"],
+            "dpmem: error: --max-connections-per-client: expected 1..1000000, found 0",
+        ),
         (["--workers", "0"], "dpmem: error: --workers: expected 1..1024, found 0"),
     ],
 )
@@ -95,7 +104,9 @@ def test_an_application_without_a_share_is_refused_at_start_one_line_exit_2(tmp_
         assert dpmem(*argv) == (2, "", message)
     else:  # a process of its own, bounded: were the check missing, replicas would start serving
         command = [sys.executable, "-m", "dpmem_ref.cli", *argv]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True
+        )
         try:
             out, err = process.communicate(timeout=60)
         finally:
@@ -114,7 +125,17 @@ def test_replicas_start_with_one_command_share_the_ledger_and_stop_together(tmp_
     keys, tokens = write_keys(tmp_path)
     memory, _ = marked_memory(tmp_path)
     url = f"sqlite:///{tmp_path / 'ledgers.db'}"  # one host: SQLite serves several processes too
-    command = [sys.executable, "-m", "dpmem_ref.cli", "serve", str(agent_of(keys)), "--memory", str(memory), "--keys", str(keys)]
+    command = [
+        sys.executable,
+        "-m",
+        "dpmem_ref.cli",
+        "serve",
+        str(agent_of(keys)),
+        "--memory",
+        str(memory),
+        "--keys",
+        str(keys),
+    ]
     command += ["--store-url", url, "--host", "127.0.0.1", "--port", "0", "--replicas", "2"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV, cwd=tmp_path)
     assert process.stdout is not None
@@ -164,13 +185,17 @@ def test_tls_direct_serves_https_with_the_given_certificate(tmp_path: Path) -> N
         trusted = ssl.create_default_context(cafile=str(cert))  # the self-signed certificate only
         with httpx.Client(base_url=server.url, verify=trusted, timeout=60, trust_env=False) as client:
             assert client.get("/healthz").json() == {"status": "ok"}
-            turn = client.post("/v1/turns", headers=auth(tokens["recipes"]), json={"user": "alice", "interaction": "t", "query": "hi"})
+            turn = client.post(
+                "/v1/turns", headers=auth(tokens["recipes"]), json={"user": "alice", "interaction": "t", "query": "hi"}
+            )
             assert turn.status_code == 200
         with pytest.raises(httpx.TransportError):  # plain HTTP on the TLS port gets no answer
             httpx.get(server.url.replace("https://", "http://") + "/healthz", timeout=30, trust_env=False)
 
 
-@pytest.mark.parametrize("url", ["postgresql://u:secretpw@/db?host=/nonexistent-dir", "sqlite:///nonexistent-dir/ledgers.db"])
+@pytest.mark.parametrize(
+    "url", ["postgresql://u:secretpw@/db?host=/nonexistent-dir", "sqlite:///nonexistent-dir/ledgers.db"]
+)
 def test_a_ledger_store_that_does_not_open_is_one_line_exit_2_without_its_password(tmp_path: Path, url: str) -> None:
     keys, _ = write_keys(tmp_path)
     code, out, err = dpmem("serve", str(AGENT), "--keys", str(keys), "--store-url", url, "--port", "0")
@@ -179,7 +204,9 @@ def test_a_ledger_store_that_does_not_open_is_one_line_exit_2_without_its_passwo
     assert "secretpw" not in err and "internal error" not in err
 
 
-def test_without_the_serve_extra_the_command_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_serve_extra_the_command_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     keys, _ = write_keys(tmp_path)
     monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if the extra were not installed
     assert dpmem("serve", str(AGENT), "--keys", str(keys), "--port", "0") == (
@@ -190,7 +217,45 @@ def test_without_the_serve_extra_the_command_says_what_to_install(tmp_path: Path
 
 
 def test_dpmem_and_the_serve_package_import_no_web_framework() -> None:
-    probe = "import sys, dpmem_ref.cli, dpmem_ref.serve, dpmem_ref.cli.serve, dpmem_ref.serve.keys, dpmem_ref.serve.gate; "
+    probe = (
+        "import sys, dpmem_ref.cli, dpmem_ref.serve, dpmem_ref.cli.serve, dpmem_ref.serve.keys, dpmem_ref.serve.gate; "
+    )
     probe += "print(sorted(m for m in ('fastapi', 'starlette', 'uvicorn', 'pydantic') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, timeout=120)
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
+
+
+def test_loopback_hosts_are_told_from_the_others_that_get_the_no_tls_warning() -> None:
+    """`dpmem serve` warns when it listens on a non-loopback address without TLS: the test of
+    which hosts are loopback (an address in 127/8 or ::1, or the name localhost)."""
+    from dpmem_ref.serve.server import is_loopback
+
+    for host in ("127.0.0.1", "127.8.9.10", "::1", "localhost"):
+        assert is_loopback(host), host
+    for host in ("0.0.0.0", "::", "10.0.0.1", "192.168.1.5", "2001:db8::1", "example.org", "localhost.example.org"):
+        assert not is_loopback(host), host
+
+
+@pytest.mark.parametrize(("host", "family"), [("127.0.0.1", "AF_INET"), ("::1", "AF_INET6")])
+def test_the_listening_socket_has_the_family_of_its_host(host: str, family: str) -> None:
+    """An IPv6 host (`--host ::1`) gets an IPv6 socket; the socket accepts a connection at once."""
+    import socket
+
+    from dpmem_ref.serve.server import bind
+
+    probe = socket.socket(getattr(socket, family), socket.SOCK_STREAM)
+    try:
+        probe.bind((host, 0))
+    except OSError as error:  # a machine without IPv6 on loopback
+        pytest.skip(f"this machine cannot listen on {host}: {error}")
+    finally:
+        probe.close()
+    sock = bind(host, 0)
+    try:
+        assert sock.family == getattr(socket, family)
+        client = socket.create_connection(sock.getsockname()[:2], timeout=5)
+        accepted, _ = sock.accept()
+        accepted.close()
+        client.close()
+    finally:
+        sock.close()
