@@ -151,6 +151,18 @@ def test_a_bound_that_is_not_positive_is_refused_naming_its_field(field: str) ->
         assert getattr(Limits(**{field: 0.25}), field) == 0.25
 
 
+def test_the_protocol_class_is_named_as_tracebacks_and_debuggers_show_it() -> None:
+    """One class per server, built by `bounded_protocol`: named BoundedH11Protocol (not
+    bounded_protocol.<locals>.BoundedH11Protocol), a uvicorn H11Protocol."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from dpmem_ref.serve.limits import Limits, bounded_protocol
+
+    first, second = bounded_protocol(Limits()), bounded_protocol(Limits())
+    assert first.__name__ == first.__qualname__ == "BoundedH11Protocol"
+    assert issubclass(first, H11Protocol) and first is not second  # each server counts its own connections
+
+
 def held_open(port: int, source: str) -> socket.socket | None:
     """A connection from `source` sending half a request: the socket if the server holds it
     (still open after 0.3 s), None if the server closes it at once."""
