@@ -411,6 +411,38 @@ def test_after_an_answer_the_next_head_has_its_own_deadline_not_renewed_by_trick
         sock.close()
 
 
+def test_once_the_head_is_in_the_body_has_the_body_timeout_not_what_is_left_of_the_head_s(tmp_path: Path) -> None:
+    """--header-timeout 2 --body-timeout 6: an authorized turn whose body is sent over 3.5 s
+    after a prompt head is read and answered (the head's deadline no longer runs), and a body
+    that stalls is closed about 6 s after its head, unanswered."""
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    extra = ["--header-timeout", "2", "--body-timeout", "6"]
+    body = b'{"user": "alice", "interaction": "slow-body", "query": "What should I cook for dinner?"}'
+    head = b"POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head += b"Authorization: Bearer " + tokens["recipes"].encode() + b"\r\n"
+    head += b"Content-Length: %d\r\n\r\n" % len(body)
+    with LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}", extra=extra) as server:
+        sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.248", 0))
+        try:
+            sock.sendall(head)
+            for start in range(0, len(body), 13):
+                time.sleep(0.5)
+                sock.sendall(body[start : start + 13])
+            assert read_answer(sock) == b"HTTP/1.1 200 OK"
+        finally:
+            sock.close()
+        sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.248", 0))
+        try:
+            sock.sendall(head + body[:10])
+            started = time.monotonic()
+            sock.settimeout(15.0)
+            assert sock.recv(4096) == b""  # closed, nothing answered
+            assert 5.5 < time.monotonic() - started < 8.0
+        finally:
+            sock.close()
+
+
 def test_the_header_deadline_counts_from_the_connection_not_from_its_first_byte(served: Any) -> None:
     """A client that waits before its first byte gains no time: a half request line sent 2 s into
     the 3 s header timeout is still closed about 3 s after the connection opened."""
