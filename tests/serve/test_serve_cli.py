@@ -259,3 +259,26 @@ def test_the_listening_socket_has_the_family_of_its_host(host: str, family: str)
         client.close()
     finally:
         sock.close()
+
+
+def test_an_address_this_host_cannot_listen_on_is_one_line_naming_the_options() -> None:
+    """A port another socket listens on, a host name that does not resolve, a port past 65535:
+    one InputError naming --host/--port and the address, with the kind of failure (never a traceback)."""
+    from dpmem_ref.core.errors import InputError
+    from dpmem_ref.serve.server import bind
+
+    held = bind("127.0.0.1", 0)
+    port = held.getsockname()[1]
+    try:
+        for host, at, kind in (
+            ("127.0.0.1", port, "OSError"),
+            ("no-such-host.invalid", 0, "gaierror"),
+            ("127.0.0.1", 70000, "OverflowError"),
+        ):
+            with pytest.raises(InputError) as refused:
+                bind(host, at)
+            assert str(refused.value) == (
+                f"--host/--port: expected an address this host can listen on, found '{host}:{at} ({kind})'"
+            )
+    finally:
+        held.close()
