@@ -57,8 +57,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(2048)
     except (OSError, OverflowError) as error:
         raise InputError("--host/--port", "an address this host can listen on", f"{host}:{port} ({type(error).__name__})") from None
-    sock.set_inheritable(True)
-    return sock
+    return sock  # not inheritable (Python's default): no process this one starts holds the port
 
 
 class SerialChannel:

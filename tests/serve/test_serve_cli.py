@@ -238,7 +238,8 @@ def test_loopback_hosts_are_told_from_the_others_that_get_the_no_tls_warning() -
 
 @pytest.mark.parametrize(("host", "family"), [("127.0.0.1", "AF_INET"), ("::1", "AF_INET6")])
 def test_the_listening_socket_has_the_family_of_its_host(host: str, family: str) -> None:
-    """An IPv6 host (`--host ::1`) gets an IPv6 socket; the socket accepts a connection at once."""
+    """An IPv6 host (`--host ::1`) gets an IPv6 socket, not inherited by child processes; it accepts
+    a connection at once."""
     import socket
 
     from dpmem_ref.serve.server import bind
@@ -253,6 +254,7 @@ def test_the_listening_socket_has_the_family_of_its_host(host: str, family: str)
     sock = bind(host, 0)
     try:
         assert sock.family == getattr(socket, family)
+        assert not sock.get_inheritable()  # a process the server starts does not hold its port
         client = socket.create_connection(sock.getsockname()[:2], timeout=5)
         accepted, _ = sock.accept()
         accepted.close()
