@@ -136,6 +136,28 @@ class Streaming:
 VIEWS = (("food", "eat more greens today"),)
 
 
+def test_the_serial_channel_hands_respond_the_query_views_and_transcript_and_returns_text() -> None:
+    transcript = (("q", None, "a"),)
+    answer = "what to eat | (('food', 'eat more greens today'),) | (('q', None, 'a'),)"
+    assert SerialChannel(Answering()).respond("what to eat", VIEWS, transcript) == answer
+
+
+def test_closing_the_serial_channel_closes_its_channel_once_and_needs_no_close() -> None:
+    """The runtime closes its channel when the server stops: SerialChannel passes that on to a
+    channel with `close` (an HTTP client, a model), and one without `close` is left as it is."""
+
+    class Closing(Answering):
+        closed = 0
+
+        def close(self) -> None:
+            self.closed += 1
+
+    channel = Closing()
+    SerialChannel(channel).close()
+    assert channel.closed == 1
+    SerialChannel(Answering()).close()  # nothing to close, no error
+
+
 def test_the_serial_channel_streams_a_respond_only_channel_as_its_one_answer() -> None:
     answer = "what to eat | (('food', 'eat more greens today'),) | (('q', None, 'a'),)"
     assert list(SerialChannel(Answering()).stream("what to eat", VIEWS, (("q", None, "a"),))) == [answer]
