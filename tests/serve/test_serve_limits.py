@@ -491,6 +491,39 @@ def test_listening_is_printed_only_once_the_socket_answers(tmp_path: Path) -> No
     assert 0 < reported <= printed_s + 0.05  # /proc counts in clock ticks (10 ms)
 
 
+def test_the_start_up_time_is_the_process_age_read_from_proc_else_since_the_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ "started in S s" counts from the process's start (Linux /proc: interpreter start-up and
+    imports included), not from when serving began; where /proc cannot be read, from the
+    monotonic time the caller passes."""
+    import os
+    import subprocess
+    import sys
+
+    import dpmem_ref.serve.server as server_module
+
+    root = Path(__file__).resolve().parents[2]
+    # Its name holds ") " as a process may (/proc/self/stat puts it in parentheses, unescaped).
+    probe = (
+        "import ctypes, time; ctypes.CDLL(None).prctl(15, b'dp) m) x', 0, 0, 0); time.sleep(0.3); "
+        "from dpmem_ref.serve.server import _since_start; print(_since_start(time.monotonic()))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    started = time.monotonic()
+    age = float(
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True).stdout
+    )
+    lived = time.monotonic() - started
+    assert 0.28 <= age <= lived + 0.02  # its sleep counts, and it is no older than the run that made it
+
+    def unreadable(*_: object, **__: object) -> None:
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(server_module, "open", unreadable, raising=False)
+    assert 2.0 <= server_module._since_start(time.monotonic() - 2.0) < 2.5
+
+
 def test_kept_alive_answers_do_not_wait_for_a_delayed_ack(served: Any) -> None:
     """The listening socket has TCP_NODELAY: an answer written in two pieces (head, body) is not
     held back until the client's delayed ACK (~40 ms on Linux) on a kept-alive connection."""
