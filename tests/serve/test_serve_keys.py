@@ -76,7 +76,10 @@ def test_every_entry_is_compared_whichever_matches(tmp_path: Path, token: str, m
 
 BAD = [
     ("", "--keys: owner: expected an [owner] table with token_sha256, found 'none'"),
-    ("[owner]\n", "--keys: owner.token_sha256: expected 64 lowercase hex digits (sha256 of the token), found 'NoneType'"),
+    (
+        "[owner]\n",
+        "--keys: owner.token_sha256: expected 64 lowercase hex digits (sha256 of the token), found 'NoneType'",
+    ),
     (
         f'[owner]\ntoken_sha256 = "{token_hash("a").upper()}"\n',
         "--keys: owner.token_sha256: expected 64 lowercase hex digits (sha256 of the token), found 'a string of 64 characters'",
@@ -115,8 +118,30 @@ BAD = [
         f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[admins]\n',
         "--keys: admins: expected only the tables [owner] and [apps.NAME], found 'an unknown table'",
     ),
+    ("owner = 5\n", "--keys: owner: expected a table, found 'int'"),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps.cal]\ntoken_sha256 = "{token_hash("b")}"\nusers = []\n'
+        f'[apps.mail]\ntoken_sha256 = "{token_hash("b")}"\nusers = []\n',
+        "--keys: apps.mail.token_sha256: expected a hash no other entry uses, found 'a repeated hash'",
+    ),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps.cal]\ntoken_sha256 = "{token_hash("b")}"\nusers = "alice"\n',
+        "--keys: apps.cal.users: expected a list of user names, found 'str'",
+    ),
+    (
+        f'apps = 5\n[owner]\ntoken_sha256 = "{token_hash("a")}"\n',
+        "--keys: apps: expected tables [apps.NAME], found 'int'",
+    ),
+    (
+        "[owner]\ntoken_sha256 = 5\n",
+        "--keys: owner.token_sha256: expected 64 lowercase hex digits (sha256 of the token), found 'int'",
+    ),
+    (
+        f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps]\ncal = ["x"]\n',
+        "--keys: apps.cal: expected a table, found 'list'",
+    ),
     ('[owner\ntoken_sha256 = "owner-secret-1"\n', "--keys: expected valid TOML, found 'an error at line 1, column 7'"),
-    ('[owner]\ntoken_sha256 = owner-secret-1\n', "--keys: expected valid TOML, found 'an error at line 2, column 16'"),
+    ("[owner]\ntoken_sha256 = owner-secret-1\n", "--keys: expected valid TOML, found 'an error at line 2, column 16'"),
 ]
 
 
@@ -140,6 +165,36 @@ def test_a_missing_or_oversized_keys_file_is_one_line(tmp_path: Path) -> None:
 def test_parse_keys_takes_parsed_toml() -> None:
     keys = parse_keys({"owner": {"token_sha256": token_hash("o")}})
     assert isinstance(keys, Keys) and keys.apps == () and keys.authenticate("o") == OWNER
+    with pytest.raises(InputError) as caught:
+        parse_keys({})
+    assert str(caught.value) == "keys file: owner: expected an [owner] table with token_sha256, found 'none'"
+
+
+def test_an_empty_or_overlong_token_is_refused_before_it_is_hashed_even_if_an_entry_matches_it() -> None:
+    """A keys file may hold any hash, even that of "" or of a token past MAX_TOKEN_CHARS: such a
+    token is still refused, unhashed; a token of exactly MAX_TOKEN_CHARS is hashed and matched."""
+    longest, overlong = "t" * MAX_TOKEN_CHARS, "t" * (MAX_TOKEN_CHARS + 1)
+    apps = {
+        "empty": {"token_sha256": token_hash(""), "users": []},
+        "longest": {"token_sha256": token_hash(longest), "users": []},
+        "overlong": {"token_sha256": token_hash(overlong), "users": []},
+    }
+    keys = parse_keys({"owner": {"token_sha256": token_hash("o")}, "apps": apps})
+    assert keys.authenticate("") is None and keys.authenticate(overlong) is None and keys.authenticate(None) is None
+    found = keys.authenticate(longest)
+    assert found is not None and found.name == "longest"
+
+
+def test_a_token_with_a_lone_surrogate_is_hashed_from_its_surrogatepass_bytes_not_refused_by_a_crash() -> None:
+    """A str from a Python caller may hold a lone surrogate (no HTTP header does): it hashes as its
+    'surrogatepass' UTF-8 bytes, and authenticating it matches that hash or nothing, never raises."""
+    odd = "cal\ud800endar"
+    assert token_hash(odd) == hashlib.sha256(b"cal\xed\xa0\x80endar").hexdigest()
+    apps = {"calendar": {"token_sha256": token_hash(odd), "users": ["alice"]}}
+    keys = parse_keys({"owner": {"token_sha256": token_hash("o")}, "apps": apps})
+    found = keys.authenticate(odd)
+    assert found is not None and found.name == "calendar"
+    assert keys.authenticate("\udfff") is None
 
 
 def test_the_shipped_example_keys_file_parses_and_matches_its_demo_tokens() -> None:
@@ -162,9 +217,16 @@ def test_an_application_without_a_share_of_the_per_user_caps_is_refused_naming_i
     }})  # fmt: skip
     with pytest.raises(InputError) as refused:
         check_shares_cover(keys, EXAMPLES / "assistant.toml")
-    assert str(refused.value) == "--keys: apps.calendar: expected an application with a share in the agent file's [scopes.shares], found 'none'"
+    assert (
+        str(refused.value)
+        == "--keys: apps.calendar: expected an application with a share in the agent file's [scopes.shares], found 'none'"
+    )
     uncapped = tmp_path / "agent.toml"  # no per-user cap: every scope has the interface's caps
-    text = (EXAMPLES / "assistant.toml").read_text().replace('interface = "interface.toml"', f"interface = {json.dumps(str(EXAMPLES / 'interface.toml'))}")
+    text = (
+        (EXAMPLES / "assistant.toml")
+        .read_text()
+        .replace('interface = "interface.toml"', f"interface = {json.dumps(str(EXAMPLES / 'interface.toml'))}")
+    )
     head, rest = text.split("[scopes]", 1)
     uncapped.write_text(head + "[router]" + rest.split("[router]", 1)[1])
     check_shares_cover(keys, uncapped)
