@@ -140,6 +140,11 @@ BAD = [
         f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps]\ncal = ["x"]\n',
         "--keys: apps.cal: expected a table, found 'list'",
     ),
+    ('[owner]\ntoken_sha256 = "owner-secret-1', "--keys: expected valid TOML, found 'an error at an unknown position'"),
+    (
+        "x = " + "9" * 5000 + "\n",
+        "--keys: expected TOML within the parser's limits, found 'an oversized number or nesting'",
+    ),
     ('[owner\ntoken_sha256 = "owner-secret-1"\n', "--keys: expected valid TOML, found 'an error at line 1, column 7'"),
     ("[owner]\ntoken_sha256 = owner-secret-1\n", "--keys: expected valid TOML, found 'an error at line 2, column 16'"),
 ]
@@ -151,6 +156,14 @@ def test_a_bad_keys_file_names_the_field_never_the_value(tmp_path: Path, text: s
         load_keys(_file(tmp_path, text))
     assert str(caught.value) == message
     assert "owner-secret-1" not in str(caught.value) and token_hash("a") not in str(caught.value)
+
+
+def test_a_keys_file_that_is_not_utf8_is_one_line_without_its_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "keys.toml"
+    path.write_bytes(b'[owner]\ntoken_sha256 = "owner-secret-1\xff"\n')
+    with pytest.raises(InputError) as caught:
+        load_keys(path)
+    assert str(caught.value) == "--keys: expected UTF-8 TOML, found 'undecodable bytes'"
 
 
 def test_a_missing_or_oversized_keys_file_is_one_line(tmp_path: Path) -> None:
