@@ -154,6 +154,43 @@ def test_the_documented_forms_still_open(tmp_path: Path, monkeypatch: pytest.Mon
     )
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://db.example/ledgers", "postgresql://db.example/ledgers"),
+        ("postgresql://alice@db.example:6543/ledgers", "postgresql://alice@db.example:6543/ledgers"),
+        (f"postgresql://alice:{SECRET}@db.example/ledgers", "postgresql://alice:***@db.example/ledgers"),
+        ("postgres://db.example", "postgres://db.example"),
+    ],
+)
+def test_a_documented_postgres_url_is_shown_with_exactly_its_parts_and_no_password(url: str, shown: str) -> None:
+    """No user, a user without a password, no port, no database: nothing is added in their place."""
+    assert redact_url(url) == shown
+
+
+@pytest.mark.parametrize(
+    ("url", "rule"),
+    [
+        ("postgresql://h/db?sslmode=require&sslmode=disable", "each query parameter once"),
+        ("postgresql://h/db?nosuch=1", "a query parameter name=value of a libpq URL parameter, percent-encoded"),
+        (
+            f"postgresql://alice:pa@{SECRET}@h/db",
+            "a postgresql:// URL of the documented form (percent-encode '@', '/', ':' in passwords)",
+        ),
+    ],
+    ids=["repeated-parameter", "unknown-parameter", "unencoded-at"],
+)
+def test_a_postgres_url_off_the_documented_form_is_refused_naming_the_rule_it_breaks(url: str, rule: str) -> None:
+    from dpmem_ref.ledger.url_forms import FORMS, check_postgres_url
+
+    with pytest.raises(InputError) as refused:
+        check_postgres_url(url)
+    assert str(refused.value).startswith(
+        f"--store-url: expected {FORMS} ({rule}), found 'postgresql://(not a documented"
+    )
+    no_secret(str(refused.value))
+
+
 def test_a_secret_url_prints_as_its_redaction_and_reveals_the_url_to_the_driver() -> None:
     url = f"postgresql://alice:{SECRET}@db.example:5432/ledgers?sslmode=require"
     secret = SecretURL(url)
