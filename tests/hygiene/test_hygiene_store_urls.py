@@ -168,6 +168,18 @@ def test_a_documented_postgres_url_is_shown_with_exactly_its_parts_and_no_passwo
     assert redact_url(url) == shown
 
 
+def test_redact_url_shows_memory_and_plain_paths_and_nothing_unusable() -> None:
+    from dpmem_ref.ledger.url_forms import MAX_URL_LENGTH
+
+    longest = "sqlite:///" + "a" * (MAX_URL_LENGTH - len("sqlite:///"))
+    assert redact_url("memory:") == "memory:" and redact_url(longest) == longest
+    for unusable in (longest + "a", "sqlite:///l\n.db", "", None, b"sqlite:///l.db"):
+        assert redact_url(unusable) == "(an unusable store URL, not shown)", unusable
+    assert redact_url(f"postgresql://alice:pa@{SECRET}@h/db") == (
+        "postgresql://(not a documented URL form, not shown: it may hold a password)"
+    )
+
+
 @pytest.mark.parametrize(
     ("url", "rule"),
     [
