@@ -189,17 +189,19 @@ def test_redact_url_shows_memory_and_plain_paths_and_nothing_unusable() -> None:
             f"postgresql://alice:pa@{SECRET}@h/db",
             "a postgresql:// URL of the documented form (percent-encode '@', '/', ':' in passwords)",
         ),
+        ("postgresql://h/db\n", "a printable URL"),
+        ("postgresql://h/" + "d" * 5000, "a printable URL"),
     ],
-    ids=["repeated-parameter", "unknown-parameter", "unencoded-at"],
+    ids=["repeated-parameter", "unknown-parameter", "unencoded-at", "control-character", "overlong"],
 )
 def test_a_postgres_url_off_the_documented_form_is_refused_naming_the_rule_it_breaks(url: str, rule: str) -> None:
     from dpmem_ref.ledger.url_forms import FORMS, check_postgres_url
 
     with pytest.raises(InputError) as refused:
         check_postgres_url(url)
-    assert str(refused.value).startswith(
-        f"--store-url: expected {FORMS} ({rule}), found 'postgresql://(not a documented"
-    )
+    shown = redact_url(url)  # found: the redaction (cut to the error's length)
+    assert shown.startswith(("postgresql://(not a documented URL form", "(an unusable store URL"))
+    assert str(refused.value).startswith(f"--store-url: expected {FORMS} ({rule}), found '{shown[:40]}")
     no_secret(str(refused.value))
 
 
