@@ -205,6 +205,19 @@ def test_a_postgres_url_off_the_documented_form_is_refused_naming_the_rule_it_br
     no_secret(str(refused.value))
 
 
+def test_check_postgres_url_takes_a_url_of_exactly_the_length_limit_and_refuses_what_is_no_text() -> None:
+    from dpmem_ref.ledger.url_forms import FORMS, MAX_URL_LENGTH, check_postgres_url
+
+    longest = "postgresql://h/" + "d" * (MAX_URL_LENGTH - len("postgresql://h/"))
+    assert check_postgres_url(longest) == longest
+    for not_text in (None, 5, b"postgresql://h/db"):
+        with pytest.raises(InputError) as refused:
+            check_postgres_url(not_text)
+        assert str(refused.value) == (
+            f"--store-url: expected {FORMS} (a printable URL), found '(an unusable store URL, not shown)'"
+        )
+
+
 def test_a_secret_url_prints_as_its_redaction_and_reveals_the_url_to_the_driver() -> None:
     url = f"postgresql://alice:{SECRET}@db.example:5432/ledgers?sslmode=require"
     secret = SecretURL(url)
