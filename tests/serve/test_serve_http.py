@@ -302,3 +302,22 @@ def test_the_openapi_schema_names_every_route_and_token_kind(served: Any) -> Non
         ("/v1/users/{user}/ledgers", "get"),
     ]:
         assert schema["paths"][path][method]["security"] == [{"ownerToken": []}]
+
+
+def test_the_seed_option_makes_a_servers_releases_reproducible(tmp_path: Path) -> None:
+    """`dpmem serve --seed N` (testing and demos): two servers started with the same seed, on fresh
+    stores, release the same views to the same turns; another seed releases others. (Ignored,
+    the sampler would draw from the operating system and the two would differ.)"""
+
+    def released(seed: int, folder: Path) -> list[str]:
+        folder.mkdir()
+        users = [f"user{n}" for n in range(8)]  # each one's first dinner releases (its own budget)
+        keys, tokens = write_keys(folder, {**APPS, "recipes": users})
+        memory, _ = marked_memory(folder)
+        with LiveServer(folder, keys, memory, f"sqlite:///{folder / 'ledgers.db'}", seed=seed) as server:
+            with server.client() as client:
+                return [_turn(client, tokens["recipes"], user, "first", DINNER)["response"] for user in users]
+
+    first = released(5, tmp_path / "a")
+    assert released(5, tmp_path / "b") == first
+    assert released(6, tmp_path / "c") != first
