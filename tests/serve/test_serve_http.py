@@ -321,3 +321,24 @@ def test_the_seed_option_makes_a_servers_releases_reproducible(tmp_path: Path) -
     first = released(5, tmp_path / "a")
     assert released(5, tmp_path / "b") == first
     assert released(6, tmp_path / "c") != first
+
+
+def test_the_llm_option_sends_each_turn_to_that_model(tmp_path: Path) -> None:
+    """`dpmem serve --llm openai:URL#MODEL`: a turn's answer is the model's, asked by name at that
+    endpoint (a local OpenAI-compatible server), not the default echo channel's."""
+    from tests.runtime_fixtures import OpenAIEndpoint
+
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    with OpenAIEndpoint(lambda _: "Lentil soup tonight.") as endpoint:
+        extra = ["--llm", endpoint.llm]
+        with LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}", extra=extra) as server:
+            with server.client() as client:
+                body = _turn(client, tokens["recipes"], "alice", "llm", DINNER)
+    assert body["response"] == "Lentil soup tonight."
+    # the start-up check (the channel answers before the server listens), then the turn's one request
+    asked = [(b["path"], b["model"], b["messages"][-1]["content"]) for b in endpoint.bodies]
+    assert asked == [
+        ("/v1/chat/completions", "tiny-model", "start-up check"),
+        ("/v1/chat/completions", "tiny-model", DINNER),
+    ]
