@@ -162,8 +162,11 @@ def serve_one(
         # The release deadline is waited for by the HTTP layer, without holding a thread
         # (dpmem_ref.serve.app: the answer leaves at start + deadline, the charge committed first).
         runtime = AgentRuntime.open(config_path, memory=memory, store_url=store_url, llm=llm, seed=seed, turn_deadline_s=None)
-    except LedgerStoreError as error:  # "ledger database NAME: why": the why (the name is the option's)
-        raise InputError("--store-url", "a ledger store that opens", one_line(str(error)).rsplit(": ", 1)[-1]) from None
+    except LedgerStoreError as error:
+        # "ledger database NAME: why": the why, whole (it may hold ': ' itself; the name is the option's)
+        text = one_line(str(error))
+        why = text.split(": ", 1)[-1] if text.startswith("ledger database ") else text
+        raise InputError("--store-url", "a ledger store that opens", why) from None
     runtime.channel = SerialChannel(runtime.channel)
     try:
         sock = bind(host, port)

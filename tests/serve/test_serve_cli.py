@@ -19,6 +19,7 @@ import pytest
 from tests.kernel_fixtures import run_cli
 from tests.serve.live import (
     AGENT,
+    DINNER,
     ROOT,
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
@@ -293,3 +294,29 @@ def test_an_address_this_host_cannot_listen_on_is_one_line_naming_the_options() 
             )
     finally:
         held.close()
+
+
+def test_a_ledger_store_refused_on_open_is_named_by_its_whole_reason_not_its_last_clause(tmp_path: Path) -> None:
+    """A store whose verification on open fails (a ledger row edited by hand): the refusal shows
+    the store's reason from its start ("refused, verification on open failed: ..."), not only the
+    text after its last ': '."""
+    import sqlite3
+
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    store = f"sqlite:///{tmp_path / 'ledgers.db'}"
+    with LiveServer(tmp_path, keys, memory, store) as server, server.client() as client:
+        turn = client.post(
+            "/v1/turns", headers=auth(tokens["recipes"]), json={"user": "alice", "interaction": "t", "query": DINNER}
+        )
+        assert turn.status_code == 200 and turn.json()["control"][0] == ["food", "released"]  # charged
+    raw = sqlite3.connect(tmp_path / "ledgers.db")
+    raw.execute("UPDATE ledgers SET spent = '0/1'")
+    raw.commit()
+    raw.close()
+    code, out, err = dpmem("serve", str(AGENT), "--keys", str(keys), "--store-url", store, "--port", "0")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert err == (
+        "dpmem: error: --store-url: expected a ledger store that opens, "
+        "found 'refused, verification on open failed: ledgers row (alice...\n"
+    )
