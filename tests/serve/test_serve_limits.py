@@ -361,6 +361,19 @@ def test_a_kept_alive_connection_in_use_outlives_the_header_timeout(served: Any)
         sock.close()
 
 
+def trickle_until_closed(sock: socket.socket, trickle: bytes, since: float, limit_s: float = 8.0) -> float | None:
+    """Send `trickle` every 0.5 s until the server closes the connection: the seconds from `since`
+    to the close, or None if it is still open `limit_s` after `since`."""
+    while time.monotonic() - since < limit_s:
+        try:
+            sock.sendall(trickle)
+        except (BrokenPipeError, ConnectionResetError):
+            return time.monotonic() - since
+        if closed_by_server(sock, 0.5):
+            return time.monotonic() - since
+    return None
+
+
 @pytest.mark.parametrize(
     ("start", "trickle"),
     [(b"GET /healthz HTTP/1.1\r\nHost: x\r\n", b"X-Slow: 1\r\n"), (HALF_REQUESTS[2], b"a")],
@@ -373,17 +386,9 @@ def test_a_deadline_is_not_renewed_by_bytes_that_trickle_in(served: Any, start: 
     sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.253", 0))
     try:
         sock.sendall(start)
-        started = time.monotonic()
-        closed = False
-        while not closed and time.monotonic() - started < 8.0:
-            try:
-                sock.sendall(trickle)
-            except (BrokenPipeError, ConnectionResetError):
-                closed = True
-                break
-            closed = closed_by_server(sock, 0.5)
-        assert closed, "kept open past its deadline by trickled bytes"
-        assert 2.5 < time.monotonic() - started < 4.5
+        closed_after = trickle_until_closed(sock, trickle, since=time.monotonic())
+        assert closed_after is not None, "kept open past its deadline by trickled bytes"
+        assert 2.5 < closed_after < 4.5
     finally:
         sock.close()
 
@@ -398,16 +403,9 @@ def test_after_an_answer_the_next_head_has_its_own_deadline_not_renewed_by_trick
         assert read_answer(sock) == b"HTTP/1.1 200 OK"
         answered = time.monotonic()
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
-        closed = False
-        while not closed and time.monotonic() - answered < 8.0:
-            try:
-                sock.sendall(b"X-Slow: 1\r\n")
-            except (BrokenPipeError, ConnectionResetError):
-                closed = True
-                break
-            closed = closed_by_server(sock, 0.5)
-        assert closed, "the next head was kept open past its deadline"
-        assert 2.5 < time.monotonic() - answered < 4.5
+        closed_after = trickle_until_closed(sock, b"X-Slow: 1\r\n", since=answered)
+        assert closed_after is not None, "the next head was kept open past its deadline"
+        assert 2.5 < closed_after < 4.5
     finally:
         sock.close()
 
