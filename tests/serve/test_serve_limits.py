@@ -126,13 +126,7 @@ def test_the_connection_past_the_per_client_limit_is_closed_at_once(served: Any)
             assert closed_by_server(past, 2.0)
         finally:
             past.close()
-        other = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.202", 0))
-        try:
-            other.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            other.settimeout(5)
-            assert other.recv(64).startswith(b"HTTP/1.1 200")  # another address is served
-        finally:
-            other.close()
+        assert healthz_answers(_port(server.url), "127.0.0.202")  # another address is served
     finally:
         release(held + extra)
 
@@ -207,13 +201,7 @@ def test_the_connection_past_a_limit_is_closed_at_once_and_a_closed_one_frees_ex
             for source in past_from:
                 assert held_open(port, source) is None, f"a connection past the limit from {source} was held"
             if served_from is not None:
-                other = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(served_from, 0))
-                try:
-                    other.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                    other.settimeout(5)
-                    assert other.recv(64).startswith(b"HTTP/1.1 200")  # another address is served
-                finally:
-                    other.close()
+                assert healthz_answers(port, served_from)  # another address is served
             held.pop().close()
             deadline = time.monotonic() + 5.0
             while (again := held_open(port, past_from[0])) is None:  # the server sees the close soon after
