@@ -34,6 +34,11 @@ def _port(url: str) -> int:
     return int(url.rsplit(":", 1)[1])
 
 
+def connect(port: int, source: str) -> socket.socket:
+    """A connection to the server on loopback from the source address `source` (5 s socket timeout)."""
+    return socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+
+
 def stall(port: int, count: int, first_source: int = 2) -> list[socket.socket]:
     """`count` connections, PER_CLIENT per source address 127.0.0.N, each sending half a request."""
     held: list[socket.socket] = []
@@ -121,7 +126,7 @@ def test_the_connection_past_the_per_client_limit_is_closed_at_once(served: Any)
     held = stall(_port(server.url), 64, first_source=200)  # 50 from .200, 14 from .201
     extra = stall(_port(server.url), 64 - 14, first_source=201)  # .201 now holds 64 too
     try:
-        past = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.201", 0))
+        past = connect(_port(server.url), "127.0.0.201")
         try:
             assert closed_by_server(past, 2.0)
         finally:
@@ -161,7 +166,7 @@ def test_the_protocol_class_is_named_as_tracebacks_and_debuggers_show_it() -> No
 def held_open(port: int, source: str) -> socket.socket | None:
     """A connection from `source` sending half a request: the socket if the server holds it
     (still open after 0.3 s), None if the server closes it at once."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+    sock = connect(port, source)
     sock.sendall(HALF_REQUESTS[0])
     if closed_by_server(sock, 0.3):
         sock.close()
@@ -240,7 +245,7 @@ def test_websocket_upgrade_requests_are_plain_requests_and_never_lock_an_address
     with LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}", extra=extra) as server:
         port = _port(server.url)
         for _ in range(6):
-            sock = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.240", 0))
+            sock = connect(port, "127.0.0.240")
             try:
                 sock.settimeout(5)
                 sock.sendall(UPGRADE)
@@ -256,7 +261,7 @@ def test_websocket_upgrade_requests_are_plain_requests_and_never_lock_an_address
 def healthz_answers(port: int, source: str) -> bool:
     """One /healthz from `source` on a fresh connection: answered 200 (else refused or closed)."""
     try:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+        sock = connect(port, source)
     except OSError:
         return False
     try:
@@ -338,7 +343,7 @@ def test_a_kept_alive_connection_in_use_outlives_the_header_timeout(served: Any)
     """The header deadline covers one request head, not the connection: a client that sends a
     request every 0.4 s on one kept-alive connection is answered past the 3 s header timeout."""
     server, _ = served
-    sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.252", 0))
+    sock = connect(_port(server.url), "127.0.0.252")
     try:
         opened = time.monotonic()
         while time.monotonic() - opened < 4.5:
@@ -371,7 +376,7 @@ def test_a_deadline_is_not_renewed_by_bytes_that_trickle_in(served: Any, start: 
     """A head (or, once the head is in, a body) sent a few bytes every 0.5 s is closed when its 3 s
     deadline passes, not kept open by each byte."""
     server, _ = served
-    sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.253", 0))
+    sock = connect(_port(server.url), "127.0.0.253")
     try:
         sock.sendall(start)
         closed_after = trickle_until_closed(sock, trickle, since=time.monotonic())
@@ -385,7 +390,7 @@ def test_after_an_answer_the_next_head_has_its_own_deadline_not_renewed_by_trick
     """On a kept-alive connection the header deadline is armed again when an answer completes:
     the next head, trickled a header line every 0.5 s, is closed about 3 s after that answer."""
     server, _ = served
-    sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.254", 0))
+    sock = connect(_port(server.url), "127.0.0.254")
     try:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert read_answer(sock) == b"HTTP/1.1 200 OK"
@@ -410,7 +415,7 @@ def test_once_the_head_is_in_the_body_has_the_body_timeout_not_what_is_left_of_t
     head += b"Authorization: Bearer " + tokens["recipes"].encode() + b"\r\n"
     head += b"Content-Length: %d\r\n\r\n" % len(body)
     with LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}", extra=extra) as server:
-        sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.248", 0))
+        sock = connect(_port(server.url), "127.0.0.248")
         try:
             sock.sendall(head)
             for start in range(0, len(body), 13):
@@ -419,7 +424,7 @@ def test_once_the_head_is_in_the_body_has_the_body_timeout_not_what_is_left_of_t
             assert read_answer(sock) == b"HTTP/1.1 200 OK"
         finally:
             sock.close()
-        sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.248", 0))
+        sock = connect(_port(server.url), "127.0.0.248")
         try:
             sock.sendall(head + body[:10])
             started = time.monotonic()
@@ -434,7 +439,7 @@ def test_the_header_deadline_counts_from_the_connection_not_from_its_first_byte(
     """A client that waits before its first byte gains no time: a half request line sent 2 s into
     the 3 s header timeout is still closed about 3 s after the connection opened."""
     server, _ = served
-    sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.251", 0))
+    sock = connect(_port(server.url), "127.0.0.251")
     try:
         opened = time.monotonic()
         time.sleep(2.0)
@@ -448,7 +453,7 @@ def test_the_header_deadline_counts_from_the_connection_not_from_its_first_byte(
 @pytest.mark.parametrize("half", HALF_REQUESTS, ids=["request-line", "headers", "body"])
 def test_a_stalled_request_is_closed_after_its_timeout(served: Any, half: bytes) -> None:
     server, _ = served
-    sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5, source_address=("127.0.0.250", 0))
+    sock = connect(_port(server.url), "127.0.0.250")
     try:
         started = time.monotonic()
         sock.sendall(half)
