@@ -12,7 +12,8 @@ Per turn, under the scope's lock (one (user, application) scope's turns run in o
    A channel with a `stream(query, views, prefix)` method (an iterator of text pieces) is
    streamed piece by piece (server-sent events); any other channel is one piece.
 
-The runtime is opened with `turn_deadline_s=None` by dpmem_ref.serve.server, so this is the
+The runtime must be opened with `turn_deadline_s=None` (dpmem_ref.serve.server does; `TurnService`
+refuses any other runtime, whose own deadline would hold a worker thread per turn), so this is the
 only deadline; turns of different scopes run in parallel (worker threads; the ledger store's
 own transactions keep them apart, as between replicas).
 """
@@ -28,6 +29,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from dpmem_ref.core.errors import InputError
 from dpmem_ref.mechanism.timing import DEFAULT_DURABLE_TURN_DEADLINE_S
 from dpmem_ref.serve.models import ReleasedView, TurnResponse
 
@@ -40,12 +42,19 @@ class TurnService:
     """The runtime's turns served with an asynchronous release deadline (see the module docstring)."""
 
     def __init__(self, runtime: Any, deadline_s: float | None = DEFAULT_DURABLE_TURN_DEADLINE_S, workers: int | None = None) -> None:
+        held = getattr(runtime, "turn_deadline_s", None)
+        if held is not None:
+            # A runtime that waits its own release deadline holds a worker thread for it on every
+            # turn: N workers would then cap the whole server at N turns per deadline.
+            raise InputError("turn_deadline_s", "None (the served turn waits its deadline without a thread)", held)
         self.runtime = runtime
         self.deadline_s = deadline_s
         self.overruns = 0
         # Kernel turns run on a pool sized to the host: more threads than cores only contend for
         # the GIL and the store's lock (a queued turn holds no thread while it waits).
-        self._workers = anyio.CapacityLimiter(workers or max(2, 2 * (os.cpu_count() or 1)))
+        self.workers = workers or max(2, 2 * (os.cpu_count() or 1))
+        self._workers = anyio.CapacityLimiter(self.workers)
+        log.info("kernel turns on %d worker threads", self.workers)
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._transcripts: dict[tuple[str, str], list[tuple[str, Any, str]]] = {}
 

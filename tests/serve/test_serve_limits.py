@@ -467,12 +467,13 @@ def test_a_stalled_request_is_closed_after_its_timeout(served: Any, half: bytes)
 def test_listening_is_printed_only_once_the_socket_answers(tmp_path: Path) -> None:
     """The "listening" line is flushed as it is printed (a supervisor reading a pipe, with no
     PYTHONUNBUFFERED, gets it at once), after the socket is served; the log says how long the
-    start took, in its own format, from the dpmem.serve logger, and warns of nothing."""
+    start took, in its own format, from the dpmem.serve logger, names the worker pool asked for
+    (`--workers`), and warns of nothing."""
     keys, _ = write_keys(tmp_path)
     memory, _ = marked_memory(tmp_path)
     started = time.monotonic()
     store = f"sqlite:///{tmp_path / 'ledgers.db'}"
-    with LiveServer(tmp_path, keys, memory, store, env={"PYTHONUNBUFFERED": ""}) as server:
+    with LiveServer(tmp_path, keys, memory, store, extra=["--workers", "3"], env={"PYTHONUNBUFFERED": ""}) as server:
         printed_s = time.monotonic() - started
         sock = socket.create_connection(("127.0.0.1", _port(server.url)), timeout=5)
         try:  # at once, no retry: the line came after the server started serving
@@ -484,6 +485,10 @@ def test_listening_is_printed_only_once_the_socket_answers(tmp_path: Path) -> No
     line = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO dpmem\.serve: started in (\d+\.\d\d) s$"
     found = re.findall(line, server.log_text(), flags=re.MULTILINE)
     assert len(found) == 1, server.log_text()[-2000:]
+    pool = re.findall(
+        r" INFO dpmem\.serve: kernel turns on (\d+) worker threads$", server.log_text(), flags=re.MULTILINE
+    )
+    assert pool == ["3"], server.log_text()[-2000:]
     # a clean start: no warning (uvicorn told the app is a factory, loopback needs no TLS)
     assert [line for line in server.log_text().splitlines() if " WARNING " in line] == []
     assert 0 < float(found[0]) <= printed_s + 0.05  # /proc counts in clock ticks (10 ms)
