@@ -332,7 +332,9 @@ def test_a_fallback_and_an_uncharged_release_are_no_charge() -> None:
         release: dict[str, Any] = {"admitted": admitted, "charge_set": [], "epsilon": "0/1"}
         row = release_row(admitted=int(admitted), set="[]", eps="0/1")
         tables = {"debt": ("0/1", "3/1"), "diabetes": ("0/1", "2/1")}
-        assert problem(ledger_rows((*EVENTS[:3], charge(release, ledgers=zero)), ledgers=tables, releases=(row,))) is None
+        assert (
+            problem(ledger_rows((*EVENTS[:3], charge(release, ledgers=zero)), ledgers=tables, releases=(row,))) is None
+        )
 
 
 SCOPED = (
@@ -344,7 +346,9 @@ SCOPED = (
 
 
 def scoped_rows(events: tuple[tuple[str, str], ...] = SCOPED) -> LedgerRows:
-    rows = ledger_rows(events, ledgers={"debt": ("0/1", "3/1"), "diabetes": ("1/3", "2/1")}, releases=(release_row(eps="1/3"),))
+    rows = ledger_rows(
+        events, ledgers={"debt": ("0/1", "3/1"), "diabetes": ("1/3", "2/1")}, releases=(release_row(eps="1/3"),)
+    )
     scope = (("alice", "all", "diabetes", "1/3", "1/1"),)
     return LedgerRows(rows.meta, rows.chain, rows.ledgers + scope, rows.releases, rows.turns)
 
@@ -478,7 +482,8 @@ TABLE_PROBLEMS: dict[str, tuple[LedgerRows, str]] = {
 }  # fmt: skip
 for _column in ("user", "interaction", "release_id", "turn_id", "slot", "view"):
     TABLE_PROBLEMS[f"a release {_column} that is no text"] = (
-        tables(releases=(release_row(**{_column: 3}),)), "releases seq 1: unreadable text",
+        tables(releases=(release_row(**{_column: 3}),)),
+        "releases seq 1: unreadable text",
     )
 
 
@@ -493,7 +498,15 @@ def test_the_intact_tables_with_a_turn_verify_against_their_anchor() -> None:
     assert problem(rows) is None
     for seq in (1, 5):
         assert problem(rows, HighWater(seq, rows.chain[seq - 1][3])) is None
-    for mark in (HighWater(0, GENESIS_MAC), HighWater(6, "f" * 64), HighWater(5, rows.chain[3][3])):
+    # seq 0 is no committed head, whatever MAC it carries (the genesis's, or the head's: the row
+    # a Python index -1 would find)
+    marks = (
+        HighWater(0, GENESIS_MAC),
+        HighWater(0, rows.chain[-1][3]),
+        HighWater(6, "f" * 64),
+        HighWater(5, rows.chain[3][3]),
+    )
+    for mark in marks:
         assert problem(rows, mark) == (
             f"the chain (head seq 5) does not reach its high-water mark seq {mark.seq}: rolled back "
             "or truncated without a recorded rollback"
