@@ -77,6 +77,27 @@ def test_every_backend_is_built_on_the_session_template(ledger_store: LedgerStor
     assert isinstance(ledger_store.open_session("u", "i", CAPS), TemplateSession)
 
 
+def test_a_backend_that_declares_a_chain_it_does_not_keep_fails_naming_itself() -> None:
+    """`CHAINED` says whether a backend appends chain events: one that says so without writing
+    `_append_chain` fails at its first write, naming the backend (not a silent, unchained ledger)."""
+    from dpmem_ref.ledger.memory import MemoryLedgerStore
+
+    class ForgotTheChain(MemoryLedgerStore):
+        CHAINED = True
+
+    with pytest.raises(NotImplementedError, match="^ForgotTheChain keeps no chain$"):
+        ForgotTheChain().open_session("u", "i", CAPS)
+
+
+def test_a_file_store_is_shown_by_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "ledger's.db"
+    ledger_store = SQLiteLedgerStore(path)
+    try:
+        assert repr(ledger_store) == f"SQLiteLedgerStore(path={str(path)!r})"
+    finally:
+        ledger_store.close()
+
+
 def req(
     charge: frozenset[str] = frozenset({"diabetes"}),
     eps: Fraction = EPS,
@@ -291,6 +312,20 @@ def test_the_memory_store_refuses_a_charge_to_a_scope_it_never_opened() -> None:
     assert session.load().releases == ()
     store.close()
     other.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_sql_store_refuses_a_charge_to_a_scope_it_never_opened(kind: str, tmp_path: Path) -> None:
+    """As the memory store above: a scope of `also` without ledger rows is refused in one line,
+    and the transaction writes nothing (no charge to the session, no release row)."""
+    store = make_store(kind, tmp_path)
+    session = store.open_session("u", "i", CAPS)
+    with pytest.raises(LedgerStoreError) as caught:
+        session.charge_and_record(req(), also=(SessionKey("u", "never"),))
+    assert str(caught.value) == "ledgers: no ledger rows for this session (open_session first)"
+    assert session.load().ledger_map() == {"diabetes": 0, "debt": 0}
+    assert session.load().releases == ()
+    store.close()
 
 
 def test_unknown_attribute_is_refused_atomically(ledger_store: LedgerStore) -> None:

@@ -220,6 +220,49 @@ def test_a_connection_lost_inside_the_charge_is_retried_exactly_once() -> None:
     ledger_store.close()
 
 
+def test_a_lost_commit_answer_of_a_charge_to_several_scopes_resolves_to_every_scope_as_committed() -> None:
+    """The COMMIT of a charge debiting three scopes reaches the server, then the connection breaks
+    before the answer: the retry finds the committed row, and the outcome carries each other
+    scope's ledgers as committed, in `also` order (what the runtime releases against)."""
+    from dpmem_ref.ledger.facts import ReleaseRequest
+
+    url = postgres_server.new_database()
+    cut: list[int] = []
+
+    def commit_then_cut(point: str) -> None:
+        if point == "charge:inside" and not cut:
+            connection = ledger_store.connect()
+            connection.execute("COMMIT")  # the charge is now committed; its answer is never heard
+            cut.append(connection.info.backend_pid)
+            postgres_server.admin_execute(url, f"SELECT pg_terminate_backend({cut[0]})")
+
+    ledger_store = PostgresLedgerStore(url, fault_hook=commit_then_cut)
+    app = ledger_store.open_session("u", "e0:app:a", {"diabetes": Fraction(2), "debt": Fraction(2)})
+    user = ledger_store.open_session("u", "e0:user", {"diabetes": Fraction(1)})
+    period = ledger_store.open_session("u", "e0:period:7", {"diabetes": Fraction(3), "debt": Fraction(1)})
+    request = ReleaseRequest(
+        release_id="e" * 16,
+        turn_id="f" * 16,
+        index=0,
+        slot="food",
+        view="low-glycemic",
+        fallback_view="balanced-meals",
+        charge_set=frozenset({"diabetes"}),
+        epsilon=Fraction(1, 3),
+    )
+    outcome = app.charge_and_record(request, also=(period.key, user.key))
+    assert cut and ledger_store.connect().info.backend_pid != cut[0]  # resolved on a new connection
+    assert outcome.admitted and outcome.release.release_id == "e" * 16
+    assert outcome.ledger_map() == {"diabetes": Fraction(1, 3), "debt": Fraction(0)}
+    assert [dict(scope) for scope in outcome.scopes] == [
+        {"diabetes": Fraction(1, 3), "debt": Fraction(0)},  # the period scope, first in `also`
+        {"diabetes": Fraction(1, 3)},  # the user scope
+    ]
+    assert [s.load().ledger_map() for s in (app, period, user)] == [dict(outcome.ledgers), *map(dict, outcome.scopes)]
+    assert len(app.load().releases) == 1  # committed once, not run again
+    ledger_store.close()
+
+
 class CutRelay(postgres_server.RelayListener):
     """A Unix-socket relay in front of the test server that cuts ONE connection at the first
     statement holding `marker`: `after_commit=False` drops it before that statement reaches the
