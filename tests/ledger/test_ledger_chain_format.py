@@ -145,5 +145,9 @@ def test_key_length_edges(size: int, ok: bool, tmp_path: Path) -> None:
 
 
 def test_both_key_variables_are_refused() -> None:
-    with pytest.raises(InputError, match="not both"):
+    with pytest.raises(InputError) as refused:
         chain.key_from_environment({chain.ENV_KEY: "k" * 32, chain.ENV_KEY_FILE: "/nonexistent"})
+    assert str(refused.value) == (
+        f"{chain.ENV_KEY}: expected either {chain.ENV_KEY} or {chain.ENV_KEY_FILE}, not both, found 'both set'"
+    )
+    assert "k" * 32 not in str(refused.value)  # the secret is never echoed
