@@ -506,6 +506,57 @@ def test_postgres_refuses_a_ledger_row_edited_after_open(edit: str, error: type[
         ledger_store.close()
 
 
+@pytest.mark.parametrize(
+    ("edit", "error", "message"),
+    [
+        (
+            "UPDATE ledgers SET cap = 'two' WHERE attribute = 'debt'",
+            LedgerStoreError,
+            "ledgers.cap: expected exact non-negative 'p/q' text",
+        ),
+        (
+            "UPDATE ledgers SET spent = '7/3' WHERE attribute = 'diabetes'",
+            ContractViolation,
+            "C5: attribute diabetes: stored ledger exceeds its cap",
+        ),
+        (
+            "DELETE FROM ledgers",
+            LedgerStoreError,
+            "ledgers: no ledger rows for this session (open_session first)",
+        ),
+    ],
+    ids=["unreadable-cap", "above-its-cap", "rows-gone"],
+)
+def test_sqlite_refuses_a_ledger_row_edited_after_open(
+    tmp_path: Path, edit: str, error: type[Exception], message: str
+) -> None:
+    """The SQLite twin of the PostgreSQL test above: the next load and the next charge each
+    refuse with the one exact line, and charge nothing; opening the session again reads the
+    stored caps, so an unreadable cap refuses that too, by the same line."""
+    path = tmp_path / "l.db"
+    ledger_store = SQLiteLedgerStore(path)
+    try:
+        session = ledger_store.open_session("u", "i", CAPS)
+        raw = sqlite3.connect(path)
+        raw.execute(edit)
+        raw.commit()
+        raw.close()
+        with pytest.raises(error) as loading:
+            session.load()
+        assert str(loading.value) == message
+        with pytest.raises(error) as charging:
+            session.charge_and_record(req())
+        assert str(charging.value) == message
+        if "cap = 'two'" in edit:
+            with pytest.raises(LedgerStoreError) as reopening:
+                ledger_store.open_session("u", "i", CAPS)
+            assert str(reopening.value) == message
+        with sqlite3.connect(path) as raw_again:
+            assert raw_again.execute("SELECT count(*) FROM releases").fetchone() == (0,)
+    finally:
+        ledger_store.close()
+
+
 def test_sqlite_fault_inside_the_transaction_rolls_back(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
 
