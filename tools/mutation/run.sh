@@ -7,7 +7,8 @@
 # kernel and proof tests); mutmut runs, per mutant, only the tests that reach the mutated
 # function, under the ci Hypothesis profile without the shrink phase.
 #
-# Env: PYTHON (default .venv/bin/python), MUTATION_MAX_CHILDREN (default 2),
+# Env: PYTHON (default .venv/bin/python), MUTATION_MAX_CHILDREN (default 2; also the pre-pass's
+# jobs), MUTATION_PREPASS_S (seconds of tools/mutation/prepass.py before mutmut; default half),
 # MUTATION_ONLY (space-separated mutant-name patterns, e.g. "dpmem_ref.ledger.chain.*": test
 # only those of its mutants without a verdict now; the report counts the others as not checked),
 # MUTATION_TIMEOUT_S (default 5400: the run is bounded; an interrupted run still gets a
@@ -67,6 +68,18 @@ if [ -d mutants ]; then
   # them against today's tests with the mutants that have none (mutmut skips cached results).
   "$PY" tools/mutation/report.py --list-unjudged | "$PY" tools/mutation/results.py retest
 fi
+# The cheap first pass (tools/mutation/prepass.py): each mutant without a verdict on the cheapest
+# of its tests, for MUTATION_PREPASS_S seconds (default: half the time left; 0: none); its
+# confirmed kills go into mutants/ before mutmut's run, which tests the rest with all of theirs.
+left=$(( deadline - $(date +%s) ))
+prepass_s="${MUTATION_PREPASS_S:-$(( left / 2 ))}"
+if [ "$prepass_s" -gt 0 ]; then
+  read -r -a prepass_patterns <<<"${MUTATION_ONLY:-dpmem_ref.*}"
+  nice -n 10 "$PY" tools/mutation/prepass.py run "${prepass_patterns[@]}" \
+    --jobs "${MUTATION_MAX_CHILDREN:-2}" --deadline-s "$prepass_s" >"$LOG.prepass" 2>&1 || true
+  tail -n 1 "$LOG.prepass"
+fi
+"$PY" tools/mutation/prepass.py apply
 only=()
 if [ -n "${MUTATION_ONLY:-}" ]; then
   # mutmut re-tests every mutant it is named, so the patterns go in as the names of their

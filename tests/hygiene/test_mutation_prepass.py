@@ -1,0 +1,118 @@
+"""The mutation pre-pass (tools/mutation/prepass.py) books a kill only when a test fails under the
+mutant and passes without it, picks the cheapest tests mutmut maps to the function, and writes
+its kills into mutmut's cache only where mutmut holds no verdict. Run on a small `mutants/`
+folder of its own: a module whose behaviour follows MUTANT_UNDER_TEST, as mutmut's trampolines
+do, and real pytest runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.mutation_tools import load_tool
+
+prepass = load_tool("prepass")
+
+MODULE = """
+import os
+
+
+def double(x):
+    factor = 3 if os.environ.get("MUTANT_UNDER_TEST") == "pkg.x_double__mutmut_1" else 2
+    return x * factor  # mutant 2 changes nothing a test can see
+
+
+def other(x):
+    return x
+"""
+TESTS = """
+from pkg import double, other
+
+
+def test_double():
+    assert double(2) == 4
+
+
+def test_zero():
+    assert double(0) == 0
+
+
+def test_broken_on_its_own():
+    assert other(1) == 2
+"""
+
+
+def _mutants(tmp_path: Path) -> Path:
+    mutants = tmp_path / "mutants"
+    (mutants / "tests").mkdir(parents=True)
+    (mutants / "pkg.py").write_text(MODULE)
+    (mutants / "tests" / "test_pkg.py").write_text(TESTS)
+    (mutants / "pyproject.toml").write_text(
+        '[tool.mutmut]\npytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n'
+    )
+    ids = {name: f"tests/test_pkg.py::{name}" for name in ("test_double", "test_zero", "test_broken_on_its_own")}
+    stats = {
+        "tests_by_mangled_function_name": {
+            "pkg.x_double": [ids["test_zero"], ids["test_double"]],
+            "pkg.x_other": [ids["test_broken_on_its_own"]],
+        },
+        "duration_by_test": {ids["test_zero"]: 0.1, ids["test_double"]: 0.2, ids["test_broken_on_its_own"]: 0.1},
+    }
+    (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
+    meta = {
+        "exit_code_by_key": {
+            "pkg.x_double__mutmut_1": None,
+            "pkg.x_double__mutmut_2": None,
+            "pkg.x_other__mutmut_1": None,
+            "pkg.x_double__mutmut_3": 0,  # mutmut's own survivor: never overwritten
+        },
+        "hash_by_function_name": {},
+    }
+    (mutants / "pkg.py.meta").write_text(json.dumps(meta))
+    return mutants
+
+
+def test_a_kill_is_booked_only_when_the_failing_test_passes_without_the_mutant(tmp_path: Path) -> None:
+    mutants = _mutants(tmp_path)
+    killed, tried = prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=2, deadline_s=600.0)
+    assert (killed, tried) == (1, 3)
+    # x_double__mutmut_1 fails test_double; mutant 2 passes every test; x_other's only test fails
+    # without any mutant too, so its failure is no kill.
+    assert json.loads((mutants / "prepass.json").read_text()) == {
+        "pkg.x_double__mutmut_1": "tests/test_pkg.py::test_double"
+    }
+    assert prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=1, deadline_s=600.0) == (0, 2)  # kills kept, not re-run
+
+
+def test_kills_are_written_only_where_mutmut_holds_no_verdict(tmp_path: Path) -> None:
+    mutants = _mutants(tmp_path)
+    (mutants / "prepass.json").write_text(
+        json.dumps({"pkg.x_double__mutmut_1": "tests/test_pkg.py::test_double", "pkg.x_double__mutmut_3": "t"})
+    )
+    assert prepass.apply(mutants) == 1
+    codes = json.loads((mutants / "pkg.py.meta").read_text())["exit_code_by_key"]
+    assert codes == {
+        "pkg.x_double__mutmut_1": 1,
+        "pkg.x_double__mutmut_2": None,
+        "pkg.x_other__mutmut_1": None,
+        "pkg.x_double__mutmut_3": 0,
+    }
+    assert prepass.apply(mutants) == 0  # applied once
+
+
+def test_the_cheapest_tests_within_the_budget_and_at_least_one() -> None:
+    durations = {"a": 5.0, "b": 1.0, "c": 2.0, "d": 30.0}
+    assert prepass.cheapest_tests(["a", "b", "c", "d", "new"], durations, 8.0) == ["b", "c", "a"]
+    assert prepass.cheapest_tests(["a", "b", "c", "d"], durations, 7.9) == ["b", "c"]
+    assert prepass.cheapest_tests(["d"], durations, 1.0) == ["d"]  # one, even above the budget
+    assert prepass.cheapest_tests(["new"], durations, 1.0) == []  # no stats: left to mutmut
+
+
+def test_the_failing_test_is_read_from_the_short_summary() -> None:
+    tests = ["tests/a.py::test_b[x - y]", "tests/a.py::test_b[x", "tests/c.py::d"]
+    output = "x\nFAILED tests/a.py::test_b[x - y] - AssertionError: no\nERROR tests/c.py::d\n"
+    assert prepass._failed_test(output, tests) == "tests/a.py::test_b[x - y]"  # the id holds " - "
+    assert prepass._failed_test("ERROR tests/c.py::d - fixture\n", tests) == "tests/c.py::d"
+    assert prepass._failed_test("FAILED tests/c.py::d\n", tests) == "tests/c.py::d"  # no message
+    assert prepass._failed_test("FAILED tests/e.py::f - x\n", tests) is None  # not a selected test
+    assert prepass._failed_test("1 passed\n", tests) is None

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""A cheap first pass over the mutants mutmut holds no verdict for, before its own run.
+
+Over ledger/ and serve/ mutmut is slow: per mutant it runs every test that reaches the mutated
+function (its stats, plus the edges of tools/mutation/subprocess_reach.py), and a function of a
+ledger store or of the server is reached by hundreds of tests that start PostgreSQL or `dpmem
+serve`. A killed mutant stops at its first failing test (cheapest file first: conftest.py), but a
+worker still starts on the slowest mutants last, and the round-4 run went at 2-3 mutants a minute.
+
+Here each pending mutant (`run PATTERN...`) runs, under the same pytest options as mutmut's
+workers (`[tool.mutmut] pytest_add_cli_args`, in `mutants/`, with `MUTANT_UNDER_TEST` naming it),
+only the cheapest of the tests mutmut maps to its function, by mutmut's recorded durations, up to
+`--budget-s` seconds of them, stopping at the first failure. A failure is a kill only when it is
+confirmed: the failing test, run again without any mutant, passes (so a flaky test or a test
+broken on its own is never a kill). Anything else (every selected test passed, an error of
+pytest itself, a time-out) gives no verdict: mutmut tests the mutant with every test that reaches
+it. So a verdict here is what mutmut would find with a subset of its own tests: a kill by a test of
+the suite, never a survivor.
+
+The verdicts go to `mutants/prepass.json` (name -> the failing test), not into mutmut's `.meta`
+files: a running mutmut rewrites a whole `.meta` file from its own copy at each result. `apply`
+writes them into the `.meta` files as kills (exit code 1) where mutmut holds no verdict, when no
+mutmut runs (tools/mutation/run.sh does, before its mutmut run; results.py `save` keeps them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+MUTANTS = ROOT / "mutants"
+VERDICTS = "prepass.json"
+KILLED = 1  # pytest's exit code when a test failed: mutmut books it as killed
+
+
+def _pending(mutants: Path, patterns: list[str]) -> list[str]:
+    """Mutants matching `patterns` without a verdict in mutmut's `.meta` files."""
+    names = []
+    for meta_path in sorted(mutants.glob("**/*.py.meta")):
+        codes = json.loads(meta_path.read_text())["exit_code_by_key"]
+        names += [n for n, code in codes.items() if code is None and any(fnmatch.fnmatch(n, p) for p in patterns)]
+    return names
+
+
+def cheapest_tests(tests: Iterable[str], durations: Mapping[str, float], budget_s: float) -> list[str]:
+    """The cheapest `tests` (by their recorded duration) whose durations add up to at most
+    `budget_s`; at least the cheapest one. Tests without a recorded duration are left out (mutmut
+    has no stats of them: it collects them again at its next run)."""
+    timed = sorted((durations[t], t) for t in tests if t in durations)
+    chosen: list[str] = []
+    spent = 0.0
+    for duration, test in timed:
+        if chosen and spent + duration > budget_s:
+            break
+        chosen.append(test)
+        spent += duration
+    return chosen
+
+
+def _failed_test(output: str, tests: list[str]) -> str | None:
+    """The test of `tests` named by the first FAILED/ERROR line of pytest's short summary (`-rfE`:
+    "FAILED node-id - message"; the longest id that starts the line, as an id may hold " - ")."""
+    for line in output.splitlines():
+        for prefix in ("FAILED ", "ERROR "):
+            if line.startswith(prefix):
+                named = [t for t in tests if line[len(prefix) :] == t or line[len(prefix) :].startswith(t + " - ")]
+                return max(named, key=len) if named else None
+    return None
+
+
+def _pytest(
+    mutants: Path, args: list[str], tests: list[str], mutant: str | None, timeout_s: float
+) -> tuple[int | None, str]:
+    env = {**os.environ, "HYPOTHESIS_PROFILE": "ci", "DPMEM_MUTATION_RUN": "1", "DPMEM_MUTMUT": "1"}
+    env.pop("PYTHONPATH", None)
+    if mutant is None:
+        env.pop("MUTANT_UNDER_TEST", None)
+    else:
+        env["MUTANT_UNDER_TEST"] = mutant
+    command = [sys.executable, "-m", "pytest", *args, "-p", "no:randomly", "-rfE", *tests]
+    try:
+        done = subprocess.run(command, cwd=mutants, env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_one(mutants: Path, args: list[str], name: str, tests: list[str], budget_s: float) -> str | None:
+    """The failing test that kills `name` (confirmed: it passes without any mutant), else None."""
+    timeout_s = 60 + 10 * budget_s  # a mutant that hangs gets no verdict here, not a kill
+    code, output = _pytest(mutants, args, tests, name, timeout_s)
+    if code != KILLED:
+        return None
+    failed = _failed_test(output, tests)
+    if failed is None:
+        return None
+    clean, _ = _pytest(mutants, args, [failed], None, timeout_s)
+    return failed if clean == 0 else None
+
+
+def run(mutants: Path, patterns: list[str], budget_s: float, jobs: int, deadline_s: float) -> tuple[int, int]:
+    """Test the pending mutants matching `patterns`; (kills found, mutants tried)."""
+    stats = json.loads((mutants / "mutmut-stats.json").read_text())
+    reach, durations = stats["tests_by_mangled_function_name"], stats["duration_by_test"]
+    args = list(tomllib.loads((mutants / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args"])
+    store = mutants / VERDICTS
+    verdicts: dict[str, str] = json.loads(store.read_text()) if store.exists() else {}
+    todo = []
+    for name in _pending(mutants, patterns):
+        tests = cheapest_tests(reach.get(name.partition("__mutmut_")[0], ()), durations, budget_s)
+        if name not in verdicts and tests:
+            todo.append((name, tests))
+    stop = time.monotonic() + deadline_s
+    tried = 0
+
+    def one(item: tuple[str, list[str]]) -> tuple[str, str | None]:
+        if time.monotonic() > stop:
+            return item[0], None
+        return item[0], test_one(mutants, args, item[0], item[1], budget_s)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for name, failed in pool.map(one, todo):
+            tried += 1
+            if failed is not None:
+                verdicts[name] = failed
+                temporary = store.with_suffix(".tmp")
+                temporary.write_text(json.dumps(dict(sorted(verdicts.items())), indent=1) + "\n")
+                temporary.replace(store)  # whole or not at all: an interrupted pass keeps its kills
+            print(
+                f"prepass {tried}/{len(todo)}: {name}: {'killed by ' + failed if failed else 'no verdict'}", flush=True
+            )
+    return sum(1 for name, _ in todo if name in verdicts), tried
+
+
+def apply(mutants: Path) -> int:
+    """Write the pre-pass kills into mutmut's `.meta` files where mutmut holds no verdict (run
+    only when no mutmut runs); the number written."""
+    store = mutants / VERDICTS
+    verdicts: dict[str, Any] = json.loads(store.read_text()) if store.exists() else {}
+    written = 0
+    for meta_path in sorted(mutants.glob("**/*.py.meta")):
+        meta = json.loads(meta_path.read_text())
+        codes = meta["exit_code_by_key"]
+        fresh = [n for n in codes if codes[n] is None and n in verdicts]
+        if not fresh:
+            continue
+        for name in fresh:
+            codes[name] = KILLED
+        temporary = meta_path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(meta, indent=4))
+        temporary.replace(meta_path)
+        written += len(fresh)
+    return written
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    ran = sub.add_parser("run", help="test the pending mutants matching the patterns on their cheapest tests")
+    ran.add_argument("patterns", nargs="+", help="mutant-name patterns, e.g. 'dpmem_ref.ledger.*'")
+    ran.add_argument("--budget-s", type=float, default=20.0, help="recorded seconds of tests per mutant (20)")
+    ran.add_argument("--jobs", type=int, default=1, help="mutants at once (1)")
+    ran.add_argument("--deadline-s", type=float, default=3600.0, help="start no mutant after this (3600)")
+    sub.add_parser("apply", help="write the kills into mutmut's .meta files (no mutmut running)")
+    options = parser.parse_args()
+    if options.command == "run":
+        killed, tried = run(MUTANTS, options.patterns, options.budget_s, options.jobs, options.deadline_s)
+        print(f"mutation prepass: {killed} killed of {tried} tried")
+    else:
+        print(f"mutation prepass: {apply(MUTANTS)} kills written into mutants/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
