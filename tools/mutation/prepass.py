@@ -96,8 +96,12 @@ def _pytest(
     return done.returncode, done.stdout + done.stderr
 
 
-def test_one(mutants: Path, args: list[str], name: str, tests: list[str], budget_s: float) -> str | None:
-    """The failing test that kills `name` (confirmed: it passes without any mutant), else None."""
+def test_one(
+    mutants: Path, args: list[str], name: str, tests: list[str], budget_s: float, passing: set[str] | None = None
+) -> str | None:
+    """The failing test that kills `name` (confirmed: it passes without any mutant), else None.
+    `passing` holds the tests confirmed in this pass (a test's outcome without a mutant is the
+    same for every mutant: each is run clean once)."""
     timeout_s = 60 + 10 * budget_s  # a mutant that hangs gets no verdict here, not a kill
     code, output = _pytest(mutants, args, tests, name, timeout_s)
     if code != KILLED:
@@ -105,8 +109,14 @@ def test_one(mutants: Path, args: list[str], name: str, tests: list[str], budget
     failed = _failed_test(output, tests)
     if failed is None:
         return None
+    if passing is not None and failed in passing:
+        return failed
     clean, _ = _pytest(mutants, args, [failed], None, timeout_s)
-    return failed if clean == 0 else None
+    if clean != 0:
+        return None
+    if passing is not None:
+        passing.add(failed)
+    return failed
 
 
 def run(mutants: Path, patterns: list[str], budget_s: float, jobs: int, deadline_s: float) -> tuple[int, int]:
@@ -123,11 +133,12 @@ def run(mutants: Path, patterns: list[str], budget_s: float, jobs: int, deadline
             todo.append((name, tests))
     stop = time.monotonic() + deadline_s
     tried = 0
+    passing: set[str] = set()  # shared by the threads: set.add is atomic under the GIL
 
     def one(item: tuple[str, list[str]]) -> tuple[str, str | None]:
         if time.monotonic() > stop:
             return item[0], None
-        return item[0], test_one(mutants, args, item[0], item[1], budget_s)
+        return item[0], test_one(mutants, args, item[0], item[1], budget_s, passing)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for name, failed in pool.map(one, todo):
