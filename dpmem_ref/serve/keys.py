@@ -150,8 +150,10 @@ def load_keys(path: str | Path) -> Keys:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         # Where, never what: the position tomllib reports, not its text about the content.
-        where = re.search(r"line \d+, column \d+", str(error))
-        raise InputError("--keys", "valid TOML", f"an error at {where.group(0) if where else 'an unknown position'}") from None
+        where = re.search(r"line \d+, column \d+|end of document", str(error))
+        position = where.group(0) if where else "an unknown position"
+        position = "the end of the document" if position == "end of document" else position
+        raise InputError("--keys", "valid TOML", f"an error at {position}") from None
     except (ValueError, RecursionError):  # integers past 4300 digits
         raise InputError("--keys", "TOML within the parser's limits", "an oversized number or nesting") from None
     return parse_keys(data, "--keys")

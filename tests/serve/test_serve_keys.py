@@ -140,7 +140,11 @@ BAD = [
         f'[owner]\ntoken_sha256 = "{token_hash("a")}"\n[apps]\ncal = ["x"]\n',
         "--keys: apps.cal: expected a table, found 'list'",
     ),
-    ('[owner]\ntoken_sha256 = "owner-secret-1', "--keys: expected valid TOML, found 'an error at an unknown position'"),
+    (
+        '[owner]\ntoken_sha256 = "owner-secret-1',
+        "--keys: expected valid TOML, found 'an error at the end of the document'",
+    ),
+    ("[owner]\ntoken_sha256 = ", "--keys: expected valid TOML, found 'an error at the end of the document'"),
     (
         "x = " + "9" * 5000 + "\n",
         "--keys: expected TOML within the parser's limits, found 'an oversized number or nesting'",
