@@ -101,3 +101,30 @@ def test_an_anchor_is_never_written_through_what_is_not_a_regular_file(kind: str
     assert still(path.lstat().st_mode)
     if kind == "link":  # not followed: the file it points at stays empty
         assert path.with_name("elsewhere").read_bytes() == b""
+
+
+def test_the_anchor_folder_is_read_from_the_environment_given_not_the_process_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`anchor_path(..., environ)` reads DPMEM_LEDGER_ANCHOR_DIR from the mapping it is given (a
+    caller's explicit environment), never from the process's own."""
+    from dpmem_ref.ledger.anchor import ENV_ANCHOR_DIR, anchor_path, high_water_path
+
+    database = tmp_path / "l.db"
+    monkeypatch.setenv(ENV_ANCHOR_DIR, str(tmp_path / "process"))
+    given = {ENV_ANCHOR_DIR: str(tmp_path / "given")}
+    assert anchor_path(database, IDENTITY, given) == tmp_path / "given" / f"{IDENTITY}.anchor"
+    assert anchor_path(database, IDENTITY, {}) == high_water_path(database)  # none given: beside the file
+    assert anchor_path(None, IDENTITY, {}) is None  # PostgreSQL: its anchor row
+    assert anchor_path(database, IDENTITY) == tmp_path / "process" / f"{IDENTITY}.anchor"  # no mapping: the process's
+
+
+def test_an_anchor_with_a_byte_edited_inside_a_value_is_a_seal_mismatch(tmp_path: Path) -> None:
+    """A byte of the sealed text changed, even to one that is no text (0xff inside the role), is
+    read as an edit the seal catches, not as an unreadable file."""
+    path = tmp_path / "l.db.hwm"
+    write_anchor(path, KEY, IDENTITY, MARK)
+    path.write_bytes(path.read_bytes().replace(b'"live"', b'"l\xffve"'))
+    with pytest.raises(LedgerStoreError) as refused:
+        read_anchor(path, KEY, IDENTITY)
+    assert str(refused.value) == f"anchor {path}: its seal does not match the key (edited, or sealed with another key)"
