@@ -128,3 +128,18 @@ def test_an_anchor_with_a_byte_edited_inside_a_value_is_a_seal_mismatch(tmp_path
     with pytest.raises(LedgerStoreError) as refused:
         read_anchor(path, KEY, IDENTITY)
     assert str(refused.value) == f"anchor {path}: its seal does not match the key (edited, or sealed with another key)"
+
+
+def test_an_anchor_of_another_role_names_its_role_and_every_role_expected(tmp_path: Path) -> None:
+    from dpmem_ref.ledger.anchor import BACKUP, LIVE, parse_anchor
+
+    path = tmp_path / "l.db.hwm"
+    write_anchor(path, KEY, IDENTITY, MARK)  # a live anchor
+    text = path.read_text()
+    assert parse_anchor(KEY, text, "here", IDENTITY, (BACKUP, LIVE)) == MARK
+    with pytest.raises(LedgerStoreError) as refused:
+        parse_anchor(KEY, text, "here", IDENTITY, (BACKUP, "archive"))
+    assert str(refused.value) == "anchor here: a live anchor, expected a backup or archive anchor"
+    with pytest.raises(LedgerStoreError) as refused:
+        parse_anchor(KEY, text, "here", IDENTITY, (BACKUP,))
+    assert str(refused.value) == "anchor here: a live anchor, expected a backup anchor"
