@@ -143,3 +143,30 @@ def test_an_anchor_of_another_role_names_its_role_and_every_role_expected(tmp_pa
     with pytest.raises(LedgerStoreError) as refused:
         parse_anchor(KEY, text, "here", IDENTITY, (BACKUP,))
     assert str(refused.value) == "anchor here: a live anchor, expected a backup anchor"
+
+
+def test_an_anchor_longer_than_one_sector_is_refused_and_one_sector_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "l.db.hwm"
+    write_anchor(path, KEY, IDENTITY, MARK)
+    assert len(path.read_bytes()) == 512 and read_anchor(path, KEY, IDENTITY) == MARK  # exactly one sector
+    path.write_bytes(path.read_bytes() + b" ")
+    with pytest.raises(LedgerStoreError) as refused:
+        read_anchor(path, KEY, IDENTITY)
+    assert str(refused.value) == f"anchor {path}: cannot be read (expected at most 512 bytes, found more)"
+
+
+def test_an_error_while_reading_an_anchor_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dpmem_ref.ledger.anchor as anchor_module
+
+    path = tmp_path / "l.db.hwm"
+    write_anchor(path, KEY, IDENTITY, MARK)
+
+    def failing_read(*_: object) -> bytes:
+        raise OSError(5, "Input/output error")  # a failing disk
+
+    monkeypatch.setattr(anchor_module.os, "pread", failing_read)
+    with pytest.raises(LedgerStoreError) as refused:
+        read_anchor(path, KEY, IDENTITY)
+    assert str(refused.value) == f"anchor {path}: cannot be read"
