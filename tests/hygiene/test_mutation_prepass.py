@@ -24,6 +24,12 @@ def double(x):
 
 def other(x):
     return x
+
+
+def at_import():
+    if os.environ.get("MUTANT_UNDER_TEST") == "pkg.x_at_import__mutmut_1":
+        raise RuntimeError("mutated")
+    return 1
 """
 TESTS = """
 from pkg import double, other
@@ -42,11 +48,23 @@ def test_broken_on_its_own():
 """
 
 
+IMPORTED = """
+from pkg import at_import
+
+ONE = at_import()  # called as the module is imported
+
+
+def test_one():
+    assert ONE == 1
+"""
+
+
 def _mutants(tmp_path: Path) -> Path:
     mutants = tmp_path / "mutants"
     (mutants / "tests").mkdir(parents=True)
     (mutants / "pkg.py").write_text(MODULE)
     (mutants / "tests" / "test_pkg.py").write_text(TESTS)
+    (mutants / "tests" / "test_imported.py").write_text(IMPORTED)
     (mutants / "pyproject.toml").write_text(
         '[tool.mutmut]\npytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n'
     )
@@ -55,8 +73,14 @@ def _mutants(tmp_path: Path) -> Path:
         "tests_by_mangled_function_name": {
             "pkg.x_double": [ids["test_zero"], ids["test_double"]],
             "pkg.x_other": [ids["test_broken_on_its_own"]],
+            "pkg.x_at_import": ["tests/test_imported.py::test_one"],
         },
-        "duration_by_test": {ids["test_zero"]: 0.1, ids["test_double"]: 0.2, ids["test_broken_on_its_own"]: 0.1},
+        "duration_by_test": {
+            ids["test_zero"]: 0.1,
+            ids["test_double"]: 0.2,
+            ids["test_broken_on_its_own"]: 0.1,
+            "tests/test_imported.py::test_one": 0.1,
+        },
     }
     (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
     meta = {
@@ -64,6 +88,8 @@ def _mutants(tmp_path: Path) -> Path:
             "pkg.x_double__mutmut_1": None,
             "pkg.x_double__mutmut_2": None,
             "pkg.x_other__mutmut_1": None,
+            "pkg.x_at_import__mutmut_1": None,
+            "pkg.x_at_import__mutmut_2": None,
             "pkg.x_double__mutmut_3": 0,  # mutmut's own survivor: never overwritten
         },
         "hash_by_function_name": {},
@@ -75,13 +101,23 @@ def _mutants(tmp_path: Path) -> Path:
 def test_a_kill_is_booked_only_when_the_failing_test_passes_without_the_mutant(tmp_path: Path) -> None:
     mutants = _mutants(tmp_path)
     killed, tried = prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=2, deadline_s=600.0)
-    assert (killed, tried) == (1, 3)
+    assert (killed, tried) == (2, 5)
     # x_double__mutmut_1 fails test_double; mutant 2 passes every test; x_other's only test fails
-    # without any mutant too, so its failure is no kill.
+    # without any mutant too, so its failure is no kill; x_at_import__mutmut_1 makes its test
+    # module fail to import (collected without it), its mutant 2 changes nothing.
     assert json.loads((mutants / "prepass.json").read_text()) == {
-        "pkg.x_double__mutmut_1": "tests/test_pkg.py::test_double"
+        "pkg.x_at_import__mutmut_1": "collection of tests/test_imported.py",
+        "pkg.x_double__mutmut_1": "tests/test_pkg.py::test_double",
     }
-    assert prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=1, deadline_s=600.0) == (0, 2)  # kills kept, not re-run
+    assert prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=1, deadline_s=600.0) == (0, 3)  # kills kept, not re-run
+    (mutants / "prepass.json").unlink()
+    (mutants / "tests" / "test_imported.py").write_text(
+        IMPORTED.replace("ONE = at_import()", "ONE = at_import() + nope")
+    )
+    assert prepass.run(mutants, ["pkg.x_at_import*"], budget_s=10.0, jobs=1, deadline_s=600.0) == (
+        0,
+        2,
+    )  # no clean collection
 
 
 def test_kills_are_written_only_where_mutmut_holds_no_verdict(tmp_path: Path) -> None:
@@ -95,6 +131,8 @@ def test_kills_are_written_only_where_mutmut_holds_no_verdict(tmp_path: Path) ->
         "pkg.x_double__mutmut_1": 1,
         "pkg.x_double__mutmut_2": None,
         "pkg.x_other__mutmut_1": None,
+        "pkg.x_at_import__mutmut_1": None,
+        "pkg.x_at_import__mutmut_2": None,
         "pkg.x_double__mutmut_3": 0,
     }
     assert prepass.apply(mutants) == 0  # applied once

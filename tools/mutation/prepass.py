@@ -12,7 +12,9 @@ workers (`[tool.mutmut] pytest_add_cli_args`, in `mutants/`, with `MUTANT_UNDER_
 only the cheapest of the tests mutmut maps to its function, by mutmut's recorded durations, up to
 `--budget-s` seconds of them, stopping at the first failure. A failure is a kill only when it is
 confirmed: the failing test, run again without any mutant, passes (so a flaky test or a test
-broken on its own is never a kill). Anything else (every selected test passed, an error of
+broken on its own is never a kill); or, when the tests cannot even be collected under the mutant
+(a test module that calls the mutated function as it is imported), the same tests collect without
+it. Anything else (every selected test passed, an error of
 pytest itself, a time-out) gives no verdict: mutmut tests the mutant with every test that reaches
 it. So a verdict here is what mutmut would find with a subset of its own tests: a kill by a test of
 the suite, never a survivor.
@@ -42,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = ROOT / "mutants"
 VERDICTS = "prepass.json"
 KILLED = 1  # pytest's exit code when a test failed: mutmut books it as killed
+NOT_COLLECTED = (2, 4)  # pytest's exit codes for errors during collection / tests it found no collector for
 
 
 def _pending(mutants: Path, patterns: list[str]) -> list[str]:
@@ -104,6 +107,11 @@ def test_one(
     same for every mutant: each is run clean once)."""
     timeout_s = 60 + 10 * budget_s  # a mutant that hangs gets no verdict here, not a kill
     code, output = _pytest(mutants, args, tests, name, timeout_s)
+    if code in NOT_COLLECTED:
+        # A test module that calls the mutated function when it is imported cannot be collected
+        # under the mutant: a kill when the same tests collect without any mutant.
+        clean, _ = _pytest(mutants, [*args, "--collect-only"], tests, None, timeout_s)
+        return f"collection of {tests[0].split('::')[0]}" if clean == 0 else None
     if code != KILLED:
         return None
     failed = _failed_test(output, tests)
@@ -180,7 +188,7 @@ def main() -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     ran = sub.add_parser("run", help="test the pending mutants matching the patterns on their cheapest tests")
     ran.add_argument("patterns", nargs="+", help="mutant-name patterns, e.g. 'dpmem_ref.ledger.*'")
-    ran.add_argument("--budget-s", type=float, default=20.0, help="recorded seconds of tests per mutant (20)")
+    ran.add_argument("--budget-s", type=float, default=10.0, help="recorded seconds of tests per mutant (10)")
     ran.add_argument("--jobs", type=int, default=1, help="mutants at once (1)")
     ran.add_argument("--deadline-s", type=float, default=3600.0, help="start no mutant after this (3600)")
     sub.add_parser("apply", help="write the kills into mutmut's .meta files (no mutmut running)")
