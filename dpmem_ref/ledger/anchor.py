@@ -145,10 +145,13 @@ def write_anchor(
             raise LedgerStoreError(f"anchor {path}: not a regular file")
         fcntl.flock(fd, fcntl.LOCK_EX)
         raw = os.pread(fd, _HWM_BYTES + 1, 0)
+        if len(raw) > _HWM_BYTES and not force:  # as read_anchor: more than one sector is no anchor
+            raise LedgerStoreError(f"anchor {path}: cannot be read (expected at most {_HWM_BYTES} bytes, found more)")
         current = None if force else parse_anchor(key, raw, str(path), identity, (role,))
         if force or current is None or mark.seq > current.seq:
             os.pwrite(fd, anchor_text(key, identity, role, mark).encode().ljust(_HWM_BYTES), 0)
             if force:
+                os.ftruncate(fd, _HWM_BYTES)  # a longer file replaced: one sector, readable again
                 os.fdatasync(fd)
     except OSError:
         raise LedgerStoreError(f"anchor {path}: cannot be written") from None

@@ -170,3 +170,57 @@ def test_an_error_while_reading_an_anchor_is_one_line_naming_it(
     with pytest.raises(LedgerStoreError) as refused:
         read_anchor(path, KEY, IDENTITY)
     assert str(refused.value) == f"anchor {path}: cannot be read"
+
+
+def test_an_anchor_is_raised_never_replaced_at_the_same_height(tmp_path: Path) -> None:
+    """A mark at the anchor's own seq with another MAC (a fork at the same height) leaves the
+    anchor as it was; only a higher seq raises it (or a forced, recorded replace)."""
+    path = tmp_path / "l.db.hwm"
+    write_anchor(path, KEY, IDENTITY, MARK)
+    fork = chain.HighWater(seq=MARK.seq, mac="cd" * 32)
+    write_anchor(path, KEY, IDENTITY, fork)
+    assert read_anchor(path, KEY, IDENTITY) == MARK
+    write_anchor(path, KEY, IDENTITY, chain.HighWater(seq=MARK.seq - 1, mac="ef" * 32))
+    assert read_anchor(path, KEY, IDENTITY) == MARK  # never lowered
+    write_anchor(path, KEY, IDENTITY, fork, force=True)
+    assert read_anchor(path, KEY, IDENTITY) == fork
+
+
+def test_an_anchor_file_longer_than_one_sector_is_refused_unless_replaced(tmp_path: Path) -> None:
+    """As when read: a file past one sector is no anchor, so a commit does not write over it
+    (refused, the file untouched); a forced replace (restore, re-anchor) leaves one sector."""
+    path = tmp_path / "l.db.hwm"
+    write_anchor(path, KEY, IDENTITY, MARK)
+    longer = path.read_bytes() + b" "
+    path.write_bytes(longer)
+    with pytest.raises(LedgerStoreError) as refused:
+        write_anchor(path, KEY, IDENTITY, chain.HighWater(seq=8, mac="cd" * 32))
+    assert str(refused.value) == f"anchor {path}: cannot be read (expected at most 512 bytes, found more)"
+    assert path.read_bytes() == longer
+    write_anchor(path, KEY, IDENTITY, MARK, force=True)
+    assert len(path.read_bytes()) == 512 and read_anchor(path, KEY, IDENTITY) == MARK
+
+
+def test_a_write_over_an_anchor_of_another_key_names_the_anchor(tmp_path: Path) -> None:
+    path = tmp_path / "l.db.hwm"
+    write_anchor(path, chain.ChainKey(secret=b"o" * 32, keyed=True), IDENTITY, MARK)
+    with pytest.raises(LedgerStoreError) as refused:
+        write_anchor(path, KEY, IDENTITY, chain.HighWater(seq=8, mac="cd" * 32))
+    assert str(refused.value) == f"anchor {path}: its seal does not match the key (edited, or sealed with another key)"
+
+
+def test_an_error_while_writing_an_anchor_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dpmem_ref.ledger.anchor as anchor_module
+
+    path = tmp_path / "l.db.hwm"
+    write_anchor(path, KEY, IDENTITY, MARK)
+
+    def failing_write(*_: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(anchor_module.os, "pwrite", failing_write)
+    with pytest.raises(LedgerStoreError) as refused:
+        write_anchor(path, KEY, IDENTITY, chain.HighWater(seq=8, mac="cd" * 32))
+    assert str(refused.value) == f"anchor {path}: cannot be written"
