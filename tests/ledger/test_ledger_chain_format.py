@@ -151,3 +151,47 @@ def test_both_key_variables_are_refused() -> None:
         f"{chain.ENV_KEY}: expected either {chain.ENV_KEY} or {chain.ENV_KEY_FILE}, not both, found 'both set'"
     )
     assert "k" * 32 not in str(refused.value)  # the secret is never echoed
+
+
+def test_a_key_file_is_named_as_one_in_every_refusal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each refusal of DPMEM_LEDGER_KEY_FILE says what it wanted (a key file) and where: a missing
+    path, a folder, a file past the 4,096-byte secret and its line end, an empty file."""
+    monkeypatch.chdir(tmp_path)  # short paths: the line shows at most 60 characters of what it found
+    Path("folder").mkdir()
+    Path("long").write_bytes(b"k" * 4097 + b"\r\n")  # one byte past the read limit
+    Path("empty").write_bytes(b"")
+    expected = {
+        "missing": "expected a readable key file, found 'missing (No such file or directory)'",
+        "folder": "expected a regular key file, found 'a directory: folder'",
+        "long": "expected a key file of at most 4098 bytes, found '4099 bytes: long'",
+        "empty": "expected a secret of 16..4096 bytes, found '0 bytes'",
+    }
+    for name, message in expected.items():
+        with pytest.raises(InputError) as refused:
+            chain.key_from_environment({chain.ENV_KEY_FILE: name})
+        assert str(refused.value) == f"{chain.ENV_KEY_FILE}: {message}"
+
+
+def test_no_key_at_all_is_refused_naming_both_variables_and_the_development_key() -> None:
+    with pytest.raises(InputError) as refused:
+        chain.key_from_environment({})
+    assert str(refused.value) == (
+        "DPMEM_LEDGER_KEY: expected a key for a durable ledger (DPMEM_LEDGER_KEY or DPMEM_LEDGER_KEY_FILE; "
+        "DPMEM_LEDGER_DEV_KEY=1 runs on the public development key), found 'none set'"
+    )
+
+
+def test_a_key_is_its_exact_bytes_and_is_keyed(tmp_path: Path) -> None:
+    """The variable's text encodes back to the bytes the environment held (a non-UTF-8 byte comes
+    through os.environ as a lone surrogate); a key file loses only its line end (CR, LF), never
+    spaces or other characters; both are keyed (no development-key notice), unlike the dev key."""
+    raw_byte = chain.key_from_environment({chain.ENV_KEY: "k" * 20 + "\udcff"})
+    assert raw_byte.secret == b"k" * 20 + b"\xff" and raw_byte.keyed is True
+    file = tmp_path / "key"
+    for content, secret in ((b"k" * 20 + b"  \n", b"k" * 20 + b"  "), (b"k" * 20 + b"X\r\n", b"k" * 20 + b"X")):
+        file.write_bytes(content)
+        from_file = chain.key_from_environment({chain.ENV_KEY_FILE: str(file)})
+        assert from_file.secret == secret and from_file.keyed is True
+    assert chain.dev_key_notice(raw_byte) is None and chain.dev_key_notice(from_file) is None
+    dev = chain.key_from_environment({chain.ENV_DEV_KEY: "1"})
+    assert dev.keyed is False and chain.dev_key_notice(dev) is not None
