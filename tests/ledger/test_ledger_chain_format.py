@@ -195,3 +195,15 @@ def test_a_key_is_its_exact_bytes_and_is_keyed(tmp_path: Path) -> None:
     assert chain.dev_key_notice(raw_byte) is None and chain.dev_key_notice(from_file) is None
     dev = chain.key_from_environment({chain.ENV_DEV_KEY: "1"})
     assert dev.keyed is False and chain.dev_key_notice(dev) is not None
+
+
+def test_a_canonical_body_is_sorted_compact_ascii_json_of_bounded_size() -> None:
+    """What the chain MACs: keys sorted, no spaces, every non-ASCII character escaped (the text is
+    the same bytes whatever the encoding that reads it); a body past the bound is refused."""
+    assert chain.canonical({"b": "é\u2028", "a": [1, "x"]}) == '{"a":[1,"x"],"b":"\\u00e9\\u2028"}'
+    at_most = chain.MAX_BODY_BYTES
+    fits = {"x": "a" * (at_most - len('{"x":""}'))}
+    assert len(chain.canonical(fits)) == at_most
+    with pytest.raises(InputError) as refused:
+        chain.canonical({"x": fits["x"] + "a"})
+    assert str(refused.value) == f"chain event: expected at most {at_most} bytes, found {at_most + 1}"
