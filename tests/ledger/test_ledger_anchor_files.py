@@ -155,23 +155,6 @@ def test_an_anchor_longer_than_one_sector_is_refused_and_one_sector_is_read(tmp_
     assert str(refused.value) == f"anchor {path}: cannot be read (expected at most 512 bytes, found more)"
 
 
-def test_an_error_while_reading_an_anchor_is_one_line_naming_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import dpmem_ref.ledger.anchor as anchor_module
-
-    path = tmp_path / "l.db.hwm"
-    write_anchor(path, KEY, IDENTITY, MARK)
-
-    def failing_read(*_: object) -> bytes:
-        raise OSError(5, "Input/output error")  # a failing disk
-
-    monkeypatch.setattr(anchor_module.os, "pread", failing_read)
-    with pytest.raises(LedgerStoreError) as refused:
-        read_anchor(path, KEY, IDENTITY)
-    assert str(refused.value) == f"anchor {path}: cannot be read"
-
-
 def test_an_anchor_is_raised_never_replaced_at_the_same_height(tmp_path: Path) -> None:
     """A mark at the anchor's own seq with another MAC (a fork at the same height) leaves the
     anchor as it was; only a higher seq raises it (or a forced, recorded replace)."""
@@ -209,18 +192,25 @@ def test_a_write_over_an_anchor_of_another_key_names_the_anchor(tmp_path: Path) 
     assert str(refused.value) == f"anchor {path}: its seal does not match the key (edited, or sealed with another key)"
 
 
-def test_an_error_while_writing_an_anchor_is_one_line_naming_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("failing", "why"), [("pread", "cannot be read"), ("pwrite", "cannot be written")], ids=["read", "write"]
+)
+def test_an_io_error_on_an_anchor_is_one_line_naming_it(
+    failing: str, why: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A failing disk (EIO on a read, ENOSPC on a write) is one line naming the anchor file."""
     import dpmem_ref.ledger.anchor as anchor_module
 
     path = tmp_path / "l.db.hwm"
     write_anchor(path, KEY, IDENTITY, MARK)
 
-    def failing_write(*_: object) -> int:
-        raise OSError(28, "No space left on device")
+    def fails(*_: object) -> int:
+        raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(anchor_module.os, "pwrite", failing_write)
+    monkeypatch.setattr(anchor_module.os, failing, fails)
     with pytest.raises(LedgerStoreError) as refused:
-        write_anchor(path, KEY, IDENTITY, chain.HighWater(seq=8, mac="cd" * 32))
-    assert str(refused.value) == f"anchor {path}: cannot be written"
+        if failing == "pread":
+            read_anchor(path, KEY, IDENTITY)
+        else:
+            write_anchor(path, KEY, IDENTITY, chain.HighWater(seq=8, mac="cd" * 32))
+    assert str(refused.value) == f"anchor {path}: {why}"

@@ -32,6 +32,7 @@ from dpmem_ref.ledger import (
     open_ledger_store,
 )
 from dpmem_ref.ledger.codecs import MAX_RECORD_BYTES
+from dpmem_ref.ledger.contract import LedgerSession
 from dpmem_ref.ledger.session import LedgerBackend, TemplateSession
 from dpmem_ref.ledger.urls import SCHEMES
 
@@ -457,6 +458,16 @@ def test_sqlite_refuses_a_stored_ledger_above_its_cap(tmp_path: Path) -> None:
         SQLiteLedgerStore(path)
 
 
+def _load_and_charge_refused(session: LedgerSession, error: type[Exception], message: str) -> None:
+    """The session's next load and next charge (its locked read) each refuse by `message`."""
+    with pytest.raises(error) as loading:
+        session.load()
+    assert str(loading.value) == message
+    with pytest.raises(error) as charging:
+        session.charge_and_record(req())
+    assert str(charging.value) == message
+
+
 @pytest.mark.parametrize(
     ("edit", "error", "message"),
     [
@@ -494,12 +505,7 @@ def test_postgres_refuses_a_ledger_row_edited_after_open(edit: str, error: type[
         session = ledger_store.open_session("u", "i", CAPS)
         with psycopg.connect(url, autocommit=True) as raw:
             raw.execute(edit)
-        with pytest.raises(error) as loading:
-            session.load()
-        assert str(loading.value) == message
-        with pytest.raises(error) as charging:
-            session.charge_and_record(req())
-        assert str(charging.value) == message
+        _load_and_charge_refused(session, error, message)
         with psycopg.connect(url, autocommit=True) as raw:
             assert raw.execute("SELECT count(*) FROM dpmem_releases").fetchone() == (0,)
     finally:
@@ -541,12 +547,7 @@ def test_sqlite_refuses_a_ledger_row_edited_after_open(
         raw.execute(edit)
         raw.commit()
         raw.close()
-        with pytest.raises(error) as loading:
-            session.load()
-        assert str(loading.value) == message
-        with pytest.raises(error) as charging:
-            session.charge_and_record(req())
-        assert str(charging.value) == message
+        _load_and_charge_refused(session, error, message)
         if "cap = 'two'" in edit:
             with pytest.raises(LedgerStoreError) as reopening:
                 ledger_store.open_session("u", "i", CAPS)

@@ -41,6 +41,7 @@ from test_crash_safety import (
     release_reporter,
 )
 from test_ledger_concurrency import CAP, ONE_SLOT
+from test_ledger_contract import req
 
 import tests.postgres_server as postgres_server
 from dpmem_ref.config.load import interface_from_dict, load_interface_file
@@ -224,8 +225,6 @@ def test_a_lost_commit_answer_of_a_charge_to_several_scopes_resolves_to_every_sc
     """The COMMIT of a charge debiting three scopes reaches the server, then the connection breaks
     before the answer: the retry finds the committed row, and the outcome carries each other
     scope's ledgers as committed, in `also` order (what the runtime releases against)."""
-    from dpmem_ref.ledger.facts import ReleaseRequest
-
     url = postgres_server.new_database()
     cut: list[int] = []
 
@@ -240,17 +239,7 @@ def test_a_lost_commit_answer_of_a_charge_to_several_scopes_resolves_to_every_sc
     app = ledger_store.open_session("u", "e0:app:a", {"diabetes": Fraction(2), "debt": Fraction(2)})
     user = ledger_store.open_session("u", "e0:user", {"diabetes": Fraction(1)})
     period = ledger_store.open_session("u", "e0:period:7", {"diabetes": Fraction(3), "debt": Fraction(1)})
-    request = ReleaseRequest(
-        release_id="e" * 16,
-        turn_id="f" * 16,
-        index=0,
-        slot="food",
-        view="low-glycemic",
-        fallback_view="balanced-meals",
-        charge_set=frozenset({"diabetes"}),
-        epsilon=Fraction(1, 3),
-    )
-    outcome = app.charge_and_record(request, also=(period.key, user.key))
+    outcome = app.charge_and_record(req(eps=Fraction(1, 3), release_id="e" * 16), also=(period.key, user.key))
     assert cut and ledger_store.connect().info.backend_pid != cut[0]  # resolved on a new connection
     assert outcome.admitted and outcome.release.release_id == "e" * 16
     assert outcome.ledger_map() == {"diabetes": Fraction(1, 3), "debt": Fraction(0)}
