@@ -74,6 +74,13 @@ def test_a_release_row_of_the_wrong_shape_or_set_is_one_line(row: tuple[Any, ...
     assert str(refused.value) == "releases: unreadable release row"
 
 
+@pytest.mark.parametrize("charge_set", ['{"diabetes": 1}', '["diabetes", 2]', '"diabetes"'])
+def test_a_release_charge_set_that_is_no_list_of_names_is_named(charge_set: str) -> None:
+    with pytest.raises(LedgerStoreError) as refused:
+        decode_release((1, "r", "t", 0, "food", "v", True, charge_set, "1/3"))
+    assert str(refused.value) == "releases.charge_set: expected a list of attribute names"
+
+
 def test_a_fraction_text_is_read_up_to_its_bound() -> None:
     at_bound = "9" * 200 + "/" + "1" * 200
     assert len(at_bound) == MAX_FRACTION_TEXT

@@ -331,10 +331,28 @@ def test_a_sql_store_refuses_a_charge_to_a_scope_it_never_opened(kind: str, tmp_
 
 def test_unknown_attribute_is_refused_atomically(ledger_store: LedgerStore) -> None:
     session = ledger_store.open_session("u", "i", CAPS)
-    with pytest.raises(InputError, match="^charge_set: "):
+    with pytest.raises(InputError) as refused:
         session.charge_and_record(req(frozenset({"diabetes", "pregnancy"})))
+    assert str(refused.value) == "charge_set: expected attributes among ['debt', 'diabetes'], found ['pregnancy']"
     assert session.load().releases == ()
     assert session.load().ledger_map()["diabetes"] == 0
+
+
+@pytest.mark.parametrize(("caps", "found"), [([1], "'list'"), ({}, "'dict'"), ("debt", "'str'")])
+def test_caps_that_are_no_mapping_or_empty_are_refused_naming_what_came(
+    ledger_store: LedgerStore, caps: object, found: str
+) -> None:
+    with pytest.raises(InputError) as refused:
+        ledger_store.open_session("u", "i", caps)  # type: ignore[arg-type]
+    assert str(refused.value) == f"caps: expected a non-empty mapping attribute -> cap, found {found}"
+
+
+def test_a_malformed_fingerprint_is_refused_by_name(ledger_store: LedgerStore) -> None:
+    with pytest.raises(InputError) as refused:
+        ledger_store.open_session("u", "i", CAPS, fingerprint="xyz")
+    assert str(refused.value) == (
+        "fingerprint: expected 64 lowercase hex digits (sha256 of the interface), found 'xyz' (3 characters)"
+    )
 
 
 def test_caps_are_precommitted(ledger_store: LedgerStore) -> None:
