@@ -357,8 +357,20 @@ def test_a_malformed_fingerprint_is_refused_by_name(ledger_store: LedgerStore) -
 
 def test_caps_are_precommitted(ledger_store: LedgerStore) -> None:
     ledger_store.open_session("u", "i", CAPS)
-    with pytest.raises(InputError, match="^caps: "):
+    with pytest.raises(InputError) as refused:
         ledger_store.open_session("u", "i", {"diabetes": Fraction(4), "debt": Fraction(2)})
+    assert str(refused.value) == (
+        "caps: expected the caps this interaction was opened with (precommitted), found 'different caps'"
+    )
+
+
+def test_a_release_request_names_its_malformed_field() -> None:
+    with pytest.raises(InputError) as refused:
+        attrs.evolve(req(), fallback_view="")
+    assert str(refused.value) == "fallback_view: expected a name of 1..256 characters, found an empty string"
+    with pytest.raises(InputError) as refused:
+        attrs.evolve(req(), charge_set={"diabetes"})
+    assert str(refused.value) == "charge_set: expected a frozenset of attribute names, found 'set'"
 
 
 BAD_CAPS = [
