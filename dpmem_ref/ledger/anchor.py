@@ -104,14 +104,21 @@ def read_anchor(path: Path, key: ChainKey, identity: str, roles: Sequence[str] =
     assert fd is not None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
-        raw = os.pread(fd, _HWM_BYTES + 1, 0)
+        raw = _one_sector(fd, path)
     except OSError:
         raise LedgerStoreError(f"anchor {path}: cannot be read") from None
     finally:
         os.close(fd)
+    return parse_anchor(key, raw, str(path), identity, roles)
+
+
+def _one_sector(fd: int, path: Path) -> bytes:
+    """The anchor file's bytes, at most one sector: one byte more is read to refuse a longer file
+    (no anchor is written past one sector)."""
+    raw = os.pread(fd, _HWM_BYTES + 1, 0)
     if len(raw) > _HWM_BYTES:
         raise LedgerStoreError(f"anchor {path}: cannot be read (expected at most {_HWM_BYTES} bytes, found more)")
-    return parse_anchor(key, raw, str(path), identity, roles)
+    return raw
 
 
 def _refuse_unreadable(path: Path) -> NoReturn:
@@ -144,10 +151,7 @@ def write_anchor(
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise LedgerStoreError(f"anchor {path}: not a regular file")
         fcntl.flock(fd, fcntl.LOCK_EX)
-        raw = os.pread(fd, _HWM_BYTES + 1, 0)
-        if len(raw) > _HWM_BYTES and not force:  # as read_anchor: more than one sector is no anchor
-            raise LedgerStoreError(f"anchor {path}: cannot be read (expected at most {_HWM_BYTES} bytes, found more)")
-        current = None if force else parse_anchor(key, raw, str(path), identity, (role,))
+        current = None if force else parse_anchor(key, _one_sector(fd, path), str(path), identity, (role,))
         if force or current is None or mark.seq > current.seq:
             os.pwrite(fd, anchor_text(key, identity, role, mark).encode().ljust(_HWM_BYTES), 0)
             if force:

@@ -145,16 +145,6 @@ def test_an_anchor_of_another_role_names_its_role_and_every_role_expected(tmp_pa
     assert str(refused.value) == "anchor here: a live anchor, expected a backup anchor"
 
 
-def test_an_anchor_longer_than_one_sector_is_refused_and_one_sector_is_read(tmp_path: Path) -> None:
-    path = tmp_path / "l.db.hwm"
-    write_anchor(path, KEY, IDENTITY, MARK)
-    assert len(path.read_bytes()) == 512 and read_anchor(path, KEY, IDENTITY) == MARK  # exactly one sector
-    path.write_bytes(path.read_bytes() + b" ")
-    with pytest.raises(LedgerStoreError) as refused:
-        read_anchor(path, KEY, IDENTITY)
-    assert str(refused.value) == f"anchor {path}: cannot be read (expected at most 512 bytes, found more)"
-
-
 def test_an_anchor_is_raised_never_replaced_at_the_same_height(tmp_path: Path) -> None:
     """A mark at the anchor's own seq with another MAC (a fork at the same height) leaves the
     anchor as it was; only a higher seq raises it (or a forced, recorded replace)."""
@@ -170,15 +160,20 @@ def test_an_anchor_is_raised_never_replaced_at_the_same_height(tmp_path: Path) -
 
 
 def test_an_anchor_file_longer_than_one_sector_is_refused_unless_replaced(tmp_path: Path) -> None:
-    """As when read: a file past one sector is no anchor, so a commit does not write over it
+    """A file past one sector is no anchor: a read refuses it, and a commit does not write over it
     (refused, the file untouched); a forced replace (restore, re-anchor) leaves one sector."""
     path = tmp_path / "l.db.hwm"
     write_anchor(path, KEY, IDENTITY, MARK)
+    assert len(path.read_bytes()) == 512 and read_anchor(path, KEY, IDENTITY) == MARK  # exactly one sector
     longer = path.read_bytes() + b" "
     path.write_bytes(longer)
+    past_one_sector = f"anchor {path}: cannot be read (expected at most 512 bytes, found more)"
+    with pytest.raises(LedgerStoreError) as refused:
+        read_anchor(path, KEY, IDENTITY)
+    assert str(refused.value) == past_one_sector
     with pytest.raises(LedgerStoreError) as refused:
         write_anchor(path, KEY, IDENTITY, chain.HighWater(seq=8, mac="cd" * 32))
-    assert str(refused.value) == f"anchor {path}: cannot be read (expected at most 512 bytes, found more)"
+    assert str(refused.value) == past_one_sector
     assert path.read_bytes() == longer
     write_anchor(path, KEY, IDENTITY, MARK, force=True)
     assert len(path.read_bytes()) == 512 and read_anchor(path, KEY, IDENTITY) == MARK
