@@ -14,9 +14,8 @@ only the cheapest of the tests mutmut maps to its function, by mutmut's recorded
 confirmed: the failing test, run again without any mutant, passes (so a flaky test or a test
 broken on its own is never a kill); or, when the tests cannot even be collected under the mutant
 (a test module that calls the mutated function as it is imported), the same tests collect without
-it. Anything else (every selected test passed, an error of
-pytest itself, a time-out) gives no verdict: mutmut tests the mutant with every test that reaches
-it. So a verdict here is what mutmut would find with a subset of its own tests: a kill by a test of
+it. Anything else (every selected test passed, an error of pytest itself, a time-out) gives no
+verdict: mutmut tests the mutant with every test that reaches it. So a verdict here is what mutmut would find with a subset of its own tests: a kill by a test of
 the suite, never a survivor.
 
 The verdicts go to `mutants/prepass.json` (name -> the failing test), not into mutmut's `.meta`
@@ -28,7 +27,6 @@ mutmut runs (tools/mutation/run.sh does, before its mutmut run; results.py `save
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import os
 import subprocess
@@ -40,20 +38,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import results  # noqa: E402  (tools/mutation/results.py: mutmut's cache, read one way)
+
 ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = ROOT / "mutants"
 VERDICTS = "prepass.json"
 KILLED = 1  # pytest's exit code when a test failed: mutmut books it as killed
 NOT_COLLECTED = (2, 4)  # pytest's exit codes for errors during collection / tests it found no collector for
-
-
-def _pending(mutants: Path, patterns: list[str]) -> list[str]:
-    """Mutants matching `patterns` without a verdict in mutmut's `.meta` files."""
-    names = []
-    for meta_path in sorted(mutants.glob("**/*.py.meta")):
-        codes = json.loads(meta_path.read_text())["exit_code_by_key"]
-        names += [n for n, code in codes.items() if code is None and any(fnmatch.fnmatch(n, p) for p in patterns)]
-    return names
 
 
 def cheapest_tests(tests: Iterable[str], durations: Mapping[str, float], budget_s: float) -> list[str]:
@@ -135,7 +127,7 @@ def run(mutants: Path, patterns: list[str], budget_s: float, jobs: int, deadline
     store = mutants / VERDICTS
     verdicts: dict[str, str] = json.loads(store.read_text()) if store.exists() else {}
     todo = []
-    for name in _pending(mutants, patterns):
+    for name in results.pending(patterns, mutants):
         tests = cheapest_tests(reach.get(name.partition("__mutmut_")[0], ()), durations, budget_s)
         if name not in verdicts and tests:
             todo.append((name, tests))
@@ -168,8 +160,7 @@ def apply(mutants: Path) -> int:
     store = mutants / VERDICTS
     verdicts: dict[str, Any] = json.loads(store.read_text()) if store.exists() else {}
     written = 0
-    for meta_path in sorted(mutants.glob("**/*.py.meta")):
-        meta = json.loads(meta_path.read_text())
+    for meta_path, meta in results._metas(mutants):  # noqa: SLF001  # the sibling tool's reader of mutmut's cache
         codes = meta["exit_code_by_key"]
         fresh = [n for n in codes if codes[n] is None and n in verdicts]
         if not fresh:
