@@ -53,7 +53,7 @@ class TurnService:
         # Kernel turns run on a pool sized to the host: more threads than cores only contend for
         # the GIL and the store's lock (a queued turn holds no thread while it waits).
         self.workers = workers or max(2, 2 * (os.cpu_count() or 1))
-        self._workers = anyio.CapacityLimiter(self.workers)
+        self._pool = anyio.CapacityLimiter(self.workers)
         log.info("kernel turns on %d worker threads", self.workers)
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._transcripts: dict[tuple[str, str], list[tuple[str, Any, str]]] = {}
@@ -67,7 +67,7 @@ class TurnService:
         def work() -> tuple[float, Any]:  # the clock starts when the kernel does (not in the queue)
             return time.monotonic(), self.runtime.turn(user, app, interaction, query, respond=False, turn_id=turn_id)
 
-        started, done = await anyio.to_thread.run_sync(work, limiter=self._workers)
+        started, done = await anyio.to_thread.run_sync(work, limiter=self._pool)
         if self.deadline_s is not None:
             left = started + self.deadline_s - time.monotonic()
             if left > 0:

@@ -67,9 +67,9 @@ def test_the_default_pool_is_twice_the_cores_and_at_least_two(
     monkeypatch.setattr(turns_module.os, "cpu_count", lambda: cores)
     service = TurnService(_NoDeadline())
     assert service.workers == expected
-    assert service._workers.total_tokens == expected  # noqa: SLF001  # the limiter the turns wait on
+    assert service._pool.total_tokens == expected  # noqa: SLF001  # the limiter the turns wait on
     asked = TurnService(_NoDeadline(), workers=5)
-    assert asked.workers == 5 and asked._workers.total_tokens == 5  # noqa: SLF001
+    assert asked.workers == 5 and asked._pool.total_tokens == 5  # noqa: SLF001
 
 
 def test_at_most_the_pool_size_of_kernel_turns_run_at_once() -> None:
