@@ -154,3 +154,51 @@ def test_the_failing_test_is_read_from_the_short_summary() -> None:
     assert prepass._failed_test("FAILED tests/c.py::d\n", tests) == "tests/c.py::d"  # no message
     assert prepass._failed_test("FAILED tests/e.py::f - x\n", tests) is None  # not a selected test
     assert prepass._failed_test("1 passed\n", tests) is None
+
+
+def test_the_tests_that_killed_a_sibling_mutant_run_first_on_their_own(tmp_path: Path, monkeypatch) -> None:
+    mutants = _mutants(tmp_path)
+    module = (mutants / "pkg.py").read_text()
+    (mutants / "pkg.py").write_text(
+        module.replace('== "pkg.x_double__mutmut_1"', 'in ("pkg.x_double__mutmut_1", "pkg.x_double__mutmut_2")')
+    )
+    runs: list[tuple[str | None, list[str]]] = []
+    real = prepass._pytest
+
+    def recorded(mutants_: Path, args: list[str], tests: list[str], mutant: str | None, timeout_s: float):
+        runs.append((mutant, list(tests)))
+        return real(mutants_, args, tests, mutant, timeout_s)
+
+    monkeypatch.setattr(prepass, "_pytest", recorded)
+    zero, double = "tests/test_pkg.py::test_zero", "tests/test_pkg.py::test_double"
+    assert prepass.run(mutants, ["pkg.x_double*"], budget_s=10.0, jobs=1, deadline_s=600.0) == (2, 2)
+    # mutant 1: both cheapest tests (test_zero passes, test_double fails), then test_double
+    # without the mutant; mutant 2: test_double alone first, and it is already confirmed.
+    assert runs == [
+        ("pkg.x_double__mutmut_1", [zero, double]),
+        (None, [double]),
+        ("pkg.x_double__mutmut_2", [double]),
+    ]
+    # An earlier pass's kills are hints too; a hint that passes leaves the rest of the tests to run.
+    (mutants / "pkg.py").write_text(module.replace('"pkg.x_double__mutmut_1"', '"pkg.x_double__mutmut_4"'))
+    meta = json.loads((mutants / "pkg.py.meta").read_text())
+    meta["exit_code_by_key"]["pkg.x_double__mutmut_4"] = None
+    (mutants / "pkg.py.meta").write_text(json.dumps(meta))
+    runs.clear()
+    assert prepass.run(mutants, ["pkg.x_double*"], budget_s=10.0, jobs=1, deadline_s=600.0) == (1, 1)
+    assert runs == [("pkg.x_double__mutmut_4", [double]), (None, [double])]
+    runs.clear()
+    (mutants / "prepass.json").write_text(json.dumps({"pkg.x_double__mutmut_1": zero}))
+    meta["exit_code_by_key"]["pkg.x_double__mutmut_4"] = None
+    (mutants / "pkg.py.meta").write_text(json.dumps(meta))
+    assert prepass.run(mutants, ["pkg.x_double__mutmut_4"], budget_s=10.0, jobs=1, deadline_s=600.0) == (1, 1)
+    assert runs == [("pkg.x_double__mutmut_4", [zero]), ("pkg.x_double__mutmut_4", [double]), (None, [double])]
+
+
+def test_mutants_left_at_the_deadline_are_counted_as_not_tried(tmp_path: Path, capsys) -> None:
+    mutants = _mutants(tmp_path)
+    assert prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=2, deadline_s=0.0) == (0, 0)
+    out = capsys.readouterr().out
+    assert "no verdict" not in out
+    assert out.splitlines()[-1] == "prepass: deadline reached, 5 mutants not tried"
+    assert not (mutants / "prepass.json").exists()
