@@ -7,7 +7,11 @@ do, and real pytest runs."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
+
+import pytest
 
 from tests.mutation_tools import load_tool
 
@@ -98,9 +102,10 @@ def _mutants(tmp_path: Path) -> Path:
     return mutants
 
 
-def test_a_kill_is_booked_only_when_the_failing_test_passes_without_the_mutant(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fork", [False, True], ids=["fresh-process", "fork-server"])
+def test_a_kill_is_booked_only_when_the_failing_test_passes_without_the_mutant(tmp_path: Path, fork: bool) -> None:
     mutants = _mutants(tmp_path)
-    killed, tried = prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=2, deadline_s=600.0)
+    killed, tried = prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=2, deadline_s=600.0, fork=fork)
     assert (killed, tried) == (2, 5)
     # x_double__mutmut_1 fails test_double; mutant 2 passes every test; x_other's only test fails
     # without any mutant too, so its failure is no kill; x_at_import__mutmut_1 makes its test
@@ -109,7 +114,7 @@ def test_a_kill_is_booked_only_when_the_failing_test_passes_without_the_mutant(t
         "pkg.x_at_import__mutmut_1": "collection of tests/test_imported.py",
         "pkg.x_double__mutmut_1": "tests/test_pkg.py::test_double",
     }
-    assert prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=1, deadline_s=600.0) == (0, 3)  # kills kept, not re-run
+    assert prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=1, deadline_s=600.0, fork=fork) == (0, 3)  # kills kept
     (mutants / "prepass.json").unlink()
     (mutants / "tests" / "test_imported.py").write_text(
         IMPORTED.replace("ONE = at_import()", "ONE = at_import() + nope")
@@ -202,3 +207,26 @@ def test_mutants_left_at_the_deadline_are_counted_as_not_tried(tmp_path: Path, c
     assert "no verdict" not in out
     assert out.splitlines()[-1] == "prepass: deadline reached, 5 mutants not tried"
     assert not (mutants / "prepass.json").exists()
+
+
+def test_a_forked_run_reports_its_exit_code_and_is_killed_at_its_time_out(tmp_path: Path) -> None:
+    out = os.open(tmp_path / "out", os.O_RDWR | os.O_CREAT)
+
+    def failing(command: list[str]) -> int:
+        print("ran", command, os.environ.get("MUTANT_UNDER_TEST"))
+        return 1
+
+    def hanging(command: list[str]) -> int:
+        time.sleep(60)
+        return 0
+
+    def raising(command: list[str]) -> int:
+        raise RuntimeError("inside pytest")
+
+    assert prepass._forked(failing, ["-q"], "pkg.x_f__mutmut_1", 30.0, out) == 1
+    assert (tmp_path / "out").read_text() == "ran ['-q'] pkg.x_f__mutmut_1\n"  # the mutant named in the child only
+    assert "MUTANT_UNDER_TEST" not in os.environ
+    started = time.monotonic()
+    assert prepass._forked(hanging, [], None, 0.5, out) is None
+    assert time.monotonic() - started < 10
+    assert prepass._forked(raising, [], None, 30.0, out) == 3  # pytest's internal error: no verdict

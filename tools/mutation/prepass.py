@@ -31,13 +31,17 @@ mutmut runs (tools/mutation/run.sh does, before its mutmut run; results.py `save
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import queue
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -80,14 +84,23 @@ def _failed_test(output: str, tests: list[str]) -> str | None:
     return None
 
 
+Runner = Callable[[list[str], list[str], "str | None", float], "tuple[int | None, str]"]
+"""(pytest options, tests, the mutant or None, time-out in seconds) -> (pytest's exit code or None
+at a time-out, its output)."""
+
+
+def _environment() -> dict[str, str]:
+    env = {**os.environ, "HYPOTHESIS_PROFILE": "ci", "DPMEM_MUTATION_RUN": "1", "DPMEM_MUTMUT": "1"}
+    env.pop("PYTHONPATH", None)
+    env.pop("MUTANT_UNDER_TEST", None)
+    return env
+
+
 def _pytest(
     mutants: Path, args: list[str], tests: list[str], mutant: str | None, timeout_s: float
 ) -> tuple[int | None, str]:
-    env = {**os.environ, "HYPOTHESIS_PROFILE": "ci", "DPMEM_MUTATION_RUN": "1", "DPMEM_MUTMUT": "1"}
-    env.pop("PYTHONPATH", None)
-    if mutant is None:
-        env.pop("MUTANT_UNDER_TEST", None)
-    else:
+    env = _environment()
+    if mutant is not None:
         env["MUTANT_UNDER_TEST"] = mutant
     command = [sys.executable, "-m", "pytest", *args, "-p", "no:randomly", "-rfE", *tests]
     try:
@@ -97,17 +110,144 @@ def _pytest(
     return done.returncode, done.stdout + done.stderr
 
 
+class ForkServer:
+    """A process in `mutants/` that imported pytest, its plugins, the conftest files and the test
+    modules of `warm` once (a collection without any mutant, as mutmut's own run imports the suite
+    before it forks a worker per mutant); each pytest run is then a fork of it, with the mutant
+    named in its environment (mutmut's trampolines read it at every call). A run so pays for its
+    tests, not for a Python start and those imports: about 1.2 s of the 1.4 s a one-test run takes
+    as a fresh process here. The test modules under tests/ (not the conftest files) are dropped
+    after the warm-up and imported again by each child, under its mutant, as a fresh process
+    would. A module of the code under test that calls the mutated function as it is imported was
+    imported without the mutant, so such a mutant is not caught here (never a wrong kill: mutmut
+    tests it). A child still running at its time-out is killed with its process group."""
+
+    def __init__(self, mutants: Path, args: list[str], warm: list[str]) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "serve"],
+            cwd=mutants,
+            env=_environment(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self._ask({"args": [*args, "--collect-only", "-p", "no:randomly"], "tests": warm, "fork": False})
+
+    def _ask(self, request: dict[str, Any]) -> tuple[int | None, str]:
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps(request) + "\n")
+        self._process.stdin.flush()
+        line = self._process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"mutation prepass: the fork server exited ({self._process.wait()})")
+        reply = json.loads(line)
+        return reply["code"], reply["output"]
+
+    def __call__(
+        self, args: list[str], tests: list[str], mutant: str | None, timeout_s: float
+    ) -> tuple[int | None, str]:
+        return self._ask(
+            {
+                "args": [*args, "-p", "no:randomly", "-rfE"],
+                "tests": tests,
+                "mutant": mutant,
+                "timeout_s": timeout_s,
+                "fork": True,
+            }
+        )
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait(timeout=60)
+
+
+def serve() -> int:
+    """The fork server's side (`prepass.py serve`, started by ForkServer): one JSON request a line on
+    stdin, one JSON reply a line on the stdout it was started with (pytest's own output, of the
+    warm-up and of each child, never goes there)."""
+    import pytest
+
+    sys.path[0] = os.getcwd()  # as `python -m pytest` started in mutants/: its copy comes first
+    replies = os.fdopen(os.dup(1), "w")
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)
+    for line in sys.stdin:
+        request = json.loads(line)
+        command = [*request["args"], *request["tests"]]
+        if not request["fork"]:
+            code: int | None = int(pytest.main(command)) if request["tests"] else 0  # the imports stay here
+            output = ""
+            # ...except the test modules themselves: each child imports them again (from their
+            # cached bytecode, the modules they import being here), so a test module that calls
+            # the mutated function as it is imported still fails to collect under the mutant.
+            tests = Path.cwd() / "tests"
+            for module_name, module in list(sys.modules.items()):
+                origin = Path(getattr(module, "__file__", None) or "/")
+                if origin.is_relative_to(tests) and origin.name != "conftest.py":
+                    del sys.modules[module_name]
+        else:
+            with tempfile.TemporaryFile() as out:
+                code = _forked(pytest.main, command, request["mutant"], request["timeout_s"], out.fileno())
+                out.seek(0)
+                output = out.read().decode(errors="replace")
+        replies.write(json.dumps({"code": code, "output": output}) + "\n")
+        replies.flush()
+    return 0
+
+
+def _forked(
+    main: Callable[[list[str]], Any], command: list[str], mutant: str | None, timeout_s: float, out: int
+) -> int | None:
+    """`main(command)` in a forked child writing to `out`, with `mutant` (or none) named in its
+    environment; its exit code, or None when it ran past `timeout_s` (then killed)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 3  # pytest's "internal error" if main itself raises
+        try:
+            os.setpgid(0, 0)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115  # whatever sys.stdout was (a capture), fd 1 now
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            if mutant is None:
+                os.environ.pop("MUTANT_UNDER_TEST", None)
+            else:
+                os.environ["MUTANT_UNDER_TEST"] = mutant
+            code = int(main(command))
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # also here: a time-out right after the fork still finds the group
+    stop = time.monotonic() + timeout_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > stop:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.01)
+
+
 def _attempt(
-    mutants: Path, args: list[str], name: str, tests: list[str], timeout_s: float, passing: set[str] | None
+    runner: Runner, args: list[str], name: str, tests: list[str], timeout_s: float, passing: set[str] | None
 ) -> str | None:
     """The failing test of `tests` that kills `name` (confirmed: it passes without any mutant), else
     None. `passing` holds the tests confirmed in this pass (a test's outcome without a mutant is the
     same for every mutant: each is run clean once)."""
-    code, output = _pytest(mutants, args, tests, name, timeout_s)
+    code, output = runner(args, tests, name, timeout_s)
     if code in NOT_COLLECTED:
         # A test module that calls the mutated function when it is imported cannot be collected
         # under the mutant: a kill when the same tests collect without any mutant.
-        clean, _ = _pytest(mutants, [*args, "--collect-only"], tests, None, timeout_s)
+        clean, _ = runner([*args, "--collect-only"], tests, None, timeout_s)
         return f"collection of {tests[0].split('::')[0]}" if clean == 0 else None
     if code != KILLED:
         return None
@@ -116,7 +256,7 @@ def _attempt(
         return None
     if passing is not None and failed in passing:
         return failed
-    clean, _ = _pytest(mutants, args, [failed], None, timeout_s)
+    clean, _ = runner(args, [failed], None, timeout_s)
     if clean != 0:
         return None
     if passing is not None:
@@ -125,7 +265,7 @@ def _attempt(
 
 
 def test_one(
-    mutants: Path,
+    runner: Runner,
     args: list[str],
     name: str,
     tests: list[str],
@@ -141,13 +281,16 @@ def test_one(
     timeout_s = 60 + 10 * budget_s  # a mutant that hangs gets no verdict here, not a kill
     leading = [t for t in dict.fromkeys(first) if t in tests]
     for group in (leading, [t for t in tests if t not in leading]):
-        if group and (failed := _attempt(mutants, args, name, group, timeout_s, passing)) is not None:
+        if group and (failed := _attempt(runner, args, name, group, timeout_s, passing)) is not None:
             return failed
     return None
 
 
-def run(mutants: Path, patterns: list[str], budget_s: float, jobs: int, deadline_s: float) -> tuple[int, int]:
-    """Test the pending mutants matching `patterns`; (kills found, mutants tried)."""
+def run(
+    mutants: Path, patterns: list[str], budget_s: float, jobs: int, deadline_s: float, fork: bool = False
+) -> tuple[int, int]:
+    """Test the pending mutants matching `patterns`; (kills found, mutants tried). `fork`: each job's
+    pytest runs are forks of a ForkServer that imported their test modules once."""
     stats = json.loads((mutants / "mutmut-stats.json").read_text())
     reach, durations = stats["tests_by_mangled_function_name"], stats["duration_by_test"]
     args = list(tomllib.loads((mutants / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args"])
@@ -168,29 +311,49 @@ def run(mutants: Path, patterns: list[str], budget_s: float, jobs: int, deadline
         if "::" in test:
             killers.setdefault(name.partition("__mutmut_")[0], []).insert(0, test)
 
+    runners: queue.SimpleQueue[Runner] = queue.SimpleQueue()  # one per job, each used by one thread at a time
+    servers: list[ForkServer] = []
+    if fork and todo:
+        warm = sorted({test.split("::")[0] for _, tests in todo for test in tests})
+        servers = [ForkServer(mutants, args, warm) for _ in range(jobs)]
+        for server in servers:
+            runners.put(server)
+    else:
+        for _ in range(jobs):
+            runners.put(lambda args_, tests, mutant, timeout_s: _pytest(mutants, args_, tests, mutant, timeout_s))
+
     def one(item: tuple[str, list[str]]) -> tuple[str, str | None]:
         name, tests = item
         if time.monotonic() > stop:
             return name, NOT_TRIED
         function = name.partition("__mutmut_")[0]
-        failed = test_one(mutants, args, name, tests, budget_s, passing, first=killers.get(function, [])[:HINTS])
+        runner = runners.get()
+        try:
+            failed = test_one(runner, args, name, tests, budget_s, passing, first=killers.get(function, [])[:HINTS])
+        finally:
+            runners.put(runner)
         if failed is not None and "::" in failed:
             killers[function] = [failed, *(t for t in killers.get(function, []) if t != failed)]
         return name, failed
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for name, failed in pool.map(one, todo):
-            if failed == NOT_TRIED:
-                continue
-            tried += 1
-            if failed is not None:
-                verdicts[name] = failed
-                temporary = store.with_suffix(".tmp")
-                temporary.write_text(json.dumps(dict(sorted(verdicts.items())), indent=1) + "\n")
-                temporary.replace(store)  # whole or not at all: an interrupted pass keeps its kills
-            print(
-                f"prepass {tried}/{len(todo)}: {name}: {'killed by ' + failed if failed else 'no verdict'}", flush=True
-            )
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for name, failed in pool.map(one, todo):
+                if failed == NOT_TRIED:
+                    continue
+                tried += 1
+                if failed is not None:
+                    verdicts[name] = failed
+                    temporary = store.with_suffix(".tmp")
+                    temporary.write_text(json.dumps(dict(sorted(verdicts.items())), indent=1) + "\n")
+                    temporary.replace(store)  # whole or not at all: an interrupted pass keeps its kills
+                print(
+                    f"prepass {tried}/{len(todo)}: {name}: {'killed by ' + failed if failed else 'no verdict'}",
+                    flush=True,
+                )
+    finally:
+        for server in servers:
+            server.close()
     if tried < len(todo):
         print(f"prepass: deadline reached, {len(todo) - tried} mutants not tried", flush=True)
     return sum(1 for name, _ in todo if name in verdicts), tried
@@ -224,11 +387,17 @@ def main() -> int:
     ran.add_argument("--budget-s", type=float, default=10.0, help="recorded seconds of tests per mutant (10)")
     ran.add_argument("--jobs", type=int, default=1, help="mutants at once (1)")
     ran.add_argument("--deadline-s", type=float, default=3600.0, help="start no mutant after this (3600)")
+    ran.add_argument(
+        "--no-fork", dest="fork", action="store_false", help="a fresh pytest process per run, not a fork of a warm one"
+    )
+    sub.add_parser("serve", help="(internal) the fork server's side, started by `run`")
     sub.add_parser("apply", help="write the kills into mutmut's .meta files (no mutmut running)")
     options = parser.parse_args()
     if options.command == "run":
-        killed, tried = run(MUTANTS, options.patterns, options.budget_s, options.jobs, options.deadline_s)
+        killed, tried = run(MUTANTS, options.patterns, options.budget_s, options.jobs, options.deadline_s, options.fork)
         print(f"mutation prepass: {killed} killed of {tried} tried")
+    elif options.command == "serve":
+        return serve()
     else:
         print(f"mutation prepass: {apply(MUTANTS)} kills written into mutants/")
     return 0
