@@ -12,6 +12,8 @@ the evidence has the structure the threat model relies on:
   re-derived: verify accepts a key holder's chain exactly when the oracle says so;
 - the anchor is monotone under concurrent committers (test_ledger_anchor.py has the
   concurrent writers and committers; here: any order of raises keeps the maximum).
+- a stored checkpoint is the state a walk from the genesis reaches at its seq, and an open
+  walks on from it, not from the genesis, to what a whole walk reaches.
 Each was checked against a planted bug (events sealed without their predecessor; the anchor
 compared by seq alone; eps = 0 accepted; the anchor written without the max).
 """
@@ -32,9 +34,10 @@ from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
 from dpmem_ref.ledger.anchor import read_anchor, write_anchor
 from dpmem_ref.ledger.backup import verify_sqlite
 from dpmem_ref.ledger.chain import ChainKey, HighWater, charge_body, key_from_environment, open_body
+from dpmem_ref.ledger.checkpoint import Verified, parse_checkpoint
 from dpmem_ref.ledger.facts import SessionKey, SlotRelease
 from dpmem_ref.ledger.restore import restore_sqlite
-from dpmem_ref.ledger.sqlite.schema import append_event
+from dpmem_ref.ledger.sqlite.schema import append_event, identity, read_tail, verify_on_open
 from tests.kernel_fixtures import run_cli
 from tests.ledger_fixtures import chain_key_fixture
 
@@ -310,3 +313,53 @@ def test_the_anchor_keeps_the_highest_mark_in_any_order_of_raises(tmp_path: Path
     for seq in marks:
         write_anchor(path, key, "b" * 32, HighWater(seq, f"{seq:064x}"))
     assert read_anchor(path, key, "b" * 32) == HighWater(max(marks), f"{max(marks):064x}")
+
+
+@SLOW
+@given(ops=OPS, more=st.lists(OP, min_size=1, max_size=3))
+def test_a_checkpoint_is_what_a_walk_from_the_genesis_reaches(tmp_path_factory: pytest.TempPathFactory,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             ops: list[tuple[str, frozenset[str], Fraction]],
+                                                             more: list[tuple[str, frozenset[str], Fraction]]) -> None:  # fmt: skip
+    """An open verifies only the events after the stored checkpoint (O(new events)), so the
+    checkpoint must hold exactly the state, row counts, newest seqs and scope digests that a walk
+    of the chain from the genesis reaches at its seq; and it must be used: an open reads the
+    chain and rows after it, not from the genesis, and reaches what a whole walk reaches."""
+    path = tmp_path_factory.mktemp("checkpoint") / "l.db"
+    build(str(path), ops)
+    build(str(path), more, start=len(ops))  # its first commit stores the checkpoint of its open: the head of `ops`
+    key = key_from_environment()
+    connection = sqlite3.connect(path)
+    try:
+        stored = connection.execute("SELECT body FROM checkpoint WHERE id = 1").fetchone()[0]
+        ident = identity(connection)
+        checkpoint = parse_checkpoint(key, ident, stored)
+        assert checkpoint is not None  # sealed by this key for this database, and readable
+        assert checkpoint.seq > 1  # past the genesis: an open has something to skip
+        chain, releases, turns = read_tail(connection, 0, 0, 0)
+        newest = checkpoint.data["newest"]
+        to_checkpoint = Verified.genesis()
+        to_checkpoint.advance(
+            key,
+            tuple(row for row in chain if int(row[0]) <= checkpoint.seq),  # type: ignore[call-overload]
+            tuple(row for row in releases if int(row[2]) <= newest[0]),  # type: ignore[call-overload]
+            tuple(row for row in turns if int(row[2]) <= newest[1]),  # type: ignore[call-overload]
+        )
+        assert to_checkpoint.checkpoint() == checkpoint
+        assert Verified.restore(checkpoint) == to_checkpoint
+        reads: list[tuple[int, int, int]] = []
+
+        def read(opened: sqlite3.Connection, *after: int) -> object:
+            reads.append(after)
+            return read_tail(opened, *after)
+
+        monkeypatch.setattr("dpmem_ref.ledger.sqlite.schema.read_tail", read)
+        verified, covered = verify_on_open(connection, key, ident)
+        assert reads == [(checkpoint.seq, newest[0], newest[1])]
+        assert covered is (checkpoint.seq == verified.seq)
+        connection.execute("DELETE FROM checkpoint")
+        walked, covered = verify_on_open(connection, key, ident)
+        assert reads[1:] == [(0, 0, 0)] and not covered  # no checkpoint: from the genesis
+        assert walked == verified
+    finally:
+        connection.close()
