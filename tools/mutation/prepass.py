@@ -20,7 +20,9 @@ would find with a subset of its own tests: a kill by a test of the suite, never 
 tests that killed other mutants of the same function (in this pass or an earlier one) run first,
 on their own: most mutants of a function fail the same test, and one test module is collected far
 faster than the dozens the cheapest tests come from. Mutants left when `--deadline-s` passes are
-not tried (the last line counts them).
+not tried (the last line counts them). A mutant tried without a verdict is recorded in
+`mutants/prepass-tried.json` with a digest of its function's code (mutmut's hash) and the tests
+run, and is not tried again until one of them changes.
 
 The verdicts go to `mutants/prepass.json` (name -> the failing test), not into mutmut's `.meta`
 files: a running mutmut rewrites a whole `.meta` file from its own copy at each result. `apply`
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import queue
@@ -52,6 +55,7 @@ import results  # noqa: E402  (tools/mutation/results.py: mutmut's cache, read o
 ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = ROOT / "mutants"
 VERDICTS = "prepass.json"
+TRIED = "prepass-tried.json"  # mutants tried without a verdict: name -> digest of its function and tests
 KILLED = 1  # pytest's exit code when a test failed: mutmut books it as killed
 NOT_COLLECTED = (2, 4)  # pytest's exit codes for errors during collection / tests it found no collector for
 HINTS = 2  # tests that killed a sibling mutant, tried first
@@ -286,6 +290,30 @@ def test_one(
     return None
 
 
+def _function_hashes(mutants: Path) -> dict[str, str]:
+    """mutmut's hash of each mutated function's source (it regenerates a function's mutants, and
+    drops their verdicts, when it changes), by the function's mangled name."""
+    hashes: dict[str, str] = {}
+    for meta_path, meta in results._metas(mutants):  # noqa: SLF001  # the sibling tool's reader of mutmut's cache
+        module = meta_path.relative_to(mutants).as_posix().removesuffix(".py.meta").replace("/", ".")
+        for function, digest in meta.get("hash_by_function_name", {}).items():
+            hashes[f"{module}.{function}"] = str(digest)
+    return hashes
+
+
+def _digest(function_hash: str, tests: list[str]) -> str:
+    """What a pre-pass verdict depends on: the mutated function's code and the tests run (the
+    Hypothesis ci profile is derandomized). A mutant tried without a verdict is tried again only
+    when either changed: a new test that reaches its function, another budget, edited code."""
+    return hashlib.sha256("\n".join([function_hash, *tests]).encode()).hexdigest()[:16]
+
+
+def _write(path: Path, data: dict[str, str]) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
+    temporary.replace(path)
+
+
 def run(
     mutants: Path, patterns: list[str], budget_s: float, jobs: int, deadline_s: float, fork: bool = False
 ) -> tuple[int, int]:
@@ -296,11 +324,20 @@ def run(
     args = list(tomllib.loads((mutants / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args"])
     store = mutants / VERDICTS
     verdicts: dict[str, str] = json.loads(store.read_text()) if store.exists() else {}
+    tried_store = mutants / TRIED
+    tried_before: dict[str, str] = json.loads(tried_store.read_text()) if tried_store.exists() else {}
+    hashes = _function_hashes(mutants)
     todo = []
+    digests: dict[str, str] = {}
     for name in results.pending(patterns, mutants):
-        tests = cheapest_tests(reach.get(name.partition("__mutmut_")[0], ()), durations, budget_s)
-        if name not in verdicts and tests:
+        function = name.partition("__mutmut_")[0]
+        tests = cheapest_tests(reach.get(function, ()), durations, budget_s)
+        digests[name] = _digest(hashes.get(function, ""), tests)
+        if name not in verdicts and tests and tried_before.get(name) != digests[name]:
             todo.append((name, tests))
+    skipped = sum(1 for name, digest in digests.items() if name not in verdicts and tried_before.get(name) == digest)
+    if skipped:
+        print(f"prepass: {skipped} mutants skipped: tried before on the same code and tests, no verdict", flush=True)
     stop = time.monotonic() + deadline_s
     tried = 0
     passing: set[str] = set()  # shared by the threads: set.add is atomic under the GIL
@@ -344,14 +381,17 @@ def run(
                 tried += 1
                 if failed is not None:
                     verdicts[name] = failed
-                    temporary = store.with_suffix(".tmp")
-                    temporary.write_text(json.dumps(dict(sorted(verdicts.items())), indent=1) + "\n")
-                    temporary.replace(store)  # whole or not at all: an interrupted pass keeps its kills
+                    _write(store, verdicts)  # whole or not at all: an interrupted pass keeps its kills
+                else:
+                    tried_before[name] = digests[name]
+                    if tried % 25 == 0:
+                        _write(tried_store, tried_before)
                 print(
                     f"prepass {tried}/{len(todo)}: {name}: {'killed by ' + failed if failed else 'no verdict'}",
                     flush=True,
                 )
     finally:
+        _write(tried_store, tried_before)
         for server in servers:
             server.close()
     if tried < len(todo):
