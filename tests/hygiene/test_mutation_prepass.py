@@ -30,6 +30,12 @@ def other(x):
     return x
 
 
+def spin(x):
+    while os.environ.get("MUTANT_UNDER_TEST") == "pkg.x_spin__mutmut_1":
+        pass  # the mutant hangs
+    return x
+
+
 def at_import():
     if os.environ.get("MUTANT_UNDER_TEST") == "pkg.x_at_import__mutmut_1":
         raise RuntimeError("mutated")
@@ -245,3 +251,22 @@ def test_a_forked_run_reports_its_exit_code_and_is_killed_at_its_time_out(tmp_pa
     assert prepass._forked(hanging, [], None, 0.5, out) is None
     assert time.monotonic() - started < 10
     assert prepass._forked(raising, [], None, 30.0, out) == 3  # pytest's internal error: no verdict
+
+
+def test_a_mutant_that_makes_its_tests_hang_is_a_kill_when_they_pass_without_it(tmp_path: Path, monkeypatch) -> None:
+    mutants = _mutants(tmp_path)
+    (mutants / "tests" / "test_spin.py").write_text(
+        "from pkg import spin\n\n\ndef test_spin():\n    assert spin(3) == 3\n"
+    )
+    stats = json.loads((mutants / "mutmut-stats.json").read_text())
+    stats["tests_by_mangled_function_name"]["pkg.x_spin"] = ["tests/test_spin.py::test_spin"]
+    stats["duration_by_test"]["tests/test_spin.py::test_spin"] = 0.1
+    (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
+    meta = json.loads((mutants / "pkg.py.meta").read_text())
+    meta["exit_code_by_key"] = {"pkg.x_spin__mutmut_1": None, "pkg.x_spin__mutmut_2": None}
+    (mutants / "pkg.py.meta").write_text(json.dumps(meta))
+    monkeypatch.setattr(prepass, "TIMEOUT_S", 5.0)
+    assert prepass.run(mutants, ["pkg.x_spin*"], budget_s=0.1, jobs=2, deadline_s=600.0, fork=True) == (1, 2)
+    assert json.loads((mutants / "prepass.json").read_text()) == {
+        "pkg.x_spin__mutmut_1": "time-out of tests/test_spin.py::test_spin"
+    }

@@ -14,8 +14,9 @@ only the cheapest of the tests mutmut maps to its function, by mutmut's recorded
 confirmed: the failing test, run again without any mutant, passes (so a flaky test or a test
 broken on its own is never a kill); or, when the tests cannot even be collected under the mutant
 (a test module that calls the mutated function as it is imported), the same tests collect without
-it. Anything else (every selected test passed, an error of pytest itself, a time-out) gives no
-verdict: mutmut tests the mutant with every test that reaches it. So a verdict here is what mutmut
+it; or, when the tests ran past their time-out (tests that hang under the mutant: mutmut books a
+time-out as a kill), the same tests pass without it. Anything else (every selected test passed, an
+error of pytest itself) gives no verdict: mutmut tests the mutant with every test that reaches it. So a verdict here is what mutmut
 would find with a subset of its own tests: a kill by a test of the suite, never a survivor. The
 tests that killed other mutants of the same function (in this pass or an earlier one) run first,
 on their own: most mutants of a function fail the same test, and one test module is collected far
@@ -58,6 +59,7 @@ VERDICTS = "prepass.json"
 TRIED = "prepass-tried.json"  # mutants tried without a verdict: name -> digest of its function and tests
 KILLED = 1  # pytest's exit code when a test failed: mutmut books it as killed
 NOT_COLLECTED = (2, 4)  # pytest's exit codes for errors during collection / tests it found no collector for
+TIMEOUT_S = 60.0  # seconds a run may take beyond 10 times its tests' recorded durations
 HINTS = 2  # tests that killed a sibling mutant, tried first
 NOT_TRIED = "not tried: the deadline passed"  # a mutant left after the deadline: neither a kill nor a survivor
 
@@ -248,6 +250,12 @@ def _attempt(
     None. `passing` holds the tests confirmed in this pass (a test's outcome without a mutant is the
     same for every mutant: each is run clean once)."""
     code, output = runner(args, tests, name, timeout_s)
+    if code is None:
+        # Past the time-out (tests that take `budget_s` recorded seconds, given several times
+        # that and a minute): the mutant made them hang (a blocking open, an endless loop), a kill
+        # as mutmut books it, when the same tests pass without any mutant in that time.
+        clean, _ = runner(args, tests, None, timeout_s)
+        return f"time-out of {tests[0]}" if clean == 0 else None
     if code in NOT_COLLECTED:
         # A test module that calls the mutated function when it is imported cannot be collected
         # under the mutant: a kill when the same tests collect without any mutant.
@@ -282,7 +290,7 @@ def test_one(
     run on their own before the rest: a mutant tends to fail the test its siblings failed, and a
     run of one or two test modules is collected in a fraction of the time of the cheapest tests'
     dozens, which mostly pass."""
-    timeout_s = 60 + 10 * budget_s  # a mutant that hangs gets no verdict here, not a kill
+    timeout_s = TIMEOUT_S + 10 * budget_s
     leading = [t for t in dict.fromkeys(first) if t in tests]
     for group in (leading, [t for t in tests if t not in leading]):
         if group and (failed := _attempt(runner, args, name, group, timeout_s, passing)) is not None:
