@@ -371,6 +371,9 @@ def test_a_release_request_names_its_malformed_field() -> None:
     with pytest.raises(InputError) as refused:
         attrs.evolve(req(), charge_set={"diabetes"})
     assert str(refused.value) == "charge_set: expected a frozenset of attribute names, found 'set'"
+    with pytest.raises(InputError) as refused:
+        attrs.evolve(req(), requested=1)
+    assert str(refused.value) == "requested: expected true or false, found 1"
 
 
 BAD_CAPS = [
