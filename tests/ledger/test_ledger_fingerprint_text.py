@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import attrs
 import pytest
 from test_fingerprint_variant_table import base, declared_charge, preallocated
 
+from dpmem_ref.core.views import Vocabulary
 from dpmem_ref.interface import Interface
 from dpmem_ref.ledger import interface_fingerprint
 from dpmem_ref.ledger.fingerprint import _canonical, interface_description
@@ -25,6 +27,12 @@ class Part:
     weight: Fraction
     _private: int = 0  # init alias `private`: not a declared public field
     derived: int = attrs.field(init=False, default=7)
+
+
+@attrs.frozen
+class Record:
+    z: int
+    a: int
 
 
 @pytest.mark.parametrize(
@@ -40,10 +48,32 @@ class Part:
         ((1, Fraction(1, 3), ("x",)), '[1,"1/3",["x"]]'),
         ([Fraction(5)], '["5/1"]'),
         ({2: "x", 1: Fraction(1)}, '{"1":"1/1","2":"x"}'),  # keys as text, in sorted order
+        ({1: "a", "b": 2}, '{"1":"a","b":2}'),  # keys of mixed types: sorted by their text
+        (frozenset({8, 1}), "[1,8]"),  # a set that iterates 8 first
+        (
+            frozenset({Record(1, 2), Record(2, 1)}),
+            '[{"type":"Record","z":2,"a":1},{"type":"Record","z":1,"a":2}]',
+        ),  # sorted by each record's text with sorted keys ('{"a":1,...' first), not its field order
         (Part("p", Fraction(3, 2), 5), '{"type":"Part","name":"p","weight":"3/2"}'),
         (object(), '{"type":"object"}'),  # a part without declared fields: its kind alone
     ],
-    ids=["none", "bool", "int", "str", "fraction", "set", "mixed-set", "tuple", "list", "mapping", "attrs", "other"],
+    ids=[
+        "none",
+        "bool",
+        "int",
+        "str",
+        "fraction",
+        "set",
+        "mixed-set",
+        "tuple",
+        "list",
+        "mapping",
+        "mixed-keys",
+        "set-order",
+        "set-of-records",
+        "attrs",
+        "other",
+    ],
 )
 def test_each_kind_of_value_has_one_canonical_text(value: object, text: str) -> None:
     assert json.dumps(_canonical(value), separators=(",", ":")) == text
@@ -102,3 +132,30 @@ def test_a_declared_charge_and_a_preallocated_plan_are_described_sorted() -> Non
 )
 def test_reference_fingerprints_are_pinned(interface: Callable[[], Interface], fingerprint: str) -> None:
     assert interface_fingerprint(interface()) == fingerprint
+
+
+@attrs.frozen
+class PerSlotSensitivity:
+    """A scorer whose declared bound differs per slot (the protocol passes the vocabulary)."""
+
+    inner: Any
+
+    def scores(self, relevance: Any, vocabulary: Vocabulary, items: Any) -> Any:
+        return self.inner.scores(relevance, vocabulary, items)
+
+    def sensitivity(self, vocabulary: Vocabulary) -> Fraction:
+        return Fraction(len(vocabulary.slot), 10)
+
+    def exact_sensitivity(self, vocabulary: Vocabulary) -> Fraction | None:
+        return None
+
+
+def test_each_slot_is_described_with_its_own_sensitivity() -> None:
+    interface = attrs.evolve(base(), scorer=PerSlotSensitivity(base().scorer))
+    described = interface_description(interface)["slots"]
+    assert {slot["slot"]: slot["sensitivity"] for slot in described} == {
+        "finance": "7/10",
+        "food": "2/5",
+        "health": "3/5",
+        "schedule": "4/5",
+    }
