@@ -20,10 +20,12 @@ compared by seq alone; eps = 0 accepted; the anchor written without the max).
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import sqlite3
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -37,7 +39,7 @@ from dpmem_ref.ledger.chain import ChainKey, HighWater, charge_body, key_from_en
 from dpmem_ref.ledger.checkpoint import Verified, parse_checkpoint
 from dpmem_ref.ledger.facts import SessionKey, SlotRelease
 from dpmem_ref.ledger.restore import restore_sqlite
-from dpmem_ref.ledger.sqlite.schema import append_event, identity, read_tail, verify_on_open
+from dpmem_ref.ledger.sqlite.schema import append_event
 from tests.kernel_fixtures import run_cli
 from tests.ledger_fixtures import chain_key_fixture
 
@@ -315,51 +317,72 @@ def test_the_anchor_keeps_the_highest_mark_in_any_order_of_raises(tmp_path: Path
     assert read_anchor(path, key, "b" * 32) == HighWater(max(marks), f"{max(marks):064x}")
 
 
-@SLOW
-@given(ops=OPS, more=st.lists(OP, min_size=1, max_size=3))
-def test_a_checkpoint_is_what_a_walk_from_the_genesis_reaches(tmp_path_factory: pytest.TempPathFactory,
-                                                             monkeypatch: pytest.MonkeyPatch,
-                                                             ops: list[tuple[str, frozenset[str], Fraction]],
-                                                             more: list[tuple[str, frozenset[str], Fraction]]) -> None:  # fmt: skip
+def _checkpoint_case(url: str, backend: str, ops: list[tuple[str, frozenset[str], Fraction]],
+                     more: list[tuple[str, frozenset[str], Fraction]], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """An open verifies only the events after the stored checkpoint (O(new events)), so the
     checkpoint must hold exactly the state, row counts, newest seqs and scope digests that a walk
     of the chain from the genesis reaches at its seq; and it must be used: an open reads the
     chain and rows after it, not from the genesis, and reaches what a whole walk reaches."""
-    path = tmp_path_factory.mktemp("checkpoint") / "l.db"
-    build(str(path), ops)
-    build(str(path), more, start=len(ops))  # its first commit stores the checkpoint of its open: the head of `ops`
+    build(url, ops)
+    build(url, more, start=len(ops))  # its first commit stores the checkpoint of its open: the head of `ops`
+    schema: Any = importlib.import_module(f"dpmem_ref.ledger.{backend}.schema")
+    table = {"sqlite": "checkpoint", "postgres": "dpmem_checkpoint"}[backend]
     key = key_from_environment()
-    connection = sqlite3.connect(path)
+    if backend == "sqlite":
+        connection: Any = sqlite3.connect(url)
+    else:
+        import psycopg
+
+        connection = psycopg.connect(url)
     try:
-        stored = connection.execute("SELECT body FROM checkpoint WHERE id = 1").fetchone()[0]
-        ident = identity(connection)
+        stored = connection.execute(f"SELECT body FROM {table} WHERE id = 1").fetchone()[0]  # noqa: S608
+        ident = schema.identity(connection)
         checkpoint = parse_checkpoint(key, ident, stored)
         assert checkpoint is not None  # sealed by this key for this database, and readable
         assert checkpoint.seq > 1  # past the genesis: an open has something to skip
-        chain, releases, turns = read_tail(connection, 0, 0, 0)
+        chain, releases, turns = schema.read_tail(connection, 0, 0, 0)
         newest = checkpoint.data["newest"]
         to_checkpoint = Verified.genesis()
         to_checkpoint.advance(
             key,
-            tuple(row for row in chain if int(row[0]) <= checkpoint.seq),  # type: ignore[call-overload]
-            tuple(row for row in releases if int(row[2]) <= newest[0]),  # type: ignore[call-overload]
-            tuple(row for row in turns if int(row[2]) <= newest[1]),  # type: ignore[call-overload]
+            tuple(row for row in chain if int(row[0]) <= checkpoint.seq),
+            tuple(row for row in releases if int(row[2]) <= newest[0]),
+            tuple(row for row in turns if int(row[2]) <= newest[1]),
         )
         assert to_checkpoint.checkpoint() == checkpoint
         assert Verified.restore(checkpoint) == to_checkpoint
-        reads: list[tuple[int, int, int]] = []
+        reads: list[tuple[int, ...]] = []
+        read_tail = schema.read_tail
 
-        def read(opened: sqlite3.Connection, *after: int) -> object:
+        def read(opened: object, *after: int) -> object:
             reads.append(after)
             return read_tail(opened, *after)
 
-        monkeypatch.setattr("dpmem_ref.ledger.sqlite.schema.read_tail", read)
-        verified, covered = verify_on_open(connection, key, ident)
+        monkeypatch.setattr(schema, "read_tail", read)
+        verified, covered = schema.verify_on_open(connection, key, ident)
         assert reads == [(checkpoint.seq, newest[0], newest[1])]
         assert covered is (checkpoint.seq == verified.seq)
-        connection.execute("DELETE FROM checkpoint")
-        walked, covered = verify_on_open(connection, key, ident)
+        connection.execute(f"DELETE FROM {table}")  # noqa: S608
+        walked, covered = schema.verify_on_open(connection, key, ident)
         assert reads[1:] == [(0, 0, 0)] and not covered  # no checkpoint: from the genesis
         assert walked == verified
     finally:
         connection.close()
+
+
+@SLOW
+@given(ops=OPS, more=st.lists(OP, min_size=1, max_size=3))
+def test_sqlite_a_checkpoint_is_what_a_walk_from_the_genesis_reaches(tmp_path_factory: pytest.TempPathFactory,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    ops: list[tuple[str, frozenset[str], Fraction]],
+                                                                    more: list[tuple[str, frozenset[str], Fraction]]) -> None:  # fmt: skip
+    _checkpoint_case(str(tmp_path_factory.mktemp("checkpoint") / "l.db"), "sqlite", ops, more, monkeypatch)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=8)
+@given(ops=OPS, more=st.lists(OP, min_size=1, max_size=3))
+def test_postgres_a_checkpoint_is_what_a_walk_from_the_genesis_reaches(monkeypatch: pytest.MonkeyPatch,
+                                                                      ops: list[tuple[str, frozenset[str], Fraction]],
+                                                                      more: list[tuple[str, frozenset[str], Fraction]]) -> None:  # fmt: skip
+    pytest.importorskip("psycopg")
+    _checkpoint_case(postgres_server.new_database(), "postgres", ops, more, monkeypatch)
