@@ -16,14 +16,16 @@ broken on its own is never a kill); or, when the tests cannot even be collected 
 (a test module that calls the mutated function as it is imported), the same tests collect without
 it; or, when the tests ran past their time-out (tests that hang under the mutant: mutmut books a
 time-out as a kill), the same tests pass without it. Anything else (every selected test passed, an
-error of pytest itself) gives no verdict: mutmut tests the mutant with every test that reaches it. So a verdict here is what mutmut
-would find with a subset of its own tests: a kill by a test of the suite, never a survivor. The
-tests that killed other mutants of the same function (in this pass or an earlier one) run first,
-on their own: most mutants of a function fail the same test, and one test module is collected far
-faster than the dozens the cheapest tests come from. Mutants left when `--deadline-s` passes are
-not tried (the last line counts them). A mutant tried without a verdict is recorded in
-`mutants/prepass-tried.json` with a digest of its function's code (mutmut's hash) and the tests
-run, and is not tried again until one of them changes.
+error of pytest itself) gives no verdict: mutmut tests the mutant with every test that reaches it.
+So a verdict here is what mutmut would find with a subset of its own tests: a kill by a test of the
+suite, never a survivor.
+
+The tests that killed other mutants of the same function (in this pass or an earlier one) run
+first, on their own: most mutants of a function fail the same test, and one test module is
+collected far faster than the dozens the cheapest tests come from. Mutants left when
+`--deadline-s` passes are not tried (the last line counts them). A mutant tried without a verdict
+is recorded in `mutants/prepass-tried.json` with a digest of its function's code (mutmut's hash)
+and the tests run, and is not tried again until one of them changes.
 
 The verdicts go to `mutants/prepass.json` (name -> the failing test), not into mutmut's `.meta`
 files: a running mutmut rewrites a whole `.meta` file from its own copy at each result. `apply`
@@ -337,20 +339,24 @@ def run(
     hashes = _function_hashes(mutants)
     todo = []
     digests: dict[str, str] = {}
+    skipped = 0
     for name in results.pending(patterns, mutants):
+        if name in verdicts:
+            continue
         function = name.partition("__mutmut_")[0]
         tests = cheapest_tests(reach.get(function, ()), durations, budget_s)
         digests[name] = _digest(hashes.get(function, ""), tests)
-        if name not in verdicts and tests and tried_before.get(name) != digests[name]:
+        if tried_before.get(name) == digests[name]:
+            skipped += 1
+        elif tests:
             todo.append((name, tests))
-    skipped = sum(1 for name, digest in digests.items() if name not in verdicts and tried_before.get(name) == digest)
     if skipped:
         print(f"prepass: {skipped} mutants skipped: tried before on the same code and tests, no verdict", flush=True)
     stop = time.monotonic() + deadline_s
     tried = 0
     passing: set[str] = set()  # shared by the threads: set.add is atomic under the GIL
-    # function -> the tests that killed its mutants, newest first (read and extended by the threads:
-    # a lost update costs a hint, never a verdict)
+    # function -> the tests that killed its mutants, this pass's latest kill first (read and
+    # extended by the threads: a lost update costs a hint, never a verdict)
     killers: dict[str, list[str]] = {}
     for name, test in sorted(verdicts.items()):
         if "::" in test:
