@@ -20,7 +20,6 @@ compared by seq alone; eps = 0 accepted; the anchor written without the max).
 
 from __future__ import annotations
 
-import importlib
 import shutil
 import sqlite3
 from fractions import Fraction
@@ -39,6 +38,7 @@ from dpmem_ref.ledger.chain import ChainKey, HighWater, charge_body, key_from_en
 from dpmem_ref.ledger.checkpoint import Verified, parse_checkpoint
 from dpmem_ref.ledger.facts import SessionKey, SlotRelease
 from dpmem_ref.ledger.restore import restore_sqlite
+from dpmem_ref.ledger.sqlite import schema as sqlite_schema
 from dpmem_ref.ledger.sqlite.schema import append_event
 from tests.kernel_fixtures import run_cli
 from tests.ledger_fixtures import chain_key_fixture
@@ -317,7 +317,7 @@ def test_the_anchor_keeps_the_highest_mark_in_any_order_of_raises(tmp_path: Path
     assert read_anchor(path, key, "b" * 32) == HighWater(max(marks), f"{max(marks):064x}")
 
 
-def _checkpoint_case(url: str, backend: str, ops: list[tuple[str, frozenset[str], Fraction]],
+def _checkpoint_case(url: str, connect: Any, schema: Any, table: str, ops: list[tuple[str, frozenset[str], Fraction]],
                      more: list[tuple[str, frozenset[str], Fraction]], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """An open verifies only the events after the stored checkpoint (O(new events)), so the
     checkpoint must hold exactly the state, row counts, newest seqs and scope digests that a walk
@@ -325,15 +325,8 @@ def _checkpoint_case(url: str, backend: str, ops: list[tuple[str, frozenset[str]
     chain and rows after it, not from the genesis, and reaches what a whole walk reaches."""
     build(url, ops)
     build(url, more, start=len(ops))  # its first commit stores the checkpoint of its open: the head of `ops`
-    schema: Any = importlib.import_module(f"dpmem_ref.ledger.{backend}.schema")
-    table = {"sqlite": "checkpoint", "postgres": "dpmem_checkpoint"}[backend]
     key = key_from_environment()
-    if backend == "sqlite":
-        connection: Any = sqlite3.connect(url)
-    else:
-        import psycopg
-
-        connection = psycopg.connect(url)
+    connection = connect(url)
     try:
         stored = connection.execute(f"SELECT body FROM {table} WHERE id = 1").fetchone()[0]  # noqa: S608
         ident = schema.identity(connection)
@@ -376,7 +369,8 @@ def test_sqlite_a_checkpoint_is_what_a_walk_from_the_genesis_reaches(tmp_path_fa
                                                                     monkeypatch: pytest.MonkeyPatch,
                                                                     ops: list[tuple[str, frozenset[str], Fraction]],
                                                                     more: list[tuple[str, frozenset[str], Fraction]]) -> None:  # fmt: skip
-    _checkpoint_case(str(tmp_path_factory.mktemp("checkpoint") / "l.db"), "sqlite", ops, more, monkeypatch)
+    path = str(tmp_path_factory.mktemp("checkpoint") / "l.db")
+    _checkpoint_case(path, sqlite3.connect, sqlite_schema, "checkpoint", ops, more, monkeypatch)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=8)
@@ -384,5 +378,8 @@ def test_sqlite_a_checkpoint_is_what_a_walk_from_the_genesis_reaches(tmp_path_fa
 def test_postgres_a_checkpoint_is_what_a_walk_from_the_genesis_reaches(monkeypatch: pytest.MonkeyPatch,
                                                                       ops: list[tuple[str, frozenset[str], Fraction]],
                                                                       more: list[tuple[str, frozenset[str], Fraction]]) -> None:  # fmt: skip
-    pytest.importorskip("psycopg")
-    _checkpoint_case(postgres_server.new_database(), "postgres", ops, more, monkeypatch)
+    psycopg = pytest.importorskip("psycopg")
+    from dpmem_ref.ledger.postgres import schema as postgres_schema
+
+    url = postgres_server.new_database()
+    _checkpoint_case(url, psycopg.connect, postgres_schema, "dpmem_checkpoint", ops, more, monkeypatch)
