@@ -65,6 +65,9 @@ _BY_SQLSTATE = {
     "42501": "permission denied",
     "53100": "disk full on the server (nothing was written)",
     "25006": "read-only transaction (cannot write charges)",
+    # a statement_timeout (the URL's options) or a cancel request: the server answered, so not
+    # "cannot reach the server (timeout)", which its text ("statement timeout") would match below
+    "57014": "a statement was cancelled (statement_timeout or a cancel request)",
     "57P01": "the server is shutting down",
     "57P02": "the server is shutting down",
     "57P03": "the server is starting up or not accepting connections",

@@ -1,0 +1,214 @@
+"""`SQLiteLedgerStore`'s own rules, each in isolation: `retrying` (SQLITE_BUSY is retried until
+busy_timeout_s, any other error is not), `connect` (one connection per process, usable from any
+thread), the schema check's exact refusals and busy_timeout_s's bounds.
+
+The concurrency and crash tests exercise the same code under load; these pin each rule so that
+a change to one of them fails by name.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dpmem_ref.core.errors import InputError
+from dpmem_ref.ledger import LedgerStoreError, SQLiteLedgerStore
+from dpmem_ref.ledger.chain import ChainKey
+from dpmem_ref.ledger.sqlite import store as store_module
+
+KEY = ChainKey(secret=b"sqlite-rules-key-0123456789abcdef", keyed=True)
+
+
+class Busy:
+    """An action that raises sqlite3.OperationalError(`text`) on its first `failures` calls,
+    then returns how many calls it took."""
+
+    def __init__(self, text: str, failures: int) -> None:
+        self.text = text
+        self.failures = failures
+        self.calls = 0
+
+    def __call__(self) -> int:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise sqlite3.OperationalError(self.text)
+        return self.calls
+
+
+# SQLITE_BUSY and SQLITE_LOCKED as the driver words them, and the rule's two words alone
+BUSY_TEXTS = ["database is locked", "database table is locked", "Database Is Busy", "busy"]
+
+
+@pytest.mark.parametrize("text", BUSY_TEXTS)
+def test_busy_is_retried_until_the_action_succeeds(tmp_path: Path, text: str) -> None:
+    ledger_store = SQLiteLedgerStore(tmp_path / "l.db", busy_timeout_s=60, key=KEY)
+    action = Busy(text, failures=5)
+    assert ledger_store.retrying(action) == 6
+
+
+@pytest.mark.parametrize("text", ["no such table: ledgers", "disk I/O error", "database disk image is malformed"])
+def test_any_other_operational_error_is_raised_at_once(tmp_path: Path, text: str) -> None:
+    ledger_store = SQLiteLedgerStore(tmp_path / "l.db", busy_timeout_s=60, key=KEY)
+    action = Busy(text, failures=1)
+    with pytest.raises(sqlite3.OperationalError, match=f"^{text}$"):
+        ledger_store.retrying(action)
+    assert action.calls == 1
+
+
+def test_busy_past_busy_timeout_s_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    ledger_store = SQLiteLedgerStore(path, busy_timeout_s=0.05, key=KEY)
+    action = Busy("database is locked", failures=10**9)
+    with pytest.raises(LedgerStoreError) as refused:
+        ledger_store.retrying(action)
+    assert str(refused.value) == f"ledger database {path}: busy for longer than busy_timeout_s"
+    assert action.calls > 2  # retried, with sleeps of at most 10 ms, before the deadline
+
+
+class FakeClock:
+    """The store's `time`: monotonic() reads `now`; each sleep is recorded and moves `now` one
+    second on, so busy_timeout_s is reached after a known number of tries."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += 1.0
+
+
+class TopOfRange:
+    """The store's jitter source: records each range it is asked for, answers its top."""
+
+    def __init__(self) -> None:
+        self.ranges: list[tuple[float, float]] = []
+
+    def uniform(self, low: float, high: float) -> float:
+        self.ranges.append((low, high))
+        return high
+
+
+def test_busy_backs_off_doubling_to_10_ms_until_busy_timeout_s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "l.db"
+    ledger_store = SQLiteLedgerStore(path, busy_timeout_s=12, key=KEY)
+    clock, jitter = FakeClock(), TopOfRange()
+    monkeypatch.setattr(store_module, "time", clock)
+    monkeypatch.setattr(store_module, "_JITTER", jitter)
+    action = Busy("database is locked", failures=10**9)
+    with pytest.raises(LedgerStoreError, match="busy for longer than busy_timeout_s$"):
+        ledger_store.retrying(action)
+    # busy at 1000 s, so the deadline is 1012 s: one try per (fake) second, the last at 1012 s
+    assert clock.now == 1012.0 and action.calls == 13
+    assert jitter.ranges == [(0, min(0.0005 * 2**attempt, 0.01)) for attempt in range(12)]
+    assert clock.sleeps == [high for _, high in jitter.ranges]
+
+
+@pytest.mark.parametrize("timeout", [3600.5, 3601, 10**6])
+def test_busy_timeout_s_above_an_hour_is_refused(tmp_path: Path, timeout: float) -> None:
+    with pytest.raises(InputError) as refused:
+        SQLiteLedgerStore(tmp_path / "l.db", busy_timeout_s=timeout, key=KEY)
+    assert str(refused.value).startswith("busy_timeout_s: expected a number of seconds in (0, 3600]")
+    assert not (tmp_path / "l.db").exists()
+
+
+def test_busy_timeout_s_of_an_hour_is_accepted(tmp_path: Path) -> None:
+    SQLiteLedgerStore(tmp_path / "l.db", busy_timeout_s=3600, key=KEY).close()
+
+
+def test_the_connection_serves_other_threads(tmp_path: Path) -> None:
+    """The server runs turns on worker threads: one connection, guarded by the store's lock."""
+    ledger_store = SQLiteLedgerStore(tmp_path / "l.db", key=KEY)
+    ledger_store.open_session("u", "i", {"a": 1})
+    found: list[object] = []
+    worker = threading.Thread(target=lambda: found.append(ledger_store.open_session("u", "i", {"a": 1}).load()))
+    worker.start()
+    worker.join()
+    assert len(found) == 1
+
+
+def in_child(action: Callable[[], bool]) -> str:
+    """`action` in a forked child; 'yes', 'no' or the name of what it raised."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's coverage is not collected
+        os.close(read_end)
+        try:
+            answer = "yes" if action() else "no"
+        except BaseException as error:
+            answer = type(error).__name__
+        os.write(write_end, answer.encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as reader:
+        text = reader.read()
+    os.waitpid(child, 0)
+    return text
+
+
+def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
+    """An SQLite connection must not cross fork() (sqlite.org/howtocorrupt.html, 2.6)."""
+    ledger_store = SQLiteLedgerStore(tmp_path / "l.db", key=KEY)
+    parents = ledger_store.connect()
+    assert in_child(lambda: ledger_store.connect() is not parents) == "yes"
+    assert ledger_store.connect() is parents
+
+
+def foreign_tables(path: Path) -> None:
+    with sqlite3.connect(path) as raw:
+        raw.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance REAL)")
+    raw.close()
+
+
+def other_columns(path: Path) -> None:
+    with sqlite3.connect(path) as raw:
+        raw.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        raw.execute("CREATE TABLE ledgers (user TEXT, attribute TEXT, spent REAL)")
+    raw.close()
+
+
+def a_directory(path: Path) -> None:
+    path.mkdir()
+
+
+REFUSED = {
+    "foreign tables": (foreign_tables, "foreign schema (not a dpmem ledger)"),
+    "our table, other columns": (other_columns, "foreign schema (table ledgers has other columns)"),
+    "a directory": (a_directory, "a directory, not an SQLite file"),
+}
+
+
+@pytest.mark.parametrize(("make", "problem"), REFUSED.values(), ids=list(REFUSED))
+def test_a_foreign_file_is_refused_naming_what_is_foreign(
+    tmp_path: Path, make: Callable[[Path], None], problem: str
+) -> None:
+    path = tmp_path / "l.db"
+    make(path)
+    with pytest.raises(LedgerStoreError) as refused:
+        SQLiteLedgerStore(path, key=KEY)
+    assert str(refused.value) == f"ledger database {path}: {problem}"
+
+
+def test_a_database_whose_only_table_is_sqlite_sequence_is_empty(tmp_path: Path) -> None:
+    """SQLite keeps sqlite_sequence after the last AUTOINCREMENT table is dropped: that file
+    holds no table of anyone's, so it is an empty database, not a foreign schema."""
+    path = tmp_path / "l.db"
+    with sqlite3.connect(path) as raw:
+        raw.execute("CREATE TABLE gone (id INTEGER PRIMARY KEY AUTOINCREMENT)")
+        raw.execute("INSERT INTO gone DEFAULT VALUES")
+        raw.execute("DROP TABLE gone")
+    raw.close()
+    with sqlite3.connect(path) as raw:
+        left = [name for (name,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    raw.close()
+    assert left == ["sqlite_sequence"]
+    ledger_store = SQLiteLedgerStore(path, key=KEY)
+    assert ledger_store.open_session("u", "i", {"a": 1}).load().ledger_map() == {"a": 0}
