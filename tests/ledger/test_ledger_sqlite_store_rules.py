@@ -9,15 +9,18 @@ a change to one of them fails by name.
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import sqlite3
 import threading
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.ledger import LedgerStoreError, SQLiteLedgerStore
+from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
 from dpmem_ref.ledger.chain import ChainKey
 from dpmem_ref.ledger.sqlite import store as store_module
 
@@ -110,6 +113,17 @@ def test_busy_backs_off_doubling_to_10_ms_until_busy_timeout_s(tmp_path: Path, m
     assert clock.now == 1012.0 and action.calls == 13
     assert jitter.ranges == [(0, min(0.0005 * 2**attempt, 0.01)) for attempt in range(12)]
     assert clock.sleeps == [high for _, high in jitter.ranges]
+
+
+def test_by_default_busy_is_retried_for_60_seconds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger_store = SQLiteLedgerStore(tmp_path / "l.db", key=KEY)
+    clock = FakeClock()
+    monkeypatch.setattr(store_module, "time", clock)
+    monkeypatch.setattr(store_module, "_JITTER", TopOfRange())
+    action = Busy("database is locked", failures=10**9)
+    with pytest.raises(LedgerStoreError, match="busy for longer than busy_timeout_s$"):
+        ledger_store.retrying(action)
+    assert clock.now == 1060.0 and action.calls == 61
 
 
 @pytest.mark.parametrize("timeout", [3600.5, 3601, 10**6])
@@ -212,3 +226,49 @@ def test_a_database_whose_only_table_is_sqlite_sequence_is_empty(tmp_path: Path)
     assert left == ["sqlite_sequence"]
     ledger_store = SQLiteLedgerStore(path, key=KEY)
     assert ledger_store.open_session("u", "i", {"a": 1}).load().ledger_map() == {"a": 0}
+
+
+def charged(path: Path, charges: int) -> None:
+    ledger_store = SQLiteLedgerStore(path, key=KEY)
+    session = ledger_store.open_session("u", "i", {"a": 1})
+    for _ in range(charges):
+        session.charge_and_record(
+            ReleaseRequest(
+                secrets.token_hex(8), secrets.token_hex(8), 0, "s", "low", "generic", frozenset({"a"}), Fraction(1, 9)
+            )
+        )
+    ledger_store.close()  # the last connection: the WAL is checkpointed into the file
+
+
+def test_a_copied_back_older_file_is_refused_on_open_naming_its_anchor(tmp_path: Path) -> None:
+    path, older = tmp_path / "l.db", tmp_path / "older.db"
+    charged(path, 1)
+    shutil.copyfile(path, older)
+    charged(path, 2)
+    with sqlite3.connect(path) as raw:
+        head = int(raw.execute("SELECT MAX(seq) FROM chain").fetchone()[0])
+    raw.close()
+    anchor = SQLiteLedgerStore(path, key=KEY).high_water_path
+    shutil.copyfile(older, path)  # an older copy put back: the anchor file stays ahead of it
+    with pytest.raises(LedgerStoreError) as refused:
+        SQLiteLedgerStore(path, key=KEY)
+    assert str(refused.value) == (
+        f"ledger database {path}: its chain does not reach its high-water mark (the event of anchor {anchor}, "
+        f"seq {head}): rewound, truncated or forked; put the newest backup back with dpmem ledger restore BACKUP "
+        f"{path} (--allow-rollback restores an older one, recorded)"
+    )
+
+
+def test_an_edited_ledger_is_refused_on_open_pointing_to_verify_and_restore(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    charged(path, 1)
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE ledgers SET spent = '0'")  # a charge undone behind dpmem's back
+    raw.close()
+    with pytest.raises(LedgerStoreError) as refused:
+        SQLiteLedgerStore(path, key=KEY)
+    message = str(refused.value)
+    assert message.startswith(f"ledger database {path}: refused, ")
+    assert message.endswith(
+        f" (dpmem ledger verify {path} names the row; put the newest verified backup back with dpmem ledger restore)"
+    )
