@@ -1,0 +1,155 @@
+"""The served answer's wire forms, in process (the real runtime, the ASGI app behind its gate and
+an LLM channel that answers with its query and pieces): the `/v1/turns/stream` events in order
+with their exact data, the chat facade's query (the last user message's text parts, nothing
+else) and its refusals, and the API's title. The live-server suites check the same routes across
+a real socket; these pin each form so that a change to one fails by name."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi", reason="extra serve not installed")
+from starlette.testclient import TestClient  # noqa: E402
+
+from dpmem_ref.runtime import AgentRuntime  # noqa: E402
+from dpmem_ref.serve.app import create_app  # noqa: E402
+from dpmem_ref.serve.keys import load_keys  # noqa: E402
+from tests.serve.live import DINNER, agent_of, auth, marked_memory, write_keys  # noqa: E402
+
+PIECES = ("first ", "second ", "third")
+
+
+class Echo:
+    """An LLM channel that answers `query=<query>` (respond) or streams PIECES (stream)."""
+
+    def respond(self, query: str, views: Any, prefix: Any) -> str:
+        return f"query={query}"
+
+    def stream(self, query: str, views: Any, prefix: Any) -> Iterator[str]:
+        yield from PIECES
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, str]]]:
+    keys_path, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    runtime = AgentRuntime.open(
+        str(agent_of(keys_path)), memory=str(memory), store_url="memory:", llm=Echo(), turn_deadline_s=None
+    )
+    try:
+        yield TestClient(create_app(runtime, load_keys(keys_path), deadline_s=None)), tokens
+    finally:
+        runtime.close()
+
+
+def events(stream: str) -> list[tuple[str, Any]]:
+    """Server-sent events as (event, data): each `event:` line with its one `data:` line of JSON."""
+    found = []
+    for block in stream.split("\n\n"):
+        if not block:
+            continue
+        event, data = block.split("\n")
+        assert event.startswith("event: ") and data.startswith("data: "), block
+        found.append((event.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    return found
+
+
+def test_a_streamed_turn_is_released_then_its_pieces_then_done(served: tuple[TestClient, dict[str, str]]) -> None:
+    client, tokens = served
+    body = {"user": "alice", "interaction": "i", "query": DINNER}
+    answered = client.post("/v1/turns/stream", headers=auth(tokens["recipes"]), json=body)
+    assert answered.status_code == 200 and answered.headers["content-type"].startswith("text/event-stream")
+    assert answered.headers["cache-control"] == "no-store"
+    assert answered.text.endswith("\n\n")
+    sent = events(answered.text)
+    assert [event for event, _ in sent] == ["released", "delta", "delta", "delta", "done"]
+    released = sent[0][1]
+    assert set(released) == {"route", "control", "remaining", "views"}  # the answer comes as pieces, not here
+    assert released["control"] == [["food", "released"], ["finance", "released"]]
+    assert [data for _, data in sent[1:]] == [{"text": piece} for piece in PIECES] + [{"text": "".join(PIECES)}]
+    # the same turn without streaming releases the same kind of views and charges the same scope
+    plain = client.post("/v1/turns", headers=auth(tokens["recipes"]), json={**body, "interaction": "j"})
+    assert plain.status_code == 200 and [v["slot"] for v in plain.json()["views"]] == [
+        v["slot"] for v in released["views"]
+    ]
+
+
+def chat(client: TestClient, token: str, messages: list[dict[str, Any]]) -> Any:
+    return client.post(
+        "/v1/chat/completions", headers={**auth(token), "X-DPMem-User": "alice"}, json={"messages": messages}
+    )
+
+
+TEXT_PART = {"type": "text", "text": "dinner "}
+QUERIES = {
+    "a string": ([{"role": "user", "content": "dinner tonight?"}], "dinner tonight?"),
+    "the last user message": (
+        [
+            {"role": "user", "content": "an earlier question"},
+            {"role": "assistant", "content": "an answer"},
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "dinner tonight?"},
+            {"role": "assistant", "content": "a draft of my own"},
+        ],
+        "dinner tonight?",
+    ),
+    "its text parts joined, others left out": (
+        [
+            {
+                "role": "user",
+                "content": [
+                    TEXT_PART,
+                    {"type": "image_url", "text": "not text"},
+                    {"type": "text"},
+                    {"type": "text", "text": "tonight?"},
+                ],
+            }
+        ],
+        "dinner tonight?",
+    ),
+}
+
+
+@pytest.mark.parametrize(("messages", "query"), QUERIES.values(), ids=list(QUERIES))
+def test_the_chat_query_is_the_last_user_messages_text(
+    served: tuple[TestClient, dict[str, str]], messages: list[dict[str, Any]], query: str
+) -> None:
+    client, tokens = served
+    answered = chat(client, tokens["recipes"], messages)
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["choices"][0]["message"]["content"] == f"query={query}"
+
+
+NO_QUERY = {
+    "no user message": [{"role": "system", "content": "be brief"}, {"role": "assistant", "content": "hello"}],
+    "the last user message empty, an earlier one not": [
+        {"role": "user", "content": "dinner tonight?"},
+        {"role": "user", "content": ""},
+    ],
+    "the last user message without text parts": [
+        {"role": "user", "content": "dinner tonight?"},
+        {"role": "user", "content": [{"type": "image_url", "text": "a picture"}]},
+    ],
+    "the last user message without content": [{"role": "user", "content": "dinner tonight?"}, {"role": "user"}],
+}
+
+
+@pytest.mark.parametrize("messages", NO_QUERY.values(), ids=list(NO_QUERY))
+def test_a_chat_without_a_last_user_message_with_text_is_refused(
+    served: tuple[TestClient, dict[str, str]], messages: list[dict[str, Any]]
+) -> None:
+    client, tokens = served
+    refused = chat(client, tokens["recipes"], messages)
+    assert refused.status_code == 422
+    assert refused.json()["error"] == "messages: expected a last user message with text"
+
+
+def test_the_api_is_titled(served: tuple[TestClient, dict[str, str]]) -> None:
+    client, _ = served
+    info = client.get("/openapi.json").json()["info"]
+    assert (info["title"], info["version"]) == ("dpmem serve", "1")
