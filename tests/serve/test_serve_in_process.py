@@ -149,6 +149,48 @@ def test_a_chat_without_a_last_user_message_with_text_is_refused(
     assert refused.json()["error"] == "messages: expected a last user message with text"
 
 
+def chunks(stream: str) -> list[Any]:
+    """An OpenAI chat stream's `data:` lines as JSON, up to its `[DONE]`."""
+    blocks = [block for block in stream.split("\n\n") if block]
+    assert blocks[-1] == "data: [DONE]" and all(block.startswith("data: ") for block in blocks), stream
+    return [json.loads(block.removeprefix("data: ")) for block in blocks[:-1]]
+
+
+@pytest.mark.parametrize("respond", [True, False], ids=["answered in pieces", "views only"])
+def test_a_streamed_chat_is_the_openai_chunk_sequence(served: tuple[TestClient, dict[str, str]], respond: bool) -> None:
+    client, tokens = served
+    answered = client.post(
+        "/v1/chat/completions",
+        headers={**auth(tokens["recipes"]), "X-DPMem-User": "alice"},
+        json={
+            "model": "m1",
+            "stream": True,
+            "messages": [{"role": "user", "content": DINNER}],
+            "dpmem": {"respond": respond},
+        },
+    )
+    assert answered.status_code == 200 and answered.headers["content-type"].startswith("text/event-stream")
+    assert answered.headers["cache-control"] == "no-store"
+    sent = chunks(answered.text)
+    ident, created = sent[0]["id"], sent[0]["created"]
+    assert ident.startswith("chatcmpl-") and isinstance(created, int)
+    for chunk in sent:
+        assert (chunk["id"], chunk["object"], chunk["created"], chunk["model"]) == (
+            ident,
+            "chat.completion.chunk",
+            created,
+            "m1",
+        )
+        assert [choice["index"] for choice in chunk["choices"]] == [0]
+    deltas = [(chunk["choices"][0]["delta"], chunk["choices"][0]["finish_reason"]) for chunk in sent]
+    pieces = [({"content": piece}, None) for piece in PIECES] if respond else []
+    assert deltas == [({"role": "assistant", "content": ""}, None), *pieces, ({}, "stop")]
+    extension = sent[0]["dpmem"]
+    assert set(extension) == {"route", "control", "remaining", "views"}
+    assert extension["control"] == [["food", "released"], ["finance", "released"]]
+    assert all("dpmem" not in chunk for chunk in sent[1:])
+
+
 def test_the_api_is_titled(served: tuple[TestClient, dict[str, str]]) -> None:
     client, _ = served
     info = client.get("/openapi.json").json()["info"]
