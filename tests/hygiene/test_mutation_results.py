@@ -72,6 +72,45 @@ def test_restore_never_overwrites_a_cache_mutmut_already_has(tmp_path: Path) -> 
     assert json.loads(path.read_text()) == newer
 
 
+def test_restore_fills_a_reset_cache_where_the_function_is_unchanged_and_keeps_mutmuts_own_verdicts(
+    tmp_path: Path,
+) -> None:
+    """mutmut drops its whole cache when [tool.mutmut] changes (a test folder added): the stored
+    verdicts of unchanged functions come back, those of a changed function and any verdict
+    mutmut holds itself stay as mutmut has them, and a save afterwards keeps them all."""
+    path = _write_meta(tmp_path / "mutants", META)
+    assert results.save(tmp_path / "mutants", tmp_path / "store") == 3
+    reset = dict(
+        META,
+        exit_code_by_key={
+            "dpmem_ref.ledger.chain.x_record_digest__mutmut_1": 0,  # mutmut's own, newer verdict
+            "dpmem_ref.ledger.chain.x_record_digest__mutmut_2": None,
+            "dpmem_ref.ledger.chain.x_record_digest__mutmut_3": None,
+            "dpmem_ref.ledger.chain.x_record_digest__mutmut_4": None,
+            "dpmem_ref.ledger.chain.x_unkeyed__mutmut_1": None,
+        },
+        hash_by_function_name={"x_record_digest": "0123456789ab", "x_unkeyed": "changed00000"},
+    )
+    path.write_text(json.dumps(reset))
+    assert results.restore(tmp_path / "store", tmp_path / "mutants") == 1
+    assert json.loads(path.read_text())["exit_code_by_key"] == {
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_1": 0,
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_2": 0,  # from the store: its function is unchanged
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_3": None,  # stored as no verdict: nothing to fill
+        "dpmem_ref.ledger.chain.x_record_digest__mutmut_4": None,
+        "dpmem_ref.ledger.chain.x_unkeyed__mutmut_1": None,  # its function changed: tested again
+    }
+    assert results.save(tmp_path / "mutants", tmp_path / "store") == 2
+
+
+def test_run_sh_restores_again_after_mutmuts_stats_phase() -> None:
+    """The stats phase is where mutmut meets a changed [tool.mutmut] and drops its cache; the
+    restore at the start of run.sh came before it."""
+    run_sh = (ROOT / "tools" / "mutation" / "run.sh").read_text()
+    stats = run_sh.index("subprocess_reach.py --everywhere-under")
+    assert "tools/mutation/results.py restore" in run_sh[stats : run_sh.index("results.py retest")]
+
+
 def test_a_module_whose_verdicts_were_all_reset_leaves_the_store(tmp_path: Path) -> None:
     path = _write_meta(tmp_path / "mutants", META)
     results.save(tmp_path / "mutants", tmp_path / "store")

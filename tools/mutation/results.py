@@ -22,7 +22,12 @@ mutated file, the verdicts and the function hashes under `tools/mutation/results
 - `restore` writes the store back as mutmut's `.meta` files where `mutants/` has none. mutmut then
   generates the mutants, compares each function's hash with the stored one, and keeps a verdict
   only where the function is unchanged (its own rule for its own cache, `create_mutants_for_file`);
-  every other mutant is tested again.
+  every other mutant is tested again. Where a `.meta` file exists, it fills the mutants it holds
+  without a verdict from the store, by the same rule (the function's hash in the cache is the
+  stored one); it never replaces a verdict mutmut holds. mutmut drops every verdict of its cache
+  when `[tool.mutmut]` changes (a test folder added to the selection), and `save` mirrors the
+  cache: without this, the next `save` would drop the stored verdicts of unchanged functions too.
+  A selection that *removes* tests can unmake a kill: run that one with MUTATION_FRESH=1.
 
 The same trust as mutmut's cache: a verdict stays while the mutated function is unchanged, and a
 surviving mutant not judged equivalent is re-tested first by tools/mutation/run.sh.
@@ -80,15 +85,43 @@ def save(mutants: Path = MUTANTS, store: Path = STORE) -> int:
     return saved
 
 
+def _function_of(mutant: str) -> str:
+    """The key of `mutant`'s function in hash_by_function_name ("x_f" of "pkg.mod.x_f__mutmut_3")."""
+    return mutant.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[-1]
+
+
+def _fill(meta: dict[str, Any], record: dict[str, Any]) -> int:
+    """Give the mutants `meta` holds without a verdict their stored one where the function's hash
+    is the stored hash; the number filled (a verdict mutmut holds is never replaced)."""
+    codes, hashes = meta["exit_code_by_key"], meta["hash_by_function_name"]
+    filled = 0
+    for name, code in record["exit_code_by_key"].items():
+        function = _function_of(name)
+        if (
+            name in codes
+            and codes[name] is None
+            and hashes.get(function) == record["hash_by_function_name"].get(function)
+        ):
+            codes[name] = code
+            filled += 1
+    return filled
+
+
 def restore(store: Path = STORE, mutants: Path = MUTANTS) -> int:
-    """Write `store` back as mutmut's meta files where `mutants` has none; the verdicts written."""
+    """Write `store` back as mutmut's meta files where `mutants` has none, and into the mutants
+    without a verdict of those it has (`_fill`); the verdicts written."""
     restored = 0
     for stored in sorted(store.glob("**/*.py.json")):
         module = stored.relative_to(store).as_posix().removesuffix(".json")
         meta_path = mutants / (module + ".meta")
-        if meta_path.exists():  # mutmut's own cache is newer than (or the same as) the store
-            continue
         record = json.loads(stored.read_text())
+        if meta_path.exists():  # mutmut's own cache: only its mutants without a verdict are filled
+            meta = json.loads(meta_path.read_text())
+            filled = _fill(meta, record)
+            if filled:
+                meta_path.write_text(json.dumps(meta, indent=4))
+            restored += filled
+            continue
         meta = {
             "exit_code_by_key": record["exit_code_by_key"],
             "hash_by_function_name": record["hash_by_function_name"],

@@ -58,6 +58,10 @@ if [ ! -f mutants/mutmut-stats.json ] || [ "$forgotten" != "0" ]; then
   nice -n 10 "$PY" -m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" "dpmem_ref.no_such_module.*" >"$LOG.stats" 2>&1 || true
 fi
 nice -n 10 "$PY" tools/mutation/subprocess_reach.py --everywhere-under dpmem_ref/serve/
+# mutmut drops every verdict of its cache when [tool.mutmut] changed (a test folder added to the
+# selection); its stats phase above is where it does so. The stored verdicts of unchanged
+# functions go back in before anything reads or saves the cache (results.py, `restore`).
+"$PY" tools/mutation/results.py restore
 
 status=0
 deadline=$(( $(date +%s) + ${MUTATION_TIMEOUT_S:-5400} ))
