@@ -4,12 +4,16 @@ shadow eval/tests/conftest.py)."""
 from __future__ import annotations
 
 import collections
+import os
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
+from dpmem_ref.ledger.contract import ReleaseRequest
 from dpmem_ref.ledger.facts import SessionKey, SessionSnapshot
 from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession
 
@@ -71,3 +75,64 @@ def sqlite_statement(path: str | Path, statement: str, params: Sequence[object] 
         return rows
     finally:
         connection.close()
+
+
+def charge_request(epsilon: Fraction = Fraction(1, 3)) -> ReleaseRequest:
+    """A release charged to "diabetes" under fresh release and turn ids."""
+    return ReleaseRequest(
+        release_id=secrets.token_hex(8),
+        turn_id=secrets.token_hex(8),
+        index=0,
+        slot="food",
+        view="a view",
+        fallback_view="generic",
+        charge_set=frozenset({"diabetes"}),
+        epsilon=epsilon,
+    )
+
+
+class FakeClock:
+    """A store module's `time`: monotonic() reads `now`; each sleep is recorded and moves `now`
+    one second on, so a deadline is reached after a known number of tries."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += 1.0
+
+
+class TopOfRange:
+    """A store module's jitter source: records each range it is asked for, answers its top."""
+
+    def __init__(self) -> None:
+        self.ranges: list[tuple[float, float]] = []
+
+    def uniform(self, low: float, high: float) -> float:
+        self.ranges.append((low, high))
+        return high
+
+
+def in_child(action: Callable[[], object]) -> str:
+    """`action` in a forked child: its result as text, or the name of what it raised (read back
+    through a pipe; the child leaves with os._exit, running no test teardown)."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's coverage is not collected
+        os.close(read_end)
+        try:
+            answer = str(action())
+        except BaseException as error:
+            answer = type(error).__name__
+        os.write(write_end, answer.encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as reader:
+        text = reader.read()
+    os.waitpid(child, 0)
+    return text

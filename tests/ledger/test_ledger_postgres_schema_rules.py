@@ -7,7 +7,6 @@ version, a table with other columns and a chain that lost its first event are re
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
@@ -17,28 +16,16 @@ import pytest
 
 import tests.postgres_server as postgres_server
 from dpmem_ref.core.transcript import TurnRecord
-from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest
+from dpmem_ref.ledger import LedgerStoreError
 from dpmem_ref.ledger.chain import GENESIS_MAC, ChainKey, HighWater, database_identity
 from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, SCHEMA_VERSION
 from dpmem_ref.ledger.postgres import PostgresLedgerStore
 from dpmem_ref.ledger.postgres.schema import chain_head, holds, identity
+from tests.ledger_fixtures import charge_request
 
 KEY = ChainKey(secret=b"postgres-schema-key-0123456789ab", keyed=True)
 CAPS = {"diabetes": Fraction(1000)}
 ROW_TABLES = ("dpmem_ledgers", "dpmem_releases", "dpmem_turns")
-
-
-def request() -> ReleaseRequest:
-    return ReleaseRequest(
-        release_id=secrets.token_hex(8),
-        turn_id=secrets.token_hex(8),
-        index=0,
-        slot="food",
-        view="a view",
-        fallback_view="generic",
-        charge_set=frozenset({"diabetes"}),
-        epsilon=Fraction(1, 3),
-    )
 
 
 def execute(database_url: str, statement: str) -> list[tuple[Any, ...]]:
@@ -62,10 +49,16 @@ def written() -> str:
     ledger_store = PostgresLedgerStore(database_url, key=KEY)
     session = ledger_store.open_session("u", "i", CAPS)
     for _ in range(3):
-        session.charge_and_record(request())
+        session.charge_and_record(charge_request())
     session.record_turn("a1", TurnRecord(query="q", views=(), control=None, response="", admitted=(), charges=()))
     ledger_store.close()
     return database_url
+
+
+def refusal(database_url: str) -> str:
+    with pytest.raises(LedgerStoreError) as refused:
+        PostgresLedgerStore(database_url, key=KEY)
+    return str(refused.value)
 
 
 def test_a_written_database_reopens_with_its_rows(written: str) -> None:
@@ -82,10 +75,8 @@ def test_a_schema_1_database_with_rows_is_refused_for_migration(written: str, ke
             execute(written, f"DELETE FROM {table}")  # noqa: S608  # our table names
     assert count(written, kept) > 0
     execute(written, f"UPDATE dpmem_meta SET value = '{LEGACY_SCHEMA_VERSION}' WHERE key = 'schema'")
-    with pytest.raises(LedgerStoreError) as refused:
-        PostgresLedgerStore(written, key=KEY)
     shown = postgres_server.shown(written)
-    assert str(refused.value) == (
+    assert refusal(written) == (
         f"ledger database {shown}: schema {LEGACY_SCHEMA_VERSION} (no tamper-evident chain); bind it once to "
         f"the interface that wrote it: dpmem ledger migrate {shown} --interface FILE"
     )
@@ -105,9 +96,7 @@ def test_a_schema_1_database_without_rows_is_upgraded_in_place() -> None:
 @pytest.mark.parametrize("version", ["3", "0", "", "2 "])
 def test_an_unknown_schema_version_is_refused(written: str, version: str) -> None:
     execute(written, f"UPDATE dpmem_meta SET value = '{version}' WHERE key = 'schema'")
-    with pytest.raises(LedgerStoreError) as refused:
-        PostgresLedgerStore(written, key=KEY)
-    assert str(refused.value) == (
+    assert refusal(written) == (
         f"ledger database {postgres_server.shown(written)}: dpmem_meta.schema is not version {SCHEMA_VERSION}"
     )
 
@@ -117,9 +106,7 @@ def test_a_missing_schema_version_is_refused(written: str) -> None:
     execute(
         written, "CREATE RULE keep_it_missing AS ON INSERT TO dpmem_meta WHERE NEW.key = 'schema' DO INSTEAD NOTHING"
     )
-    with pytest.raises(LedgerStoreError) as refused:
-        PostgresLedgerStore(written, key=KEY)
-    assert str(refused.value) == (
+    assert refusal(written) == (
         f"ledger database {postgres_server.shown(written)}: dpmem_meta.schema is not version {SCHEMA_VERSION}"
     )
 
@@ -127,18 +114,14 @@ def test_a_missing_schema_version_is_refused(written: str) -> None:
 def test_a_table_with_other_columns_is_refused_by_name() -> None:
     database_url = postgres_server.new_database()
     execute(database_url, "CREATE TABLE dpmem_turns (user_name TEXT, extra TEXT)")
-    with pytest.raises(LedgerStoreError) as refused:
-        PostgresLedgerStore(database_url, key=KEY)
-    assert str(refused.value) == (
+    assert refusal(database_url) == (
         f"ledger database {postgres_server.shown(database_url)}: foreign schema (table dpmem_turns has other columns)"
     )
 
 
 def test_a_chain_that_lost_its_first_event_is_refused(written: str) -> None:
     execute(written, "DELETE FROM dpmem_chain WHERE seq = 1")
-    with pytest.raises(LedgerStoreError) as refused:
-        PostgresLedgerStore(written, key=KEY)
-    assert str(refused.value) == (
+    assert refusal(written) == (
         f"ledger database {postgres_server.shown(written)}: the chain lost its first event (tampered)"
     )
 

@@ -8,7 +8,6 @@ PostgreSQL twin is test_ledger_postgres_schema_rules.py.
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 from fractions import Fraction
 from pathlib import Path
@@ -17,27 +16,15 @@ from typing import Any
 import pytest
 
 from dpmem_ref.core.transcript import TurnRecord
-from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
+from dpmem_ref.ledger import LedgerStoreError, SQLiteLedgerStore
 from dpmem_ref.ledger.chain import ChainKey, database_identity
 from dpmem_ref.ledger.contract import LEGACY_SCHEMA_VERSION, SCHEMA_VERSION
 from dpmem_ref.ledger.sqlite.schema import identity
+from tests.ledger_fixtures import charge_request
 
 KEY = ChainKey(secret=b"sqlite-schema-key-0123456789abcd", keyed=True)
 CAPS = {"diabetes": Fraction(1000)}
 ROW_TABLES = ("ledgers", "releases", "turns")
-
-
-def request() -> ReleaseRequest:
-    return ReleaseRequest(
-        release_id=secrets.token_hex(8),
-        turn_id=secrets.token_hex(8),
-        index=0,
-        slot="food",
-        view="a view",
-        fallback_view="generic",
-        charge_set=frozenset({"diabetes"}),
-        epsilon=Fraction(1, 3),
-    )
 
 
 def execute(path: Path, *statements: str) -> list[tuple[Any, ...]]:
@@ -63,7 +50,7 @@ def written(tmp_path: Path) -> Path:
     ledger_store = SQLiteLedgerStore(path, key=KEY)
     session = ledger_store.open_session("u", "i", CAPS)
     for _ in range(3):
-        session.charge_and_record(request())
+        session.charge_and_record(charge_request())
     session.record_turn("a1", TurnRecord(query="q", views=(), control=None, response="", admitted=(), charges=()))
     ledger_store.close()
     return path

@@ -8,7 +8,6 @@ a change to one of them fails by name.
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import sqlite3
@@ -23,6 +22,7 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
 from dpmem_ref.ledger.chain import ChainKey
 from dpmem_ref.ledger.sqlite import store as store_module
+from tests.ledger_fixtures import FakeClock, TopOfRange, in_child
 
 KEY = ChainKey(secret=b"sqlite-rules-key-0123456789abcdef", keyed=True)
 
@@ -71,33 +71,6 @@ def test_busy_past_busy_timeout_s_is_refused_in_one_line(tmp_path: Path) -> None
         ledger_store.retrying(action)
     assert str(refused.value) == f"ledger database {path}: busy for longer than busy_timeout_s"
     assert action.calls > 2  # retried, with sleeps of at most 10 ms, before the deadline
-
-
-class FakeClock:
-    """The store's `time`: monotonic() reads `now`; each sleep is recorded and moves `now` one
-    second on, so busy_timeout_s is reached after a known number of tries."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += 1.0
-
-
-class TopOfRange:
-    """The store's jitter source: records each range it is asked for, answers its top."""
-
-    def __init__(self) -> None:
-        self.ranges: list[tuple[float, float]] = []
-
-    def uniform(self, low: float, high: float) -> float:
-        self.ranges.append((low, high))
-        return high
 
 
 def test_busy_backs_off_doubling_to_10_ms_until_busy_timeout_s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,30 +122,11 @@ def test_the_connection_serves_other_threads(tmp_path: Path) -> None:
     assert len(found) == 1
 
 
-def in_child(action: Callable[[], bool]) -> str:
-    """`action` in a forked child; 'yes', 'no' or the name of what it raised."""
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child's coverage is not collected
-        os.close(read_end)
-        try:
-            answer = "yes" if action() else "no"
-        except BaseException as error:
-            answer = type(error).__name__
-        os.write(write_end, answer.encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as reader:
-        text = reader.read()
-    os.waitpid(child, 0)
-    return text
-
-
 def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
     """An SQLite connection must not cross fork() (sqlite.org/howtocorrupt.html, 2.6)."""
     ledger_store = SQLiteLedgerStore(tmp_path / "l.db", key=KEY)
     parents = ledger_store.connect()
-    assert in_child(lambda: ledger_store.connect() is not parents) == "yes"
+    assert in_child(lambda: ledger_store.connect() is not parents) == "True"
     assert ledger_store.connect() is parents
 
 
