@@ -144,6 +144,14 @@ def test_chain_head_identity_and_holds_on_a_written_chain(connection: psycopg.Co
     assert identity(connection) == database_identity(str(genesis[0]), str(genesis[1]))
 
 
+def test_a_genesis_without_a_database_id_is_identified_by_its_mac(connection: psycopg.Connection[Any]) -> None:
+    """A genesis written before identities existed: its MAC stands in (chain.database_identity)."""
+    row = connection.execute("SELECT mac FROM dpmem_chain WHERE seq = 1").fetchone()
+    assert row is not None
+    connection.execute("UPDATE dpmem_chain SET body = '{}' WHERE seq = 1")
+    assert identity(connection) == "genesis-" + str(row[0])[:32]
+
+
 def test_chain_head_identity_and_holds_on_an_empty_chain(connection: psycopg.Connection[Any]) -> None:
     written_identity = identity(connection)
     connection.execute("DELETE FROM dpmem_chain")
