@@ -195,3 +195,52 @@ def test_the_api_is_titled(served: tuple[TestClient, dict[str, str]]) -> None:
     client, _ = served
     info = client.get("/openapi.json").json()["info"]
     assert (info["title"], info["version"]) == ("dpmem serve", "1")
+
+
+def test_mounted_without_the_gate_the_routes_still_refuse_a_request_without_a_principal(tmp_path: Path) -> None:
+    keys_path, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    runtime = AgentRuntime.open(
+        str(agent_of(keys_path)), memory=str(memory), store_url="memory:", llm=Echo(), turn_deadline_s=None
+    )
+    try:
+        api = create_app(runtime, load_keys(keys_path), deadline_s=None).app  # the FastAPI app inside the gate
+        client = TestClient(api)
+        body = {"user": "alice", "interaction": "i", "query": DINNER}
+        for refused in (
+            client.post("/v1/turns", headers=auth(tokens["recipes"]), json=body),
+            client.get("/v1/users/alice/memory", headers=auth(tokens["owner"])),
+        ):
+            assert refused.status_code == 401 and refused.json()["error"] == "missing or unknown bearer token"
+    finally:
+        runtime.close()
+
+
+def test_each_endpoint_takes_its_own_kind_of_token_and_an_application_only_its_users(
+    served: tuple[TestClient, dict[str, str]],
+) -> None:
+    client, tokens = served
+    turn = {"user": "alice", "interaction": "i", "query": DINNER}
+    refusals = {
+        "this endpoint takes an application token": [
+            client.post("/v1/turns", headers=auth(tokens["owner"]), json=turn),
+            client.post("/v1/turns/stream", headers=auth(tokens["owner"]), json=turn),
+            chat(client, tokens["owner"], [{"role": "user", "content": DINNER}]),
+        ],
+        "this endpoint takes the owner token": [
+            client.get("/v1/users/alice/memory", headers=auth(tokens["recipes"])),
+            client.get("/v1/users/alice/ledgers", headers=auth(tokens["recipes"])),
+        ],
+        "this application may not query this user": [
+            client.post("/v1/turns", headers=auth(tokens["finance"]), json={**turn, "user": "bob"}),
+            client.post("/v1/turns/stream", headers=auth(tokens["finance"]), json={**turn, "user": "bob"}),
+            client.post(
+                "/v1/chat/completions",
+                headers={**auth(tokens["finance"]), "X-DPMem-User": "bob"},
+                json={"messages": [{"role": "user", "content": DINNER}]},
+            ),
+        ],
+    }
+    for message, answers in refusals.items():
+        for refused in answers:
+            assert (refused.status_code, refused.json()["error"]) == (403, message), refused.text
