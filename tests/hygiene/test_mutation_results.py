@@ -103,12 +103,14 @@ def test_restore_fills_a_reset_cache_where_the_function_is_unchanged_and_keeps_m
     assert results.save(tmp_path / "mutants", tmp_path / "store") == 2
 
 
-def test_run_sh_restores_again_after_mutmuts_stats_phase() -> None:
-    """The stats phase is where mutmut meets a changed [tool.mutmut] and drops its cache; the
-    restore at the start of run.sh came before it."""
+def test_run_sh_restores_again_after_each_mutmut_run_that_can_reset_the_cache() -> None:
+    """mutmut drops its cache when it meets a changed [tool.mutmut]: in the stats phase, or in the
+    run itself when there was none; the restore at the start of run.sh came before both."""
     run_sh = (ROOT / "tools" / "mutation" / "run.sh").read_text()
     stats = run_sh.index("subprocess_reach.py --everywhere-under")
     assert "tools/mutation/results.py restore" in run_sh[stats : run_sh.index("results.py retest")]
+    run = run_sh.index('-m mutmut run --max-children "${MUTATION_MAX_CHILDREN:-2}" \\\n    "${only[@]}"')
+    assert "tools/mutation/results.py restore" in run_sh[run : run_sh.index("results.py save")]
 
 
 def test_a_module_whose_verdicts_were_all_reset_leaves_the_store(tmp_path: Path) -> None:

@@ -98,5 +98,9 @@ else
     "${only[@]}" >"$LOG" 2>&1 || status=$?
 fi
 echo "mutmut run: exit $status (log: $LOG)"
+# Again before the save: a [tool.mutmut] change noticed by the run itself (no stats phase this
+# time) drops the cache there. A survivor sent back above and not reached keeps its stored verdict
+# (it is sent back again next time); a changed function's mutants are not filled.
+"$PY" tools/mutation/results.py restore
 "$PY" tools/mutation/results.py save
 "$PY" tools/mutation/report.py --out tools/mutation/REPORT.md --run-status "$status"
