@@ -172,6 +172,42 @@ def test_the_cheapest_tests_within_the_budget_and_at_least_one() -> None:
     assert prepass.cheapest_tests(["new"], durations, 1.0) == []  # no stats: left to mutmut
 
 
+def test_tests_that_reach_the_function_only_through_a_child_process_come_last() -> None:
+    durations = {"child-a": 0.0, "child-b": 0.01, "direct": 2.0, "direct-dear": 5.0}
+    tests = ["child-a", "child-b", "direct", "direct-dear"]
+    assert prepass.cheapest_tests(tests, durations, 3.0, through_a_child=["child-a", "child-b"]) == ["direct"]
+    assert prepass.cheapest_tests(tests, durations, 8.0, ["child-a", "child-b"]) == [
+        "direct",
+        "direct-dear",
+        "child-a",
+        "child-b",
+    ]
+    assert prepass.cheapest_tests(["child-a", "child-b"], durations, 1.0, ["child-a", "child-b"]) == [
+        "child-a",
+        "child-b",
+    ]
+    assert prepass.cheapest_tests(tests, durations, 3.0) == ["child-a", "child-b", "direct"]  # no edges recorded
+
+
+def test_the_run_reads_the_child_process_edges_beside_mutmuts_stats(tmp_path: Path, monkeypatch) -> None:
+    mutants = _mutants(tmp_path)
+    stats = json.loads((mutants / "mutmut-stats.json").read_text())
+    zero, double = "tests/test_pkg.py::test_zero", "tests/test_pkg.py::test_double"
+    stats["duration_by_test"][double] = 0.05  # the cheaper of the two, by its recorded call time
+    (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
+    (mutants / "subprocess-reach.json").write_text(json.dumps({"pkg.x_double": [double]}))
+    runs: list[tuple[str | None, list[str]]] = []
+    real = prepass._pytest
+
+    def recorded(mutants_: Path, args: list[str], tests: list[str], mutant: str | None, timeout_s: float):
+        runs.append((mutant, list(tests)))
+        return real(mutants_, args, tests, mutant, timeout_s)
+
+    monkeypatch.setattr(prepass, "_pytest", recorded)
+    prepass.run(mutants, ["pkg.x_double__mutmut_1"], budget_s=10.0, jobs=1, deadline_s=600.0)
+    assert runs[0] == ("pkg.x_double__mutmut_1", [zero, double])  # the child-process test after the direct one
+
+
 def test_the_failing_test_is_read_from_the_short_summary() -> None:
     tests = ["tests/a.py::test_b[x - y]", "tests/a.py::test_b[x", "tests/c.py::d"]
     output = "x\nFAILED tests/a.py::test_b[x - y] - AssertionError: no\nERROR tests/c.py::d\n"

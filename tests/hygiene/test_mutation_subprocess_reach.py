@@ -4,6 +4,7 @@ around them) and keeps only the mutated modules' lines."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.mutation_tools import load_tool
@@ -49,3 +50,13 @@ def test_only_lines_inside_functions_of_mutated_modules_count() -> None:
     }
     assert reach.functions_run(lines, {module}) == {f"dpmem_ref.serve.keys.{name}"}
     assert reach.functions_run(lines, set()) == set()
+
+
+def test_the_edges_added_are_kept_beside_the_stats_with_those_recorded_before(tmp_path: Path) -> None:
+    path = tmp_path / reach.EDGES
+    assert reach.record_edges(path, {"pkg.x_f": {"t::b", "t::a"}, "pkg.x_g": set()}) == {"pkg.x_f": ["t::a", "t::b"]}
+    assert reach.record_edges(path, {"pkg.x_f": ["t::c"], "pkg.x_h": ["u::a"]}) == {
+        "pkg.x_f": ["t::a", "t::b", "t::c"],
+        "pkg.x_h": ["u::a"],
+    }
+    assert json.loads(path.read_text()) == {"pkg.x_f": ["t::a", "t::b", "t::c"], "pkg.x_h": ["u::a"]}

@@ -38,9 +38,11 @@ import sys
 import tempfile
 import tomllib
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+EDGES = "subprocess-reach.json"  # beside mutmut's stats: the edges added here (record_edges)
 STARTS_A_PROCESS = re.compile(r"subprocess|sys\.executable|Popen|serve\.live|LiveServer")
 
 
@@ -122,6 +124,21 @@ def child_lines(test_file: str, deselect: list[str], scratch: Path) -> dict[str,
     return lines
 
 
+def record_edges(path: Path, added: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
+    """Keep the edges this tool added (function -> tests that reach it only through a child
+    process) in `path`, with those recorded before: the pre-pass (tools/mutation/prepass.py) tries
+    a function's in-process tests before these, whose recorded durations leave out the set-up that
+    starts the child (a live server per module)."""
+    recorded: dict[str, set[str]] = {}
+    if path.exists():
+        recorded = {function: set(tests) for function, tests in json.loads(path.read_text()).items()}
+    for function, tests in added.items():
+        recorded.setdefault(function, set()).update(tests)
+    kept = {function: sorted(tests) for function, tests in sorted(recorded.items()) if tests}
+    path.write_text(json.dumps(kept, indent=1) + "\n")
+    return kept
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stats", default=str(ROOT / "mutants" / "mutmut-stats.json"))
@@ -151,6 +168,7 @@ def main() -> int:
         }
     )
     added = 0
+    edges: dict[str, set[str]] = {}
     tests_by_function = stats["tests_by_mangled_function_name"]
     reached_in_process = {function for function, tests in tests_by_function.items() if tests}
     prefixes = tuple(prefix.removesuffix(".py").replace("/", ".") for prefix in args.everywhere_under)
@@ -168,8 +186,10 @@ def main() -> int:
             before = set(tests_by_function.get(function, ()))
             tests_by_function[function] = sorted(before | set(tests))
             added += len(set(tests) - before)
+            edges.setdefault(function, set()).update(set(tests) - before)
         print(f"{test_file}: its child processes reach {len(reached)} mutated functions", flush=True)
     stats_path.write_text(json.dumps(stats, indent=2))
+    record_edges(stats_path.parent / EDGES, edges)
     print(f"subprocess reach: {added} test-function edges added to {stats_path.relative_to(ROOT)}")
     return 0
 
