@@ -172,6 +172,19 @@ def test_the_cheapest_tests_within_the_budget_and_at_least_one() -> None:
     assert prepass.cheapest_tests(["new"], durations, 1.0) == []  # no stats: left to mutmut
 
 
+def _recorded_runs(monkeypatch) -> list[tuple[str | None, list[str]]]:
+    """Each pytest run of the pre-pass, as (mutant or None, tests), in order; the runs still happen."""
+    runs: list[tuple[str | None, list[str]]] = []
+    real = prepass._pytest
+
+    def recorded(mutants_: Path, args: list[str], tests: list[str], mutant: str | None, timeout_s: float):
+        runs.append((mutant, list(tests)))
+        return real(mutants_, args, tests, mutant, timeout_s)
+
+    monkeypatch.setattr(prepass, "_pytest", recorded)
+    return runs
+
+
 def test_tests_that_reach_the_function_only_through_a_child_process_come_last() -> None:
     durations = {"child-a": 0.0, "child-b": 0.01, "direct": 2.0, "direct-dear": 5.0}
     tests = ["child-a", "child-b", "direct", "direct-dear"]
@@ -196,14 +209,7 @@ def test_the_run_reads_the_child_process_edges_beside_mutmuts_stats(tmp_path: Pa
     stats["duration_by_test"][double] = 0.05  # the cheaper of the two, by its recorded call time
     (mutants / "mutmut-stats.json").write_text(json.dumps(stats))
     (mutants / "subprocess-reach.json").write_text(json.dumps({"pkg.x_double": [double]}))
-    runs: list[tuple[str | None, list[str]]] = []
-    real = prepass._pytest
-
-    def recorded(mutants_: Path, args: list[str], tests: list[str], mutant: str | None, timeout_s: float):
-        runs.append((mutant, list(tests)))
-        return real(mutants_, args, tests, mutant, timeout_s)
-
-    monkeypatch.setattr(prepass, "_pytest", recorded)
+    runs = _recorded_runs(monkeypatch)
     prepass.run(mutants, ["pkg.x_double__mutmut_1"], budget_s=10.0, jobs=1, deadline_s=600.0)
     assert runs[0] == ("pkg.x_double__mutmut_1", [zero, double])  # the child-process test after the direct one
 
@@ -224,14 +230,7 @@ def test_the_tests_that_killed_a_sibling_mutant_run_first_on_their_own(tmp_path:
     (mutants / "pkg.py").write_text(
         module.replace('== "pkg.x_double__mutmut_1"', 'in ("pkg.x_double__mutmut_1", "pkg.x_double__mutmut_2")')
     )
-    runs: list[tuple[str | None, list[str]]] = []
-    real = prepass._pytest
-
-    def recorded(mutants_: Path, args: list[str], tests: list[str], mutant: str | None, timeout_s: float):
-        runs.append((mutant, list(tests)))
-        return real(mutants_, args, tests, mutant, timeout_s)
-
-    monkeypatch.setattr(prepass, "_pytest", recorded)
+    runs = _recorded_runs(monkeypatch)
     zero, double = "tests/test_pkg.py::test_zero", "tests/test_pkg.py::test_double"
     assert prepass.run(mutants, ["pkg.x_double*"], budget_s=10.0, jobs=1, deadline_s=600.0) == (2, 2)
     # mutant 1: both cheapest tests (test_zero passes, test_double fails), then test_double
