@@ -53,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import subprocess_reach  # noqa: E402  (tools/mutation/subprocess_reach.py: where its edges are kept)
+
 import results  # noqa: E402  (tools/mutation/results.py: mutmut's cache, read one way)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -343,7 +345,7 @@ def run(
     tried_store = mutants / TRIED
     tried_before: dict[str, str] = json.loads(tried_store.read_text()) if tried_store.exists() else {}
     hashes = _function_hashes(mutants)
-    edges = mutants / "subprocess-reach.json"  # tools/mutation/subprocess_reach.py's EDGES
+    edges = mutants / subprocess_reach.EDGES
     through_a_child: dict[str, list[str]] = json.loads(edges.read_text()) if edges.exists() else {}
     todo = []
     digests: dict[str, str] = {}

@@ -167,7 +167,6 @@ def main() -> int:
             if STARTS_A_PROCESS.search(path.read_text(encoding="utf-8"))
         }
     )
-    added = 0
     edges: dict[str, set[str]] = {}
     tests_by_function = stats["tests_by_mangled_function_name"]
     reached_in_process = {function for function, tests in tests_by_function.items() if tests}
@@ -185,11 +184,11 @@ def main() -> int:
         ):
             before = set(tests_by_function.get(function, ()))
             tests_by_function[function] = sorted(before | set(tests))
-            added += len(set(tests) - before)
             edges.setdefault(function, set()).update(set(tests) - before)
         print(f"{test_file}: its child processes reach {len(reached)} mutated functions", flush=True)
     stats_path.write_text(json.dumps(stats, indent=2))
     record_edges(stats_path.parent / EDGES, edges)
+    added = sum(len(tests) for tests in edges.values())
     print(f"subprocess reach: {added} test-function edges added to {stats_path.relative_to(ROOT)}")
     return 0
 
