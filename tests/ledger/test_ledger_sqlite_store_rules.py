@@ -8,7 +8,6 @@ a change to one of them fails by name.
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import sqlite3
 import threading
@@ -19,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref.core.errors import InputError
-from dpmem_ref.ledger import LedgerStoreError, ReleaseRequest, SQLiteLedgerStore
+from dpmem_ref.ledger import LedgerStoreError, SQLiteLedgerStore
 from dpmem_ref.ledger.chain import ChainKey
 from dpmem_ref.ledger.sqlite import store as store_module
-from tests.ledger_fixtures import FakeClock, TopOfRange, in_child
+from tests.ledger_fixtures import FakeClock, TopOfRange, charge_request, in_child
 
 KEY = ChainKey(secret=b"sqlite-rules-key-0123456789abcdef", keyed=True)
 
@@ -184,13 +183,9 @@ def test_a_database_whose_only_table_is_sqlite_sequence_is_empty(tmp_path: Path)
 
 def charged(path: Path, charges: int) -> None:
     ledger_store = SQLiteLedgerStore(path, key=KEY)
-    session = ledger_store.open_session("u", "i", {"a": 1})
+    session = ledger_store.open_session("u", "i", {"diabetes": 1})
     for _ in range(charges):
-        session.charge_and_record(
-            ReleaseRequest(
-                secrets.token_hex(8), secrets.token_hex(8), 0, "s", "low", "generic", frozenset({"a"}), Fraction(1, 9)
-            )
-        )
+        session.charge_and_record(charge_request(Fraction(1, 9)))
     ledger_store.close()  # the last connection: the WAL is checkpointed into the file
 
 
