@@ -256,6 +256,25 @@ def test_the_tests_that_killed_a_sibling_mutant_run_first_on_their_own(tmp_path:
     assert runs == [("pkg.x_double__mutmut_4", [zero]), ("pkg.x_double__mutmut_4", [double]), (None, [double])]
 
 
+def test_a_hint_runs_first_beyond_the_budget_and_only_for_the_functions_it_reaches(tmp_path: Path, monkeypatch) -> None:
+    mutants = _mutants(tmp_path)
+    zero, double, broken = (
+        f"tests/test_pkg.py::{name}" for name in ("test_zero", "test_double", "test_broken_on_its_own")
+    )
+    runs = _recorded_runs(monkeypatch)
+    # budget 0.1 s: test_zero alone is among the cheapest; test_double, the killer, is only a hint.
+    assert prepass.run(mutants, ["pkg.x_double__mutmut_1"], budget_s=0.1, jobs=1, deadline_s=600.0) == (0, 1)
+    assert runs == [("pkg.x_double__mutmut_1", [zero])]
+    runs.clear()
+    # broken reaches no x_double function: never run. The hint changes the tests tried, so the
+    # mutant tried without a verdict before is tried again.
+    hints = [broken, double]
+    found = prepass.run(mutants, ["pkg.x_double__mutmut_1"], budget_s=0.1, jobs=1, deadline_s=600.0, hints=hints)
+    assert found == (1, 1)
+    assert runs == [("pkg.x_double__mutmut_1", [double]), (None, [double])]
+    assert json.loads((mutants / "prepass.json").read_text()) == {"pkg.x_double__mutmut_1": double}
+
+
 def test_mutants_left_at_the_deadline_are_counted_as_not_tried(tmp_path: Path, capsys) -> None:
     mutants = _mutants(tmp_path)
     assert prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=2, deadline_s=0.0) == (0, 0)

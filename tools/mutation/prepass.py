@@ -295,13 +295,14 @@ def test_one(
     passing: set[str] | None = None,
     first: Iterable[str] = (),
 ) -> str | None:
-    """The failing test of `tests` that kills `name` (confirmed: it passes without any mutant), else
-    None. The tests of `first` among them (those that killed other mutants of the same function)
-    run on their own before the rest: a mutant tends to fail the test its siblings failed, and a
-    run of one or two test modules is collected in a fraction of the time of the cheapest tests'
-    dozens, which mostly pass."""
+    """The failing test of `first` or `tests` that kills `name` (confirmed: it passes without any
+    mutant), else None. The tests of `first` (those that killed other mutants of the same
+    function, and the run's `--hint` tests; the caller keeps only tests that reach the function,
+    cheap or not) run on their own before the rest: a mutant tends to fail the test its siblings
+    failed, and a run of one or two test modules is collected in a fraction of the time of the
+    cheapest tests' dozens, which mostly pass."""
     timeout_s = TIMEOUT_S + 10 * budget_s
-    leading = [t for t in dict.fromkeys(first) if t in tests]
+    leading = list(dict.fromkeys(first))
     for group in (leading, [t for t in tests if t not in leading]):
         if group and (failed := _attempt(runner, args, name, group, timeout_s, passing)) is not None:
             return failed
@@ -333,10 +334,18 @@ def _write(path: Path, data: dict[str, str]) -> None:
 
 
 def run(
-    mutants: Path, patterns: list[str], budget_s: float, jobs: int, deadline_s: float, fork: bool = False
+    mutants: Path,
+    patterns: list[str],
+    budget_s: float,
+    jobs: int,
+    deadline_s: float,
+    fork: bool = False,
+    hints: Iterable[str] = (),
 ) -> tuple[int, int]:
     """Test the pending mutants matching `patterns`; (kills found, mutants tried). `fork`: each job's
-    pytest runs are forks of a ForkServer that imported their test modules once."""
+    pytest runs are forks of a ForkServer that imported their test modules once. `hints`: tests run
+    first, on their own, for each mutant whose function they reach (mutmut's stats and the child-
+    process edges), whatever their recorded duration: a test written to kill a survivor."""
     stats = json.loads((mutants / "mutmut-stats.json").read_text())
     reach, durations = stats["tests_by_mangled_function_name"], stats["duration_by_test"]
     args = list(tomllib.loads((mutants / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args"])
@@ -350,15 +359,17 @@ def run(
     todo = []
     digests: dict[str, str] = {}
     skipped = 0
+    hints = list(dict.fromkeys(hints))
     for name in results.pending(patterns, mutants):
         if name in verdicts:
             continue
         function = name.partition("__mutmut_")[0]
         tests = cheapest_tests(reach.get(function, ()), durations, budget_s, through_a_child.get(function, ()))
-        digests[name] = _digest(hashes.get(function, ""), tests)
+        hinted = [t for t in hints if t in reach.get(function, ()) and t not in tests]
+        digests[name] = _digest(hashes.get(function, ""), [*hinted, *tests])
         if tried_before.get(name) == digests[name]:
             skipped += 1
-        elif tests:
+        elif tests or hinted:
             todo.append((name, tests))
     if skipped:
         print(f"prepass: {skipped} mutants skipped: tried before on the same code and tests, no verdict", flush=True)
@@ -375,7 +386,7 @@ def run(
     runners: queue.SimpleQueue[Runner] = queue.SimpleQueue()  # one per job, each used by one thread at a time
     servers: list[ForkServer] = []
     if fork and todo:
-        warm = sorted({test.split("::")[0] for _, tests in todo for test in tests})
+        warm = sorted({test.split("::")[0] for test in hints} | {t.split("::")[0] for _, tests in todo for t in tests})
         servers = [ForkServer(mutants, args, warm) for _ in range(jobs)]
         for server in servers:
             runners.put(server)
@@ -390,7 +401,10 @@ def run(
         function = name.partition("__mutmut_")[0]
         runner = runners.get()
         try:
-            failed = test_one(runner, args, name, tests, budget_s, passing, first=killers.get(function, [])[:HINTS])
+            reaching = reach.get(function, ())
+            first = [t for t in killers.get(function, []) if t in reaching][:HINTS]
+            first += [t for t in hints if t in reaching]
+            failed = test_one(runner, args, name, tests, budget_s, passing, first=first)
         finally:
             runners.put(runner)
         if failed is not None and "::" in failed:
@@ -452,13 +466,22 @@ def main() -> int:
     ran.add_argument("--jobs", type=int, default=1, help="mutants at once (1)")
     ran.add_argument("--deadline-s", type=float, default=3600.0, help="start no mutant after this (3600)")
     ran.add_argument(
+        "--hint",
+        action="append",
+        default=[],
+        metavar="TEST",
+        help="a test id run first for each mutant whose function it reaches, cheap or not (repeatable)",
+    )
+    ran.add_argument(
         "--no-fork", dest="fork", action="store_false", help="a fresh pytest process per run, not a fork of a warm one"
     )
     sub.add_parser("serve", help="(internal) the fork server's side, started by `run`")
     sub.add_parser("apply", help="write the kills into mutmut's .meta files (no mutmut running)")
     options = parser.parse_args()
     if options.command == "run":
-        killed, tried = run(MUTANTS, options.patterns, options.budget_s, options.jobs, options.deadline_s, options.fork)
+        killed, tried = run(
+            MUTANTS, options.patterns, options.budget_s, options.jobs, options.deadline_s, options.fork, options.hint
+        )
         print(f"mutation prepass: {killed} killed of {tried} tried")
     elif options.command == "serve":
         return serve()
