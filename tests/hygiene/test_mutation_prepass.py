@@ -222,6 +222,8 @@ def test_the_failing_test_is_read_from_the_short_summary() -> None:
     assert prepass._failed_test("FAILED tests/c.py::d\n", tests) == "tests/c.py::d"  # no message
     assert prepass._failed_test("FAILED tests/e.py::f - x\n", tests) is None  # not a selected test
     assert prepass._failed_test("1 passed\n", tests) is None
+    captured = "ERROR    dpmem.serve:gate.py:12 internal error ValueError at a.py:3 (f)\n"  # a captured log record
+    assert prepass._failed_test(captured + "FAILED tests/c.py::d - assert 500 == 200\n", tests) == "tests/c.py::d"
 
 
 def test_the_tests_that_killed_a_sibling_mutant_run_first_on_their_own(tmp_path: Path, monkeypatch) -> None:

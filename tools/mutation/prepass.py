@@ -91,12 +91,15 @@ def cheapest_tests(
 
 def _failed_test(output: str, tests: list[str]) -> str | None:
     """The test of `tests` named by the first FAILED/ERROR line of pytest's short summary (`-rfE`:
-    "FAILED node-id - message"; the longest id that starts the line, as an id may hold " - ")."""
+    "FAILED node-id - message"; the longest id that starts the line, as an id may hold " - ").
+    A line that names none of them is passed over: a failure's captured log shows records as
+    "ERROR    logger:file:line message", ahead of the summary."""
     for line in output.splitlines():
         for prefix in ("FAILED ", "ERROR "):
             if line.startswith(prefix):
                 named = [t for t in tests if line[len(prefix) :] == t or line[len(prefix) :].startswith(t + " - ")]
-                return max(named, key=len) if named else None
+                if named:
+                    return max(named, key=len)
     return None
 
 
