@@ -2,7 +2,7 @@
 app behind its gate, Starlette's TestClient): the OpenAPI document's description and the chat
 route's documented answers, the routes that are not served (no ReDoc page, no MCP server unless
 asked for), the default release deadline, a malformed field's name cut to 64 characters, and the
-compact one-line JSON of every server-sent event and chat chunk."""
+compact one-line JSON of every server-sent event (a chat chunk's: test_serve_in_process.py)."""
 
 from __future__ import annotations
 
@@ -152,25 +152,3 @@ def test_each_streamed_turn_event_carries_one_line_of_compact_json(served: tuple
         compact(data, "data: ")
     assert kinds == ["released", "delta", "delta", "delta", "done"]
     assert answered.text.count('"text":"first, "') == 1 and '"text":"second: "' in answered.text
-
-
-@pytest.mark.parametrize("respond", [True, False], ids=["answered in pieces", "views only"])
-def test_each_chat_chunk_is_one_line_of_compact_json(served: tuple[TestClient, dict[str, str]], respond: bool) -> None:
-    """A streamed chat: every `data:` line is compact JSON (no space after , or :), then `data: [DONE]`."""
-    client, tokens = served
-    answered = client.post(
-        "/v1/chat/completions",
-        headers={**auth(tokens["recipes"]), "X-DPMem-User": "alice"},
-        json={
-            "model": "m1",
-            "stream": True,
-            "messages": [{"role": "user", "content": DINNER}],
-            "dpmem": {"respond": respond},
-        },
-    )
-    assert answered.status_code == 200
-    blocks = answered.text.split("\n\n")
-    assert blocks[-2:] == ["data: [DONE]", ""]
-    sent = [compact(block, "data: ") for block in blocks[:-2]]
-    assert len(sent) == (2 + len(PIECES) if respond else 2)
-    assert sent[-1]["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]

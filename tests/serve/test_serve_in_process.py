@@ -150,10 +150,13 @@ def test_a_chat_without_a_last_user_message_with_text_is_refused(
 
 
 def chunks(stream: str) -> list[Any]:
-    """An OpenAI chat stream's `data:` lines as JSON, up to its `[DONE]`."""
+    """An OpenAI chat stream's `data:` lines as JSON, up to its `[DONE]`; each line asserted to be
+    one line of compact JSON (no space after , or :)."""
     blocks = [block for block in stream.split("\n\n") if block]
     assert blocks[-1] == "data: [DONE]" and all(block.startswith("data: ") for block in blocks), stream
-    return [json.loads(block.removeprefix("data: ")) for block in blocks[:-1]]
+    sent = [json.loads(block.removeprefix("data: ")) for block in blocks[:-1]]
+    assert blocks[:-1] == ["data: " + json.dumps(chunk, separators=(",", ":")) for chunk in sent]
+    return sent
 
 
 @pytest.mark.parametrize("respond", [True, False], ids=["answered in pieces", "views only"])
