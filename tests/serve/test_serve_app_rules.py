@@ -22,19 +22,9 @@ from dpmem_ref.runtime import AgentRuntime  # noqa: E402
 from dpmem_ref.serve.app import create_app  # noqa: E402
 from dpmem_ref.serve.keys import load_keys  # noqa: E402
 from tests.serve.live import DINNER, agent_of, auth, marked_memory, write_keys  # noqa: E402
+from tests.serve.test_serve_in_process import Echo  # noqa: E402  (the same channel)
 
-PIECES = ("first, ", "second: ", "third")
 ERROR_BODY = {"$ref": "#/components/schemas/ErrorBody"}
-
-
-class Echo:
-    """An LLM channel that answers `query=<query>` (respond) or streams PIECES (stream)."""
-
-    def respond(self, query: str, views: Any, prefix: Any) -> str:
-        return f"query={query}"
-
-    def stream(self, query: str, views: Any, prefix: Any) -> Iterator[str]:
-        yield from PIECES
 
 
 @pytest.fixture

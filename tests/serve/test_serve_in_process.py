@@ -21,7 +21,7 @@ from dpmem_ref.serve.app import create_app  # noqa: E402
 from dpmem_ref.serve.keys import load_keys  # noqa: E402
 from tests.serve.live import DINNER, agent_of, auth, marked_memory, write_keys  # noqa: E402
 
-PIECES = ("first ", "second ", "third")
+PIECES = ("first, ", "second: ", "third")  # a comma and a colon in the text: compact JSON keeps them
 
 
 class Echo:
