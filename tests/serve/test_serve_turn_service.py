@@ -97,6 +97,7 @@ def test_kernel_turns_run_on_twice_the_cores_and_at_least_two_threads(
     """Unless told, max(2, 2 x os.cpu_count()) worker threads (2 where the count is unknown),
     logged once by `dpmem.serve`; an explicit count is kept."""
     monkeypatch.setattr(served_turns.os, "cpu_count", lambda: cores)
+    caplog.clear()
     with caplog.at_level(logging.INFO, logger="dpmem.serve"):
         service = TurnService(Runtime(Recording()))
     assert service.workers == workers
@@ -138,9 +139,8 @@ def test_a_turn_past_its_deadline_is_counted_and_logged_and_not_held(caplog: pyt
         asyncio.run(service.turn("alice", "app", "i", "q", respond=False))
     assert took < 1.0
     assert service.overruns == 2
-    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
-        ("dpmem.serve", logging.WARNING, "a turn overran its release deadline of 0.050 s")
-    ] * 2
+    warned = [(r.name, r.levelno, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warned == [("dpmem.serve", logging.WARNING, "a turn overran its release deadline of 0.050 s")] * 2
 
 
 def test_the_channel_answers_the_released_query_views_and_the_scopes_last_turns() -> None:
