@@ -363,17 +363,20 @@ def run(
     digests: dict[str, str] = {}
     skipped = 0
     hints = list(dict.fromkeys(hints))
+    reaching: dict[str, frozenset[str]] = {}  # function -> every test mapped to it, cheap or not
     for name in results.pending(patterns, mutants):
         if name in verdicts:
             continue
         function = name.partition("__mutmut_")[0]
+        if function not in reaching:
+            reaching[function] = frozenset(reach.get(function, ()))
         tests = cheapest_tests(reach.get(function, ()), durations, budget_s, through_a_child.get(function, ()))
-        hinted = [t for t in hints if t in reach.get(function, ()) and t not in tests]
-        digests[name] = _digest(hashes.get(function, ""), [*hinted, *tests])
+        hinted = [t for t in hints if t in reaching[function]]
+        digests[name] = _digest(hashes.get(function, ""), [*(t for t in hinted if t not in tests), *tests])
         if tried_before.get(name) == digests[name]:
             skipped += 1
         elif tests or hinted:
-            todo.append((name, tests))
+            todo.append((name, tests, hinted))
     if skipped:
         print(f"prepass: {skipped} mutants skipped: tried before on the same code and tests, no verdict", flush=True)
     stop = time.monotonic() + deadline_s
@@ -389,7 +392,7 @@ def run(
     runners: queue.SimpleQueue[Runner] = queue.SimpleQueue()  # one per job, each used by one thread at a time
     servers: list[ForkServer] = []
     if fork and todo:
-        warm = sorted({test.split("::")[0] for test in hints} | {t.split("::")[0] for _, tests in todo for t in tests})
+        warm = sorted({test.split("::")[0] for _, tests, hinted in todo for test in (*hinted, *tests)})
         servers = [ForkServer(mutants, args, warm) for _ in range(jobs)]
         for server in servers:
             runners.put(server)
@@ -397,16 +400,14 @@ def run(
         for _ in range(jobs):
             runners.put(lambda args_, tests, mutant, timeout_s: _pytest(mutants, args_, tests, mutant, timeout_s))
 
-    def one(item: tuple[str, list[str]]) -> tuple[str, str | None]:
-        name, tests = item
+    def one(item: tuple[str, list[str], list[str]]) -> tuple[str, str | None]:
+        name, tests, hinted = item
         if time.monotonic() > stop:
             return name, NOT_TRIED
         function = name.partition("__mutmut_")[0]
         runner = runners.get()
         try:
-            reaching = reach.get(function, ())
-            first = [t for t in killers.get(function, []) if t in reaching][:HINTS]
-            first += [t for t in hints if t in reaching]
+            first = [t for t in killers.get(function, []) if t in reaching[function]][:HINTS] + hinted
             failed = test_one(runner, args, name, tests, budget_s, passing, first=first)
         finally:
             runners.put(runner)
@@ -437,7 +438,7 @@ def run(
             server.close()
     if tried < len(todo):
         print(f"prepass: deadline reached, {len(todo) - tried} mutants not tried", flush=True)
-    return sum(1 for name, _ in todo if name in verdicts), tried
+    return sum(1 for name, _, _ in todo if name in verdicts), tried
 
 
 def apply(mutants: Path) -> int:
