@@ -167,11 +167,14 @@ class RelayListener:
         return upstream
 
 
-def admin_execute(database_url: str, statement: str) -> None:
+def admin_execute(database_url: str, statement: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """One statement on its own autocommit connection, as a raw writer (an administrator, an
+    attacker, an accident) would run it: the rows it returns (none for a statement without)."""
     import psycopg
 
     with psycopg.connect(database_url, autocommit=True) as connection:
-        connection.execute(statement)
+        cursor = connection.execute(statement, params)
+        return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
 
 
 def restart() -> None:

@@ -17,9 +17,7 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import pytest
 
 import tests.postgres_server as postgres_server
@@ -35,11 +33,7 @@ CAPS = {"diabetes": Fraction(4)}
 _public_key = public_key_in_the_test_folder_fixture()
 
 
-def sql(database_url: str, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """One statement as a raw writer (an attacker, an accident) would run it: its rows."""
-    with psycopg.connect(database_url, autocommit=True) as connection:
-        cursor = connection.execute(statement, params)
-        return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+sql = postgres_server.admin_execute  # one statement as a raw writer would run it: its rows
 
 
 def head(database_url: str) -> HighWater:
