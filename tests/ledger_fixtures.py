@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger.contract import ReleaseRequest
 from dpmem_ref.ledger.facts import SessionKey, SessionSnapshot
+from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
 from dpmem_ref.ledger.sqlite.session import SQLiteLedgerSession
 
 
@@ -89,6 +91,44 @@ def charge_request(epsilon: Fraction = Fraction(1, 3)) -> ReleaseRequest:
         charge_set=frozenset({"diabetes"}),
         epsilon=epsilon,
     )
+
+
+EMPTY_TURN = TurnRecord(query="q", views=(), control=None, response="", admitted=(), charges=())
+
+
+def small_sqlite_ledger(path: Path, caps: dict[str, Fraction], fingerprint: str | None = None) -> None:
+    """A closed SQLite ledger file: ("u", "i") opened with `caps` (bound to `fingerprint` when
+    given), charged twice with charge_request (release seqs 1 and 2), then one turn (turn seq 1).
+    Its chain: the genesis, the bind (with a fingerprint), the open, two charges, the turn."""
+    store = SQLiteLedgerStore(path)
+    try:
+        session = store.open_session("u", "i", caps, fingerprint=fingerprint)
+        session.charge_and_record(charge_request())
+        session.charge_and_record(charge_request())
+        session.record_turn("0a", EMPTY_TURN)
+    finally:
+        store.close()
+
+
+def charge_sqlite_once(
+    path: Path, caps: dict[str, Fraction], epsilon: Fraction = Fraction(1, 3), fingerprint: str | None = None
+) -> None:
+    """Reopen ("u", "i") (the first write after an open stores the checkpoint of what the open
+    verified), charge charge_request(epsilon) once, close."""
+    store = SQLiteLedgerStore(path)
+    try:
+        store.open_session("u", "i", caps, fingerprint=fingerprint).charge_and_record(charge_request(epsilon))
+    finally:
+        store.close()
+
+
+def save_sqlite_checkpoint(path: Path) -> None:
+    """Open (verifying the file), store the checkpoint of what the open verified, close."""
+    store = SQLiteLedgerStore(path)
+    try:
+        store.save_checkpoint()
+    finally:
+        store.close()
 
 
 class FakeClock:

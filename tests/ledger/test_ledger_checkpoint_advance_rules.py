@@ -20,51 +20,25 @@ from pathlib import Path
 
 import pytest
 
-from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger import LedgerStoreError, SQLiteLedgerStore
 from dpmem_ref.ledger.chain import key_from_environment
 from dpmem_ref.ledger.checkpoint import NO_ROWS, LiveVerification, TailReader, Verified, served_rows
 from dpmem_ref.ledger.facts import SessionKey
 from dpmem_ref.ledger.sqlite import schema as sqlite_schema
-from tests.ledger_fixtures import chain_key_fixture, charge_request, sqlite_statement
+from tests.ledger_fixtures import (
+    chain_key_fixture,
+    charge_sqlite_once,
+    save_sqlite_checkpoint,
+    small_sqlite_ledger,
+    sqlite_statement,
+)
 
 KEY = "checkpoint-advance-rules-key-0123456789"
 CAPS = {"diabetes": Fraction(2)}
-FINGERPRINT = "f" * 64
+FINGERPRINT = "f" * 64  # small_sqlite_ledger bound to it: chain events 1..6 (genesis, bind, open, 2 charges, turn)
 SCOPE = SessionKey("u", "i")
-TURN = TurnRecord(query="q", views=(), control=None, response="", admitted=(), charges=())
 
 _chain_key = chain_key_fixture(KEY)
-
-
-def _ledger(path: Path) -> None:
-    """(u, i) bound to FINGERPRINT, charged twice (release seqs 1 and 2), then one turn (turn
-    seq 1): chain events 1..6 (genesis, bind, open, charge, charge, turn)."""
-    store = SQLiteLedgerStore(path)
-    try:
-        session = store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT)
-        session.charge_and_record(charge_request())
-        session.charge_and_record(charge_request())
-        session.record_turn("0a", TURN)
-    finally:
-        store.close()
-
-
-def _charge_once_more(path: Path) -> None:
-    """Reopen (its first write stores the checkpoint of what the open verified) and charge."""
-    store = SQLiteLedgerStore(path)
-    try:
-        store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT).charge_and_record(charge_request())
-    finally:
-        store.close()
-
-
-def _checkpoint_at_the_head(path: Path) -> None:
-    store = SQLiteLedgerStore(path)
-    try:
-        store.save_checkpoint()
-    finally:
-        store.close()
 
 
 def _refusal(where: str, problem: str) -> str:
@@ -77,7 +51,7 @@ def _refusal(where: str, problem: str) -> str:
 
 @pytest.fixture
 def connection(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    _ledger(tmp_path / "l.db")
+    small_sqlite_ledger(tmp_path / "l.db", CAPS, FINGERPRINT)
     opened = sqlite3.connect(tmp_path / "l.db")
     yield opened
     opened.close()
@@ -146,7 +120,7 @@ def test_an_open_refuses_a_row_deleted_or_inserted_naming_its_table_and_seq(
     """The rows newer than the checkpoint are compared with the chain by table: a deleted or an
     inserted release or turn row refuses the open in one line naming `releases` or `turns`."""
     path = tmp_path / "l.db"
-    _ledger(path)
+    small_sqlite_ledger(path, CAPS, FINGERPRINT)
     sqlite_statement(path, statement)
     with pytest.raises(LedgerStoreError) as refused:
         SQLiteLedgerStore(path)
@@ -208,8 +182,10 @@ def test_an_open_walks_on_from_a_held_checkpoint(tmp_path: Path, monkeypatch: py
     chain and rows after its (event, release, turn) seqs only, reaches what a whole walk reaches,
     and says the checkpoint does not cover the head yet."""
     path = tmp_path / "l.db"
-    _ledger(path)
-    _charge_once_more(path)  # checkpoint at event 6 (releases 2, turns 1); the head is event 7
+    small_sqlite_ledger(path, CAPS, FINGERPRINT)
+    charge_sqlite_once(
+        path, CAPS, fingerprint=FINGERPRINT
+    )  # checkpoint at event 6 (releases 2, turns 1); the head is event 7
     verified, covered, reads = _open(path, monkeypatch)
     assert reads == [(6, 2, 1)]
     assert not covered
@@ -223,8 +199,8 @@ def test_an_open_at_a_checkpoint_of_the_head_says_it_is_covered(
     """A checkpoint of the chain's head: the open reads nothing after it and reports it covered
     (so nothing is stored again)."""
     path = tmp_path / "l.db"
-    _ledger(path)
-    _checkpoint_at_the_head(path)
+    small_sqlite_ledger(path, CAPS, FINGERPRINT)
+    save_sqlite_checkpoint(path)
     verified, covered, reads = _open(path, monkeypatch)
     assert reads == [(6, 2, 1)]
     assert covered is True
@@ -238,10 +214,10 @@ def test_a_sealed_checkpoint_the_chain_does_not_hold_is_ignored(
     key for its identity, but of an event the copy's chain does not hold): the checkpoint is
     ignored, the open walks from the genesis and reaches the copy's own head."""
     path, older = tmp_path / "l.db", tmp_path / "older.db"
-    _ledger(path)
+    small_sqlite_ledger(path, CAPS, FINGERPRINT)
     shutil.copyfile(path, older)  # head: event 6
-    _charge_once_more(path)
-    _checkpoint_at_the_head(path)  # checkpoint of event 7
+    charge_sqlite_once(path, CAPS, fingerprint=FINGERPRINT)
+    save_sqlite_checkpoint(path)  # checkpoint of event 7
     [(newer,)] = sqlite_statement(path, "SELECT body FROM checkpoint WHERE id = 1")
     sqlite_statement(older, "UPDATE checkpoint SET body = ? WHERE id = 1", (newer,))
     verified, covered, reads = _open(older, monkeypatch)

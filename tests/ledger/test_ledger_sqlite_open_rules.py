@@ -20,47 +20,22 @@ from pathlib import Path
 
 import pytest
 
-from dpmem_ref.core.transcript import TurnRecord
 from dpmem_ref.ledger import LedgerStoreError, SQLiteLedgerStore
 from dpmem_ref.ledger.anchor import high_water_path
 from dpmem_ref.ledger.chain import ENV_KEY, ENV_KEY_FILE, key_from_environment
-from tests.ledger_fixtures import chain_key_fixture, charge_request, sqlite_statement
+from tests.ledger_fixtures import (
+    chain_key_fixture,
+    charge_sqlite_once,
+    save_sqlite_checkpoint,
+    small_sqlite_ledger,
+    sqlite_statement,
+)
 
 KEY = "sqlite-open-rules-key-0123456789abcdef"
 OTHER_KEY = "sqlite-open-rules-other-key-0123456789"
 CAPS = {"diabetes": Fraction(10)}
-TURN = TurnRecord(query="q", views=(), control=None, response="", admitted=(), charges=())
 
 _chain_key = chain_key_fixture(KEY)
-
-
-def _ledger(path: Path) -> None:
-    """One session (u, i), charged twice, and one turn; closed."""
-    store = SQLiteLedgerStore(path)
-    try:
-        session = store.open_session("u", "i", CAPS)
-        session.charge_and_record(charge_request())
-        session.charge_and_record(charge_request())
-        session.record_turn("0a", TURN)
-    finally:
-        store.close()
-
-
-def _charge(path: Path, epsilon: Fraction) -> None:
-    store = SQLiteLedgerStore(path)
-    try:
-        store.open_session("u", "i", CAPS).charge_and_record(charge_request(epsilon))
-    finally:
-        store.close()
-
-
-def _save_checkpoint(path: Path) -> None:
-    """Open, store the checkpoint of what the open verified, close."""
-    store = SQLiteLedgerStore(path)
-    try:
-        store.save_checkpoint()
-    finally:
-        store.close()
 
 
 def _stored_checkpoint(path: Path) -> tuple[int, str]:
@@ -104,7 +79,7 @@ def test_a_file_chained_with_another_key_is_refused_naming_the_file(
     """One key per database for its lifetime: reopened under another key (or with a genesis that
     names no key) the file is refused in one line that names it and both key ids."""
     path = tmp_path / "l.db"
-    _ledger(path)
+    small_sqlite_ledger(path, CAPS)
     stored = key_from_environment().key_id
     if tamper is not None:
         sqlite_statement(path, tamper)
@@ -133,7 +108,7 @@ def test_a_stored_checkpoint_of_the_head_is_used_and_not_stored_again(tmp_path: 
     after that, an open whose stored checkpoint covers the head verified nothing new, so
     save_checkpoint commits nothing and the row stays as it was."""
     path = tmp_path / "l.db"
-    _ledger(path)
+    small_sqlite_ledger(path, CAPS)
     assert _stored_checkpoint(path)[0] < _head(path)[0]  # stored by the first write: behind the head
     assert _commits_of_save_checkpoint(path) == 1
     assert _stored_checkpoint(path) == _head(path)
@@ -147,12 +122,12 @@ def test_a_sealed_checkpoint_of_a_forked_copy_is_ignored(tmp_path: Path) -> None
     into the copy is not on the copy's chain, so the copy opens verified from its genesis and its
     own head's checkpoint replaces the foreign one."""
     original, fork = tmp_path / "a.db", tmp_path / "b.db"
-    _ledger(original)
+    small_sqlite_ledger(original, CAPS)
     shutil.copyfile(original, fork)
     shutil.copyfile(high_water_path(original), high_water_path(fork))
-    _charge(original, Fraction(1, 3))
-    _charge(fork, Fraction(1, 5))
-    _save_checkpoint(original)
+    charge_sqlite_once(original, CAPS, Fraction(1, 3))
+    charge_sqlite_once(fork, CAPS, Fraction(1, 5))
+    save_sqlite_checkpoint(original)
     assert _head(original)[0] == _head(fork)[0] and _head(original)[1] != _head(fork)[1]
     assert _stored_checkpoint(original) == _head(original)
     [(body,)] = sqlite_statement(original, "SELECT body FROM checkpoint WHERE id = 1")
