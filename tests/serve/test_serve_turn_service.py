@@ -20,7 +20,6 @@ import logging
 import time
 from typing import Any
 
-import attrs
 import pytest
 
 pytest.importorskip("anyio")
@@ -30,15 +29,7 @@ from dpmem_ref.core.errors import InputError  # noqa: E402
 from dpmem_ref.runtime.turns import ChannelUnavailable  # noqa: E402
 from dpmem_ref.serve import turns as served_turns  # noqa: E402
 from dpmem_ref.serve.turns import TRANSCRIPT_TURNS, TurnService, turn_response  # noqa: E402
-
-
-@attrs.frozen
-class Turn:
-    query: str
-    route: str | None = "r"
-    control: Any = None
-    remaining: dict[str, str] = attrs.field(factory=lambda: {"food": "1/2"})
-    views: tuple[tuple[str, str], ...] = (("food", "v-food"),)
+from tests.serve.test_serve_stream import Turn  # noqa: E402  (the runtime's AgentTurn surface)
 
 
 class Recording:
@@ -248,7 +239,7 @@ def test_kernel_turns_share_the_services_worker_threads() -> None:
 def test_the_json_answer_names_each_released_slots_view() -> None:
     """turn_response: the answer, control, remaining and route of the turn, and per released
     (slot, text) the view the turn released for that slot ("" for a slot it names no view for)."""
-    turn = Turn(query="q", control="c", views=(("food", "v-food"), ("sleep", "v-sleep")))
+    turn = Turn(query="q", control="c", remaining={"food": "1/2"}, views={"food": "v-food", "sleep": "v-sleep"})
     response = turn_response(turn, [("food", "eat"), ("mood", "calm")], "the answer")
     assert response.model_dump() == {
         "response": "the answer",
