@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dpmem_ref.core.transcript import TurnRecord
+from dpmem_ref.ledger.chain import HighWater
 from dpmem_ref.ledger.contract import ReleaseRequest
 from dpmem_ref.ledger.facts import SessionKey, SessionSnapshot
 from dpmem_ref.ledger.sqlite import SQLiteLedgerStore
@@ -77,6 +78,13 @@ def sqlite_statement(path: str | Path, statement: str, params: Sequence[object] 
         return rows
     finally:
         connection.close()
+
+
+def sqlite_chain_head(path: str | Path) -> HighWater:
+    """The newest chain event of a ledger file, read raw (not through the store under test)."""
+    [(seq, mac)] = sqlite_statement(path, "SELECT seq, mac FROM chain ORDER BY seq DESC LIMIT 1")
+    assert isinstance(seq, int) and isinstance(mac, str)
+    return HighWater(seq, mac)
 
 
 def charge_request(epsilon: Fraction = Fraction(1, 3)) -> ReleaseRequest:

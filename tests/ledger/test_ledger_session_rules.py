@@ -21,19 +21,13 @@ from dpmem_ref.core.errors import InputError
 from dpmem_ref.ledger import LedgerStoreError, MemoryLedgerStore, SessionKey, SQLiteLedgerStore
 from dpmem_ref.ledger.anchor import read_anchor
 from dpmem_ref.ledger.chain import HighWater
-from tests.ledger_fixtures import chain_key_fixture, charge_request, sqlite_statement
+from tests.ledger_fixtures import chain_key_fixture, charge_request, sqlite_chain_head
 
 KEY = "session-rules-key-0123456789abcdef0123"
 CAPS = {"diabetes": Fraction(2), "debt": Fraction(2)}
 FINGERPRINT = "f" * 64
 
 _chain_key = chain_key_fixture(KEY)
-
-
-def _head(path: Path) -> HighWater:
-    [(seq, mac)] = sqlite_statement(path, "SELECT seq, mac FROM chain ORDER BY seq DESC LIMIT 1")
-    assert isinstance(seq, int) and isinstance(mac, str)
-    return HighWater(seq, mac)
 
 
 def _anchor(store: SQLiteLedgerStore) -> HighWater | None:
@@ -46,14 +40,14 @@ def test_open_session_refuses_to_bind_a_fingerprint_to_charges_of_an_unknown_int
     path = tmp_path / "l.db"
     store = SQLiteLedgerStore(path)
     store.open_session("u", "i", CAPS).charge_and_record(charge_request())
-    head = _head(path)
+    head = sqlite_chain_head(path)
     with pytest.raises(LedgerStoreError) as refused:
         store.open_session("u", "j", CAPS, fingerprint=FINGERPRINT)
     assert str(refused.value) == (
         f"ledger database {path}: charges without an interface fingerprint; bind it once to the interface "
         f"that wrote it: dpmem ledger migrate {path} --interface FILE"
     )
-    assert store.fingerprint is None and _head(path) == head
+    assert store.fingerprint is None and sqlite_chain_head(path) == head
     store.close()
 
 
@@ -62,14 +56,14 @@ def test_open_session_raises_the_anchor_to_its_newest_event(tmp_path: Path) -> N
     newest ("open"); reopening it commits no event and leaves the anchor where it is."""
     path = tmp_path / "l.db"
     store = SQLiteLedgerStore(path)
-    genesis = _head(path)
+    genesis = sqlite_chain_head(path)
     assert _anchor(store) == genesis
     store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT)
-    opened = _head(path)
+    opened = sqlite_chain_head(path)
     assert opened.seq == genesis.seq + 2
     assert _anchor(store) == opened
     store.open_session("u", "i", CAPS, fingerprint=FINGERPRINT)
-    assert _head(path) == opened and _anchor(store) == opened
+    assert sqlite_chain_head(path) == opened and _anchor(store) == opened
     store.close()
 
 

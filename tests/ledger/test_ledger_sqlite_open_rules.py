@@ -22,12 +22,13 @@ import pytest
 
 from dpmem_ref.ledger import LedgerStoreError, SQLiteLedgerStore
 from dpmem_ref.ledger.anchor import high_water_path
-from dpmem_ref.ledger.chain import ENV_KEY, ENV_KEY_FILE, key_from_environment
+from dpmem_ref.ledger.chain import ENV_KEY, ENV_KEY_FILE, HighWater, key_from_environment
 from tests.ledger_fixtures import (
     chain_key_fixture,
     charge_sqlite_once,
     save_sqlite_checkpoint,
     small_sqlite_ledger,
+    sqlite_chain_head,
     sqlite_statement,
 )
 
@@ -38,16 +39,11 @@ CAPS = {"diabetes": Fraction(10)}
 _chain_key = chain_key_fixture(KEY)
 
 
-def _stored_checkpoint(path: Path) -> tuple[int, str]:
+def _stored_checkpoint(path: Path) -> HighWater:
     """(seq, mac) of the checkpoint row."""
     [(body,)] = sqlite_statement(path, "SELECT body FROM checkpoint WHERE id = 1")
     stored = json.loads(str(body))
-    return int(stored["seq"]), str(stored["mac"])
-
-
-def _head(path: Path) -> tuple[int, str]:
-    [(seq, mac)] = sqlite_statement(path, "SELECT seq, mac FROM chain ORDER BY seq DESC LIMIT 1")
-    return int(str(seq)), str(mac)
+    return HighWater(int(stored["seq"]), str(stored["mac"]))
 
 
 def _commits_of_save_checkpoint(path: Path) -> int:
@@ -109,11 +105,11 @@ def test_a_stored_checkpoint_of_the_head_is_used_and_not_stored_again(tmp_path: 
     save_checkpoint commits nothing and the row stays as it was."""
     path = tmp_path / "l.db"
     small_sqlite_ledger(path, CAPS)
-    assert _stored_checkpoint(path)[0] < _head(path)[0]  # stored by the first write: behind the head
+    assert _stored_checkpoint(path).seq < sqlite_chain_head(path).seq  # stored by the first write: behind the head
     assert _commits_of_save_checkpoint(path) == 1
-    assert _stored_checkpoint(path) == _head(path)
+    assert _stored_checkpoint(path) == sqlite_chain_head(path)
     assert _commits_of_save_checkpoint(path) == 0
-    assert _stored_checkpoint(path) == _head(path)
+    assert _stored_checkpoint(path) == sqlite_chain_head(path)
 
 
 def test_a_sealed_checkpoint_of_a_forked_copy_is_ignored(tmp_path: Path) -> None:
@@ -128,12 +124,13 @@ def test_a_sealed_checkpoint_of_a_forked_copy_is_ignored(tmp_path: Path) -> None
     charge_sqlite_once(original, CAPS, Fraction(1, 3))
     charge_sqlite_once(fork, CAPS, Fraction(1, 5))
     save_sqlite_checkpoint(original)
-    assert _head(original)[0] == _head(fork)[0] and _head(original)[1] != _head(fork)[1]
-    assert _stored_checkpoint(original) == _head(original)
+    ours, theirs = sqlite_chain_head(original), sqlite_chain_head(fork)
+    assert ours.seq == theirs.seq and ours.mac != theirs.mac
+    assert _stored_checkpoint(original) == sqlite_chain_head(original)
     [(body,)] = sqlite_statement(original, "SELECT body FROM checkpoint WHERE id = 1")
     sqlite_statement(fork, "INSERT OR REPLACE INTO checkpoint (id, body) VALUES (1, ?)", (body,))
     assert _commits_of_save_checkpoint(fork) == 1
-    assert _stored_checkpoint(fork) == _head(fork)
+    assert _stored_checkpoint(fork) == sqlite_chain_head(fork)
     store = SQLiteLedgerStore(fork)
     try:
         assert store.user_ledgers("u") == [("i", {"diabetes": Fraction(2, 3) + Fraction(1, 5)}, CAPS)]
