@@ -277,6 +277,17 @@ def test_a_hint_runs_first_beyond_the_budget_and_only_for_the_functions_it_reach
     assert json.loads((mutants / "prepass.json").read_text()) == {"pkg.x_double__mutmut_1": double}
 
 
+def test_a_mutant_judged_equivalent_is_not_tried(tmp_path: Path, monkeypatch, capsys) -> None:
+    mutants = _mutants(tmp_path)
+    runs = _recorded_runs(monkeypatch)
+    judged = {"pkg.x_double__mutmut_1": "a reason", "pkg.x_double__mutmut_2": "a reason"}
+    assert prepass.run(mutants, ["pkg.x_double*"], budget_s=10.0, jobs=1, deadline_s=600.0, judged=judged) == (0, 0)
+    assert runs == []
+    assert "prepass: 2 mutants skipped: judged equivalent" in capsys.readouterr().out
+    # Not booked as tried either: without the judgement it is tried (and its kill found).
+    assert prepass.run(mutants, ["pkg.x_double*"], budget_s=10.0, jobs=1, deadline_s=600.0) == (1, 2)
+
+
 def test_mutants_left_at_the_deadline_are_counted_as_not_tried(tmp_path: Path, capsys) -> None:
     mutants = _mutants(tmp_path)
     assert prepass.run(mutants, ["pkg.*"], budget_s=10.0, jobs=2, deadline_s=0.0) == (0, 0)

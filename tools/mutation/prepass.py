@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ import results  # noqa: E402  (tools/mutation/results.py: mutmut's cache, read o
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = ROOT / "mutants"
+EQUIVALENTS = ROOT / "tools" / "mutation" / "equivalents.toml"  # the judgements report.py reads
 VERDICTS = "prepass.json"
 TRIED = "prepass-tried.json"  # mutants tried without a verdict: name -> digest of its function and tests
 KILLED = 1  # pytest's exit code when a test failed: mutmut books it as killed
@@ -344,11 +345,15 @@ def run(
     deadline_s: float,
     fork: bool = False,
     hints: Iterable[str] = (),
+    judged: Collection[str] = (),
 ) -> tuple[int, int]:
     """Test the pending mutants matching `patterns`; (kills found, mutants tried). `fork`: each job's
     pytest runs are forks of a ForkServer that imported their test modules once. `hints`: tests run
     first, on their own, for each mutant whose function they reach (mutmut's stats and the child-
-    process edges), whatever their recorded duration: a test written to kill a survivor."""
+    process edges), whatever their recorded duration: a test written to kill a survivor. `judged`:
+    mutants judged equivalent, not tried: what they need is mutmut's "survived" with every test
+    that reaches them, which a pass that can only kill never gives (tried, each ran every hint and
+    its cheapest tests for nothing; a judgement a test contradicts shows in mutmut's run)."""
     stats = json.loads((mutants / "mutmut-stats.json").read_text())
     reach, durations = stats["tests_by_mangled_function_name"], stats["duration_by_test"]
     args = list(tomllib.loads((mutants / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args"])
@@ -362,10 +367,14 @@ def run(
     todo = []
     digests: dict[str, str] = {}
     skipped = 0
+    judged_here = 0
     hints = list(dict.fromkeys(hints))
     reaching: dict[str, frozenset[str]] = {}  # function -> every test mapped to it, cheap or not
     for name in results.pending(patterns, mutants):
         if name in verdicts:
+            continue
+        if name in judged:
+            judged_here += 1
             continue
         function = name.partition("__mutmut_")[0]
         if function not in reaching:
@@ -379,6 +388,10 @@ def run(
             todo.append((name, tests, hinted))
     if skipped:
         print(f"prepass: {skipped} mutants skipped: tried before on the same code and tests, no verdict", flush=True)
+    if judged_here:
+        print(
+            f"prepass: {judged_here} mutants skipped: judged equivalent (mutmut's run gives their verdict)", flush=True
+        )
     stop = time.monotonic() + deadline_s
     tried = 0
     passing: set[str] = set()  # shared by the threads: set.add is atomic under the GIL
@@ -483,8 +496,16 @@ def main() -> int:
     sub.add_parser("apply", help="write the kills into mutmut's .meta files (no mutmut running)")
     options = parser.parse_args()
     if options.command == "run":
+        judged = tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", {}) if EQUIVALENTS.exists() else {}
         killed, tried = run(
-            MUTANTS, options.patterns, options.budget_s, options.jobs, options.deadline_s, options.fork, options.hint
+            MUTANTS,
+            options.patterns,
+            options.budget_s,
+            options.jobs,
+            options.deadline_s,
+            options.fork,
+            options.hint,
+            judged,
         )
         print(f"mutation prepass: {killed} killed of {tried} tried")
     elif options.command == "serve":
