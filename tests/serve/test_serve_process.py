@@ -1,0 +1,103 @@
+"""A `dpmem serve` process seen from outside, beyond its routes: its log (one line format, no
+uvicorn access log, the stop named by the signal that asked for it), its answers (no `Server`
+banner), an IPv6 loopback host (bracketed in the listening line, and served), and the warning a
+host other than loopback gets when it serves without TLS.
+
+Each test starts a real process (tests/serve/live.py). The non-loopback case is the served code
+with `is_loopback` answering False for 127.0.0.1: the tests listen on loopback only.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.serve import live
+from tests.serve.live import DINNER, LiveServer, auth, marked_memory, write_keys
+
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) ([\w.]+): (\S.*)$")
+"""Every line `dpmem serve` logs (its root handler's format; uvicorn's records go through it)."""
+NO_TLS_WARNING = "listening on a non-loopback address without TLS: tokens travel in clear (docs/serve.md, TLS)"
+
+
+def _served_once(server: LiveServer, tokens: dict[str, str]) -> None:
+    """A health check and one turn; neither answer carries a Server header (no banner naming
+    the HTTP stack and its version to whoever connects)."""
+    with server.client() as client:
+        health = client.get("/healthz")
+        turn = client.post(
+            "/v1/turns", headers=auth(tokens["recipes"]), json={"user": "alice", "interaction": "log", "query": DINNER}
+        )
+    assert (health.status_code, turn.status_code) == (200, 200), turn.text
+    assert "server" not in health.headers and "server" not in turn.headers
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_the_log_is_one_format_without_uvicorns_access_log_and_ends_naming_the_stop(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    server = LiveServer(tmp_path, keys, memory, f"sqlite:///{tmp_path / 'ledgers.db'}").start()
+    try:
+        _served_once(server, tokens)
+    finally:
+        assert server.process is not None
+        server.process.send_signal(stop)
+        server.process.wait(live.STOP_TIMEOUT_S)
+        assert server.stop() == 0  # graceful: uvicorn stops, the runtime is closed, exit status 0
+    lines = server.log_text().splitlines()
+    parsed = [LOG_LINE.match(line) for line in lines]
+    assert lines and all(parsed), [line for line, match in zip(lines, parsed, strict=True) if match is None]
+    # uvicorn's access log is off (its line names the client's address and port); each request
+    # is the service's own line, method, route, status and time
+    assert "uvicorn.access" not in {match.group(2) for match in parsed if match}
+    requests = [match.group(3) for match in parsed if match and match.group(3).startswith(("GET ", "POST "))]
+    assert [re.sub(r" \d+\.\dms$", "", request) for request in requests] == ["GET /healthz 200", "POST /v1/turns 200"]
+    last = parsed[-1]
+    assert last is not None and last.groups() == ("INFO", "dpmem.serve", f"stopped ({stop.name})")
+    assert [line for line in lines if " WARNING " in line] == []  # loopback needs no TLS
+
+
+def test_an_ipv6_loopback_host_is_listed_in_brackets_and_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "READY", re.compile(r"^dpmem serve: listening on (http://\[::1\]:\d+)$"))
+
+    class OnIPv6Loopback(LiveServer):
+        def command(self) -> list[str]:
+            return ["::1" if part == "127.0.0.1" else part for part in super().command()]
+
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    with OnIPv6Loopback(tmp_path, keys, memory, "memory:") as server:
+        assert re.fullmatch(r"http://\[::1\]:\d+", server.url)
+        _served_once(server, tokens)
+    assert [line for line in server.log_text().splitlines() if " WARNING " in line] == []
+
+
+PUBLIC = (
+    "import sys; import dpmem_ref.serve.server as server; server.is_loopback = lambda host: False; "
+    "from dpmem_ref.cli.dpmem import main; sys.exit(main(sys.argv[1:]))"
+)
+"""`dpmem serve` (argv after `-c`) in a process where no host counts as loopback."""
+
+
+class SeenAsNonLoopback(LiveServer):
+    def command(self) -> list[str]:
+        command = super().command()
+        assert command[1:3] == ["-m", "dpmem_ref.cli"]
+        return [sys.executable, "-c", PUBLIC, *command[3:]]
+
+
+def test_a_non_loopback_host_without_tls_is_warned_of_once_at_start(tmp_path: Path) -> None:
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    with SeenAsNonLoopback(tmp_path, keys, memory, "memory:") as server:
+        _served_once(server, tokens)
+    found = [LOG_LINE.match(line) for line in server.log_text().splitlines() if " WARNING " in line]
+    assert [match.groups() if match else None for match in found] == [("WARNING", "dpmem.serve", NO_TLS_WARNING)]
