@@ -53,13 +53,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import report  # noqa: E402  (tools/mutation/report.py: where the judgements are kept)
 import subprocess_reach  # noqa: E402  (tools/mutation/subprocess_reach.py: where its edges are kept)
 
 import results  # noqa: E402  (tools/mutation/results.py: mutmut's cache, read one way)
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = ROOT / "mutants"
-EQUIVALENTS = ROOT / "tools" / "mutation" / "equivalents.toml"  # the judgements report.py reads
 VERDICTS = "prepass.json"
 TRIED = "prepass-tried.json"  # mutants tried without a verdict: name -> digest of its function and tests
 KILLED = 1  # pytest's exit code when a test failed: mutmut books it as killed
@@ -496,7 +496,7 @@ def main() -> int:
     sub.add_parser("apply", help="write the kills into mutmut's .meta files (no mutmut running)")
     options = parser.parse_args()
     if options.command == "run":
-        judged = tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", {}) if EQUIVALENTS.exists() else {}
+        judged = report.judgements()
         killed, tried = run(
             MUTANTS,
             options.patterns,

@@ -30,6 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scope import listed_modules  # noqa: E402  (tools/mutation/scope.py: the round-4 listing's format)
 
 EQUIVALENTS = ROOT / "tools" / "mutation" / "equivalents.toml"
+
+
+def judgements() -> dict[str, str]:
+    """The mutants judged equivalent (name -> one-line reason), none where the file is absent."""
+    return dict(tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", {})) if EQUIVALENTS.exists() else {}
+
 # mutmut 3's exit-code meanings (mutmut.stats.status_by_exit_code), except 255, which mutmut books
 # as a timeout: its worker's pytest run raised instead of returning a verdict (here: pytest did not
 # find a test id it was given), so no test ran to a result and the mutant counts as not checked.
@@ -64,7 +70,7 @@ def main() -> int:
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
     modules = config["only_mutate"]
-    equivalents = tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", {}) if EQUIVALENTS.exists() else {}
+    equivalents = judgements()
     if args.modules_from is not None:
         listed = listed_modules(args.modules_from.read_text())
         missing = sorted(set(listed) - set(modules))
