@@ -1,5 +1,5 @@
 """The live-server harness of the `dpmem serve` tests: a real `dpmem serve` process (uvicorn on
-a free loopback port, 127.0.0.1 only), a keys file with fresh random tokens, and the example
+a free loopback port, 127.0.0.1 unless a test asks for ::1), a keys file with fresh random tokens, and the example
 agent's memory with a unique marker in every item.
 
 Waits are bounded (START_TIMEOUT_S for the "listening" line, STOP_TIMEOUT_S for a graceful
@@ -36,7 +36,11 @@ AGENT = ROOT / "examples" / "agent" / "assistant.toml"
 MEMORY = ROOT / "examples" / "agent" / "memory.jsonl"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
-READY = re.compile(r"^dpmem serve: listening on (https?://127\.0\.0\.1:\d+)$")
+READY = {
+    "127.0.0.1": re.compile(r"^dpmem serve: listening on (https?://127\.0\.0\.1:\d+)$"),
+    "::1": re.compile(r"^dpmem serve: listening on (https?://\[::1\]:\d+)$"),  # an IPv6 host is bracketed in a URL
+}
+"""The "listening" line of a server on each loopback host the tests use; group 1: its URL."""
 APPS = {"recipes": ["alice", "bob"], "finance": ["alice"]}
 """The shipped agent file's applications (each with its share); "bob" is a subject with no memory items."""
 EXTRA_SHARE = {"diabetes": 1, "debt": 1}
@@ -128,9 +132,10 @@ class LiveServer:
         seed: int | None = 0,
         extra: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         self.folder, self.keys, self.memory, self.store_url, self.seed = folder, keys, memory, store_url, seed
-        self.extra, self.env = list(extra), dict(env or {})
+        self.extra, self.env, self.host = list(extra), dict(env or {}), host
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.logs: list[Path] = []
@@ -138,7 +143,7 @@ class LiveServer:
     def command(self) -> list[str]:
         command = [sys.executable, "-m", "dpmem_ref.cli", "serve", str(agent_of(self.keys)), "--memory", str(self.memory)]
         store = ["--ephemeral"] if self.store_url == "memory:" else ["--store-url", self.store_url]
-        command += ["--keys", str(self.keys), *store, "--host", "127.0.0.1", "--port", "0"]
+        command += ["--keys", str(self.keys), *store, "--host", self.host, "--port", "0"]
         return command + ([] if self.seed is None else ["--seed", str(self.seed)]) + self.extra
 
     def start(self) -> LiveServer:
@@ -163,7 +168,7 @@ class LiveServer:
                 break
             buffered += chunk
             for line in buffered.decode(errors="replace").splitlines():
-                found = READY.match(line)
+                found = READY[self.host].match(line)
                 if found:
                     return found.group(1)
         self.kill()
@@ -172,11 +177,11 @@ class LiveServer:
     def client(self, timeout: float = 60.0) -> Any:
         return httpx.Client(base_url=self.url, timeout=timeout, trust_env=False)  # loopback: never a proxy
 
-    def stop(self) -> int:
-        """SIGTERM (graceful), bounded; SIGKILL after STOP_TIMEOUT_S. The exit status."""
+    def stop(self, how: signal.Signals = signal.SIGTERM) -> int:
+        """`how` (SIGTERM or SIGINT: graceful), bounded; SIGKILL after STOP_TIMEOUT_S. The exit status."""
         assert self.process is not None
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            self.process.send_signal(how)
             try:
                 self.process.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:

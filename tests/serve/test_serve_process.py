@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.serve import live
 from tests.serve.live import DINNER, LiveServer, auth, marked_memory, write_keys
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) ([\w.]+): (\S.*)$")
@@ -46,10 +45,7 @@ def test_the_log_is_one_format_without_uvicorns_access_log_and_ends_naming_the_s
     try:
         _served_once(server, tokens)
     finally:
-        assert server.process is not None
-        server.process.send_signal(stop)
-        server.process.wait(live.STOP_TIMEOUT_S)
-        assert server.stop() == 0  # graceful: uvicorn stops, the runtime is closed, exit status 0
+        assert server.stop(stop) == 0  # graceful: uvicorn stops, the runtime is closed, exit status 0
     lines = server.log_text().splitlines()
     parsed = [LOG_LINE.match(line) for line in lines]
     assert lines and all(parsed), [line for line, match in zip(lines, parsed, strict=True) if match is None]
@@ -63,18 +59,10 @@ def test_the_log_is_one_format_without_uvicorns_access_log_and_ends_naming_the_s
     assert [line for line in lines if " WARNING " in line] == []  # loopback needs no TLS
 
 
-def test_an_ipv6_loopback_host_is_listed_in_brackets_and_served(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(live, "READY", re.compile(r"^dpmem serve: listening on (http://\[::1\]:\d+)$"))
-
-    class OnIPv6Loopback(LiveServer):
-        def command(self) -> list[str]:
-            return ["::1" if part == "127.0.0.1" else part for part in super().command()]
-
+def test_an_ipv6_loopback_host_is_listed_in_brackets_and_served(tmp_path: Path) -> None:
     keys, tokens = write_keys(tmp_path)
     memory, _ = marked_memory(tmp_path)
-    with OnIPv6Loopback(tmp_path, keys, memory, "memory:") as server:
+    with LiveServer(tmp_path, keys, memory, "memory:", host="::1") as server:
         assert re.fullmatch(r"http://\[::1\]:\d+", server.url)
         _served_once(server, tokens)
     assert [line for line in server.log_text().splitlines() if " WARNING " in line] == []
