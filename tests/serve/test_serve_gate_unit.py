@@ -9,12 +9,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
-from dpmem_ref.serve.gate import MAX_BODY_BYTES, PRINCIPAL, Gate, bearer_token, error_body
+from dpmem_ref.serve import gate as gate_module
+from dpmem_ref.serve.gate import (
+    MAX_BODY_BYTES,
+    PRINCIPAL,
+    Gate,
+    _declared_length,
+    _read_bounded,
+    bearer_token,
+    error_body,
+)
 from dpmem_ref.serve.keys import Principal, parse_keys, token_hash
 
 KEYS = parse_keys(
@@ -66,6 +76,11 @@ def call(
     if disconnect:
         incoming = [{**m, "more_body": True} for m in incoming] + [{"type": "http.disconnect"}]
     incoming += list(after)
+    return asyncio.run(exchange(gate, scope, incoming))
+
+
+async def exchange(gate: Gate, scope: dict[str, Any], incoming: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`gate` called with `scope`, receiving `incoming` in order; the messages it sent back."""
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -74,7 +89,7 @@ def call(
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    asyncio.run(gate(scope, receive, send))
+    await gate(scope, receive, send)
     return sent
 
 
@@ -175,6 +190,31 @@ def test_a_body_of_exactly_the_bound_is_served() -> None:
     assert answer(sent) == (200, {}, body)
 
 
+def test_a_declared_length_of_exactly_the_bound_is_served() -> None:
+    body = b"x" * MAX_BODY_BYTES
+    sent = call(Gate(Recorder(), KEYS), headers=[(b"content-length", str(MAX_BODY_BYTES).encode())], chunks=[body])
+    assert answer(sent) == (200, {}, body)
+
+
+def test_the_declared_length_is_the_content_length_header_if_any() -> None:
+    assert _declared_length({"headers": [(b"x-other", b"7"), (b"content-length", b"12")]}) == 12
+    assert _declared_length({"headers": [(b"content-length", b"twelve")]}) is None
+    assert _declared_length({"headers": []}) is None and _declared_length({}) is None
+
+
+def test_the_body_read_before_a_disconnect_is_returned_whole_with_the_disconnect() -> None:
+    incoming: list[dict[str, Any]] = [
+        {"type": "http.request", "body": b"ab", "more_body": True},
+        {"type": "http.request", "body": b"cd", "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop(0)
+
+    assert asyncio.run(_read_bounded(receive)) == (b"abcd", {"type": "http.disconnect"})
+
+
 def test_a_client_that_leaves_before_its_body_is_complete_gets_nothing() -> None:
     app = Recorder()
     assert call(Gate(app, KEYS), chunks=[b"{"], disconnect=True) == []
@@ -198,6 +238,45 @@ def test_the_in_flight_count_is_released_after_each_request() -> None:
     assert failing.in_flight == 0
 
 
+def test_every_request_inside_the_application_holds_a_slot_of_its_own() -> None:
+    """With a bound of 2, two requests held inside the application fill it: a third is 503, and
+    once they are answered the slots are free again."""
+
+    async def scenario() -> tuple[int, list[int], int, int]:
+        release, entered = asyncio.Event(), asyncio.Event()
+        inside: list[int] = []
+
+        class Holding(Recorder):
+            async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+                inside.append(1)
+                if len(inside) == 2:
+                    entered.set()
+                await release.wait()
+                await super().__call__(scope, receive, send)
+
+        gate = Gate(Holding(), KEYS, max_in_flight=2)
+
+        def request() -> Any:
+            scope = {
+                "type": "http",
+                "method": "POST",
+                "path": "/v1/turns",
+                "headers": [(b"authorization", b"Bearer app-token")],
+            }
+            return exchange(gate, scope, [{"type": "http.request", "body": b"{}", "more_body": False}])
+
+        held = [asyncio.create_task(request()) for _ in range(2)]
+        await entered.wait()
+        held_count = gate.in_flight
+        third = asyncio.create_task(request())
+        await asyncio.wait({third}, timeout=5)  # a 503 comes at once; a request let in would wait for release
+        release.set()
+        answered = [answer(await task)[0] for task in (third, *held)]
+        return held_count, answered, gate.in_flight, answer(await request())[0]
+
+    assert asyncio.run(scenario()) == (2, [503, 200, 200], 0, 200)
+
+
 SECRET = "a value the message quotes"
 
 
@@ -210,6 +289,13 @@ def test_an_escaping_exception_is_a_one_line_500_and_a_log_line_without_its_mess
     lines = [record.getMessage() for record in caplog.records]
     assert lines[0].startswith("internal error ValueError at ") and SECRET not in "".join(lines)
     assert len(lines) == 2 and lines[1].startswith("POST (no route) 500 ")
+
+
+def test_the_internal_error_line_names_where_the_exception_was_raised(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="dpmem.serve"):
+        call(Gate(Recorder(error=ValueError(SECRET)), KEYS))
+    origin = caplog.records[0].getMessage().removeprefix("internal error ValueError at ")
+    assert re.fullmatch(r"test_serve_gate_unit\.py:\d+ \(__call__\)", origin), origin  # Recorder's raise
 
 
 def test_an_exception_after_the_answer_started_sends_no_second_start() -> None:
@@ -247,6 +333,57 @@ def test_a_routed_request_is_logged_by_its_route_template_never_its_path(caplog:
         call(Gate(Routed(), KEYS), path="/v1/users/alice/memory")
     (line,) = [record.getMessage() for record in caplog.records]
     assert line.startswith("POST /v1/users/{user}/memory 200 ") and "alice" not in line
+
+
+def test_a_request_under_a_mount_is_logged_by_the_mount_and_its_route(caplog: pytest.LogCaptureFixture) -> None:
+    """The MCP server is mounted at /v1/mcp: its route's template is relative to the mount point
+    (the scope's root_path), which the line puts in front; without a route, no root_path shows."""
+
+    class Mounted(Recorder):
+        def __init__(self, route_path: str | None) -> None:
+            super().__init__()
+            self.route_path = route_path
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            scope["root_path"] = "/v1/mcp"
+            if self.route_path is not None:
+                scope["route"] = type("Route", (), {"path": self.route_path})()
+            await super().__call__(scope, receive, send)
+
+    lines = []
+    for route_path in ("/", None):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="dpmem.serve"):
+            call(Gate(Mounted(route_path), KEYS), path="/v1/mcp/")
+        lines += [record.getMessage().rpartition(" ")[0] for record in caplog.records]
+    assert lines == ["POST /v1/mcp/ 200", "POST (no route) 200"]
+
+
+def test_the_time_on_the_line_is_the_milliseconds_from_arrival_to_the_end_of_the_answer(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readings = [100.0, 100.25]  # perf_counter when the request arrives, then once it is answered
+
+    class Clock:
+        @staticmethod
+        def perf_counter() -> float:
+            return readings.pop(0)
+
+    monkeypatch.setattr(gate_module, "time", Clock)
+    with caplog.at_level(logging.INFO, logger="dpmem.serve"):
+        call(Gate(Recorder(), KEYS), path="/healthz", token=None)
+    assert [record.getMessage() for record in caplog.records] == ["POST /healthz 200 250.0ms"] and readings == []
+
+
+def test_a_scope_without_method_or_path_is_still_answered_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """Not what an ASGI server sends (both keys are required): the gate still answers, and its
+    line, written in a `finally`, shows "?" rather than raising there."""
+    with caplog.at_level(logging.INFO, logger="dpmem.serve"):
+        sent = asyncio.run(
+            exchange(Gate(Recorder(), KEYS), {"type": "http", "headers": []}, [{"type": "http.request"}])
+        )
+    assert answer(sent)[0] == 200
+    assert [record.getMessage().rpartition(" ")[0] for record in caplog.records] == ["? (no route) 200"]
 
 
 def test_a_non_http_scope_passes_through_untouched() -> None:

@@ -92,6 +92,28 @@ def test_a_consumer_leaving_mid_answer_releases_the_channel() -> None:
     assert asyncio.run(collect(service))[-1][0] == "done"
 
 
+def test_while_one_scope_is_held_other_users_and_other_applications_stream_to_the_end() -> None:
+    """A stream holds its scope's lock, (user, application), until it ends: while alice's stream
+    in "app" waits after its views, bob's in "app" and alice's in "other" run to the end, and
+    alice's then ends as usual."""
+
+    async def to_the_end(stream: Any) -> list[tuple[str, Any]]:
+        return [event async for event in stream]
+
+    async def scenario() -> tuple[list[Any], Any]:
+        service = TurnService(Runtime(Generating()), deadline_s=0.01)
+        held = service.stream("alice", "app", "i", "what to eat")
+        assert (await anext(held))[0] == "released"
+        others = []
+        for user, app in (("bob", "app"), ("alice", "other")):
+            events = await asyncio.wait_for(to_the_end(service.stream(user, app, "i", "what to eat")), timeout=5)
+            others.append(events[-1])
+        return others, (await to_the_end(held))[-1]
+
+    done = ("done", "eat more greens today ")
+    assert asyncio.run(scenario()) == ([done, done], done)
+
+
 class Answering:
     """A channel with `respond` only: its answer names exactly what it was given."""
 

@@ -236,6 +236,13 @@ def test_kernel_turns_share_the_services_worker_threads() -> None:
     assert b_start >= a_end  # one thread: the second kernel turn waited for the first
 
 
+def test_without_respond_the_answer_is_empty_and_the_channel_is_not_asked() -> None:
+    channel = Recording()
+    service = TurnService(Runtime(channel), deadline_s=None)
+    done, texts, answer = asyncio.run(service.turn("alice", "app", "i", "q", respond=False))
+    assert (done.query, texts, answer, channel.calls) == ("released q", [("food", "eat more greens")], "", [])
+
+
 def test_the_json_answer_names_each_released_slots_view() -> None:
     """turn_response: the answer, control, remaining and route of the turn, and per released
     (slot, text) the view the turn released for that slot ("" for a slot it names no view for)."""
