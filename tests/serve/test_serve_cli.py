@@ -320,3 +320,19 @@ def test_a_ledger_store_refused_on_open_is_named_by_its_whole_reason_not_its_las
         "dpmem: error: --store-url: expected a ledger store that opens, "
         "found 'refused, verification on open failed: ledgers row (alice...\n"
     )
+
+
+def test_a_store_refused_for_its_anchor_file_names_the_anchor_file_before_why(tmp_path: Path) -> None:
+    """An anchor file that is not an anchor: the store refuses to open ("ledger database NAME:
+    refused, anchor PATH: why"), and the refusal is shown from after the name (the option's), so
+    it still names the anchor file before why."""
+    from dpmem_ref.ledger.sqlite.store import SQLiteLedgerStore
+
+    keys, _ = write_keys(tmp_path)
+    SQLiteLedgerStore(tmp_path / "ledgers.db")  # a new ledger database and its anchor beside it
+    (tmp_path / "ledgers.db.hwm").write_text("not an anchor")
+    code, out, err = dpmem(
+        "serve", str(AGENT), "--keys", str(keys), "--store-url", f"sqlite:///{tmp_path / 'ledgers.db'}"
+    )
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith("dpmem: error: --store-url: expected a ledger store that opens, found 'refused, anchor "), err
