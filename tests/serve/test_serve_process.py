@@ -12,8 +12,11 @@ from __future__ import annotations
 import re
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.serve.live import DINNER, LiveServer, auth, marked_memory, write_keys
@@ -57,6 +60,44 @@ def test_the_log_is_one_format_without_uvicorns_access_log_and_ends_naming_the_s
     last = parsed[-1]
     assert last is not None and last.groups() == ("INFO", "dpmem.serve", f"stopped ({stop.name})")
     assert [line for line in lines if " WARNING " in line] == []  # loopback needs no TLS
+
+
+def test_a_second_signal_during_the_graceful_stop_forces_it_and_the_log_names_both(tmp_path: Path) -> None:
+    """SIGTERM while a turn is in flight (released 10 s after its start, the longest deadline): the server waits for it
+    (graceful); a SIGINT then forces the stop. The turn is cut, the exit status is still 0 and the
+    last line names both signals."""
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    server = LiveServer(tmp_path, keys, memory, "memory:", extra=["--release-deadline", "10"]).start()
+    outcome: list[object] = []
+
+    def held_turn() -> None:
+        try:
+            with server.client() as client:
+                body = {"user": "alice", "interaction": "held", "query": DINNER}
+                outcome.append(client.post("/v1/turns", headers=auth(tokens["recipes"]), json=body).status_code)
+        except httpx.HTTPError as error:
+            outcome.append(type(error).__name__)
+
+    client = threading.Thread(target=held_turn)
+    client.start()
+    try:
+        time.sleep(1.0)  # the turn is in: its answer waits for the 10 s release deadline
+        assert server.process is not None
+        server.process.send_signal(signal.SIGTERM)
+        waiting = "Waiting for connections to close"  # uvicorn's line: graceful, the turn holds the stop
+        deadline = time.monotonic() + 15
+        while waiting not in server.log_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert waiting in server.log_text()
+        assert server.stop(signal.SIGINT) == 0
+    finally:
+        server.stop()
+        client.join(30)
+    assert len(outcome) == 1 and outcome[0] != 200, outcome
+    last = LOG_LINE.match(server.log_text().splitlines()[-1])
+    assert last is not None and last.group(2) == "dpmem.serve"
+    assert last.group(3) in ("stopped (SIGINT, SIGTERM)", "stopped (SIGTERM, SIGINT)")
 
 
 def test_an_ipv6_loopback_host_is_listed_in_brackets_and_served(tmp_path: Path) -> None:
