@@ -1,7 +1,7 @@
 """A `dpmem serve` process seen from outside, beyond its routes: its log (one line format, no
-uvicorn access log, the stop named by the signal that asked for it), its answers (no `Server`
-banner), an IPv6 loopback host (bracketed in the listening line, and served), and the warning a
-host other than loopback gets when it serves without TLS.
+uvicorn access log, the stop named by the signal or signals that asked for it), its answers (no
+`Server` banner), an IPv6 loopback host (bracketed in the listening line, and served), the warning
+a host other than loopback gets when it serves without TLS, and a failed start-up (exit 3).
 
 Each test starts a real process (tests/serve/live.py). The non-loopback case is the served code
 with `is_loopback` answering False for 127.0.0.1: the tests listen on loopback only.
@@ -9,8 +9,10 @@ with `is_loopback` answering False for 127.0.0.1: the tests listen on loopback o
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -19,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serve.live import DINNER, LiveServer, auth, marked_memory, write_keys
+from tests.serve.live import DINNER, ROOT, LiveServer, auth, marked_memory, write_keys
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) ([\w.]+): (\S.*)$")
 """Every line `dpmem serve` logs (its root handler's format; uvicorn's records go through it)."""
@@ -130,3 +132,38 @@ def test_a_non_loopback_host_without_tls_is_warned_of_once_at_start(tmp_path: Pa
         _served_once(server, tokens)
     found = [LOG_LINE.match(line) for line in server.log_text().splitlines() if " WARNING " in line]
     assert [match.groups() if match else None for match in found] == [("WARNING", "dpmem.serve", NO_TLS_WARNING)]
+
+
+FAILING_START = """
+import contextlib, sys
+import dpmem_ref.serve.mcp_server as mcp_server
+made = mcp_server.mcp_app
+def failing(turns):
+    mount, _ = made(turns)
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        raise RuntimeError("the MCP session manager cannot start")
+        yield
+    return mount, lifespan
+mcp_server.mcp_app = failing
+from dpmem_ref.cli.dpmem import main
+sys.exit(main(sys.argv[1:]))
+"""
+"""`dpmem serve` (argv after `-c`) whose MCP lifespan raises as it starts: uvicorn's start-up fails."""
+
+
+def test_a_server_whose_start_up_fails_exits_non_zero_and_never_says_it_listens(tmp_path: Path) -> None:
+    """A failed start-up (an application lifespan that raises, as the MCP server's could; lifespan
+    is "on" with --mcp): uvicorn logs it and exits with its STARTUP_FAILURE status, 3, so a
+    supervisor sees a failure, not the 0 of a stop; nothing says it listens or stopped."""
+    keys, _ = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    command = LiveServer(tmp_path, keys, memory, "memory:", extra=["--mcp"]).command()
+    assert command[1:3] == ["-m", "dpmem_ref.cli"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", FAILING_START, *command[3:]], capture_output=True, env=env, cwd=tmp_path, timeout=120
+    )
+    err = done.stderr.decode()
+    assert (done.returncode, done.stdout) == (3, b""), err
+    assert err.rstrip().endswith("ERROR uvicorn.error: Application startup failed. Exiting.") and "stopped (" not in err
