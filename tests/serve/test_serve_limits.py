@@ -4,7 +4,7 @@ A real server on loopback; attackers hold 1,000 connections that send half a req
 (half a request line, headers without their end, a body shorter than its Content-Length),
 spread over loopback source addresses 127.0.0.2..; while they are held, a well-behaved client's
 /healthz and turns answer within a second. The per-client limit closes the connection past it;
-the header and body timeouts close stalled connections. Everything is bounded: the attack
+the header and body timeouts close stalled connections, the idle timeout a kept-alive one. Everything is bounded: the attack
 opens a fixed number of sockets, every wait has a deadline, and all sockets are closed.
 """
 
@@ -134,6 +134,21 @@ def test_the_connection_past_the_per_client_limit_is_closed_at_once(served: Any)
         assert healthz_answers(_port(server.url), "127.0.0.202")  # another address is served
     finally:
         release(held + extra)
+
+
+def test_a_kept_alive_connection_is_closed_once_idle_past_the_idle_timeout(tmp_path: Path) -> None:
+    """--idle-timeout 1: after its answer, a kept-alive connection without a next request stays
+    open, then the server closes it about 1 s later (not at uvicorn's own 5 s default)."""
+    keys, _ = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    with LiveServer(tmp_path, keys, memory, "memory:", extra=["--idle-timeout", "1"]) as server:
+        sock = connect(_port(server.url), "127.0.0.230")
+        try:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: dpmem\r\n\r\n")
+            assert not closed_by_server(sock, 0.3)  # answered (read here) and kept alive
+            assert closed_by_server(sock, 3.0)
+        finally:
+            sock.close()
 
 
 @pytest.mark.parametrize("field", ["header_s", "body_s", "idle_s", "per_client", "total"])

@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -100,6 +103,39 @@ def test_a_second_signal_during_the_graceful_stop_forces_it_and_the_log_names_bo
     last = LOG_LINE.match(server.log_text().splitlines()[-1])
     assert last is not None and last.group(2) == "dpmem.serve"
     assert last.group(3) in ("stopped (SIGINT, SIGTERM)", "stopped (SIGTERM, SIGINT)")
+
+
+def test_a_stalled_request_holds_the_graceful_stop_ten_seconds_at_most(tmp_path: Path) -> None:
+    """SIGTERM while a client has sent a request's head and not its body (a body time-out of 60 s
+    would keep it open): uvicorn waits for it 10 s, the graceful bound, then cancels it, and the
+    server exits 0 well before the body time-out. The bound shows in the server's own log: from
+    "Shutting down" to the cancel, 10 s plus uvicorn's 0.1 s pause."""
+    keys, tokens = write_keys(tmp_path)
+    memory, _ = marked_memory(tmp_path)
+    server = LiveServer(tmp_path, keys, memory, "memory:", extra=["--body-timeout", "60"]).start()
+    address = urlsplit(server.url)
+    assert address.hostname is not None and address.port is not None
+    head = (
+        "POST /v1/turns HTTP/1.1\r\nHost: dpmem\r\nContent-Type: application/json\r\nContent-Length: 100\r\n"
+        f"Authorization: Bearer {tokens['recipes']}\r\n\r\n"
+    )
+    try:
+        with socket.create_connection((address.hostname, address.port)) as stalled:
+            stalled.sendall(head.encode())
+            time.sleep(0.5)  # the head is in: the gate waits for the body
+            assert server.stop(signal.SIGTERM) == 0  # within STOP_TIMEOUT_S (30 s), not the 60 s body time-out
+    finally:
+        server.stop()
+    when = {}
+    for line in server.log_text().splitlines():
+        for event in ("Shutting down", "Cancel 1 running task(s), timeout graceful shutdown exceeded"):
+            if line.endswith(f": {event}"):
+                when[event] = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+    assert len(when) == 2, server.log_text()
+    waited = (
+        when["Cancel 1 running task(s), timeout graceful shutdown exceeded"] - when["Shutting down"]
+    ).total_seconds()
+    assert 10.05 <= waited < 10.9, waited
 
 
 def test_an_ipv6_loopback_host_is_listed_in_brackets_and_served(tmp_path: Path) -> None:
