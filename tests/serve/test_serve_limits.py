@@ -4,8 +4,9 @@ A real server on loopback; attackers hold 1,000 connections that send half a req
 (half a request line, headers without their end, a body shorter than its Content-Length),
 spread over loopback source addresses 127.0.0.2..; while they are held, a well-behaved client's
 /healthz and turns answer within a second. The per-client limit closes the connection past it;
-the header and body timeouts close stalled connections, the idle timeout a kept-alive one. Everything is bounded: the attack
-opens a fixed number of sockets, every wait has a deadline, and all sockets are closed.
+the header and body timeouts close stalled connections, the idle timeout a kept-alive one.
+Everything is bounded: the attack opens a fixed number of sockets, every wait has a deadline, and
+all sockets are closed.
 """
 
 from __future__ import annotations
