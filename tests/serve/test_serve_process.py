@@ -198,7 +198,7 @@ def test_a_server_whose_start_up_fails_exits_non_zero_and_never_says_it_listens(
     assert command[1:3] == ["-m", "dpmem_ref.cli"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", FAILING_START, *command[3:]], capture_output=True, env=env, cwd=tmp_path, timeout=120
+        [sys.executable, "-c", FAILING_START, *command[3:]], capture_output=True, env=env, cwd=tmp_path, timeout=60
     )
     err = done.stderr.decode()
     assert (done.returncode, done.stdout) == (3, b""), err
