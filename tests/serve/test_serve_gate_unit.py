@@ -266,7 +266,7 @@ def test_every_request_inside_the_application_holds_a_slot_of_its_own() -> None:
             return exchange(gate, scope, [{"type": "http.request", "body": b"{}", "more_body": False}])
 
         held = [asyncio.create_task(request()) for _ in range(2)]
-        await entered.wait()
+        await asyncio.wait_for(entered.wait(), timeout=5)  # both let in (a gate that refused one fails here)
         held_count = gate.in_flight
         third = asyncio.create_task(request())
         await asyncio.wait({third}, timeout=5)  # a 503 comes at once; a request let in would wait for release
