@@ -1,6 +1,6 @@
 """The live-server harness of the `dpmem serve` tests: a real `dpmem serve` process (uvicorn on
-a free loopback port, 127.0.0.1 unless a test asks for ::1), a keys file with fresh random tokens, and the example
-agent's memory with a unique marker in every item.
+a free loopback port, 127.0.0.1 unless a test asks for ::1), a keys file with fresh random
+tokens, and the example agent's memory with a unique marker in every item.
 
 Waits are bounded (START_TIMEOUT_S for the "listening" line, STOP_TIMEOUT_S for a graceful
 stop, then SIGKILL); nothing sleeps for a fixed time.
@@ -119,6 +119,12 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def child_environment() -> dict[str, str]:
+    """The environment of a `dpmem` child process: this one's, with the checkout (and eval/) on
+    PYTHONPATH and unbuffered output (its lines arrive as written)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1"}
+
+
 class LiveServer:
     """One `dpmem serve` process; `start()` returns once it listens. It serves the agent file
     `write_keys` wrote beside `keys` (`agent_of`); the store "memory:" is `--ephemeral`."""
@@ -149,7 +155,7 @@ class LiveServer:
     def start(self) -> LiveServer:
         log = self.folder / f"server-{len(self.logs)}-{secrets.token_hex(3)}.log"
         self.logs.append(log)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1", **self.env}
+        env = {**child_environment(), **self.env}
         with log.open("wb") as sink:
             self.process = subprocess.Popen(self.command(), stdout=subprocess.PIPE, stderr=sink, env=env, cwd=self.folder)
         self.url = self._wait_ready()

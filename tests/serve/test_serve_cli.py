@@ -20,18 +20,18 @@ from tests.kernel_fixtures import run_cli
 from tests.serve.live import (
     AGENT,
     DINNER,
-    ROOT,
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
     LiveServer,
     agent_of,
     auth,
+    child_environment,
     httpx,
     marked_memory,
     write_keys,
 )
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1"}
+ENV = child_environment()
 
 
 def dpmem(*args: str) -> tuple[int, str, str]:

@@ -58,6 +58,14 @@ class Recorder:
         await send({"type": "http.response.body", "body": message.get("body", b"")})
 
 
+def http_scope(
+    path: str = "/v1/turns", token: str | None = "app-token", headers: Iterable[tuple[bytes, bytes]] = ()
+) -> dict[str, Any]:
+    """The scope of a POST to `path`, with `token` as its bearer token (none if None) and `headers`."""
+    authorization = [(b"authorization", f"Bearer {token}".encode())] if token is not None else []
+    return {"type": "http", "method": "POST", "path": path, "headers": [*authorization, *headers]}
+
+
 def call(
     gate: Gate,
     path: str = "/v1/turns",
@@ -69,8 +77,7 @@ def call(
 ) -> list[dict[str, Any]]:
     """One HTTP request through `gate`: the body in `chunks` (then a disconnect if `disconnect`,
     then the `after` messages); the messages the gate sent back."""
-    scope_headers = [(b"authorization", f"Bearer {token}".encode())] if token is not None else []
-    scope = {"type": "http", "method": "POST", "path": path, "headers": [*scope_headers, *headers]}
+    scope = http_scope(path, token, headers)
     parts = list(chunks)
     incoming = [{"type": "http.request", "body": c, "more_body": i < len(parts) - 1} for i, c in enumerate(parts)]
     if disconnect:
@@ -257,13 +264,7 @@ def test_every_request_inside_the_application_holds_a_slot_of_its_own() -> None:
         gate = Gate(Holding(), KEYS, max_in_flight=2)
 
         def request() -> Any:
-            scope = {
-                "type": "http",
-                "method": "POST",
-                "path": "/v1/turns",
-                "headers": [(b"authorization", b"Bearer app-token")],
-            }
-            return exchange(gate, scope, [{"type": "http.request", "body": b"{}", "more_body": False}])
+            return exchange(gate, http_scope(), [{"type": "http.request", "body": b"{}", "more_body": False}])
 
         held = [asyncio.create_task(request()) for _ in range(2)]
         await asyncio.wait_for(entered.wait(), timeout=5)  # both let in (a gate that refused one fails here)

@@ -9,7 +9,6 @@ with `is_loopback` answering False for 127.0.0.1: the tests listen on loopback o
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import socket
@@ -24,7 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.serve.live import DINNER, ROOT, LiveServer, auth, marked_memory, write_keys
+from tests.serve.live import DINNER, LiveServer, auth, child_environment, marked_memory, write_keys
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (INFO|WARNING|ERROR) ([\w.]+): (\S.*)$")
 """Every line `dpmem serve` logs (its root handler's format; uvicorn's records go through it)."""
@@ -68,9 +67,9 @@ def test_the_log_is_one_format_without_uvicorns_access_log_and_ends_naming_the_s
 
 
 def test_a_second_signal_during_the_graceful_stop_forces_it_and_the_log_names_both(tmp_path: Path) -> None:
-    """SIGTERM while a turn is in flight (released 10 s after its start, the longest deadline): the server waits for it
-    (graceful); a SIGINT then forces the stop. The turn is cut, the exit status is still 0 and the
-    last line names both signals."""
+    """SIGTERM while a turn is in flight (released 10 s after its start, the longest deadline): the
+    server waits for it (graceful); a SIGINT then forces the stop. The turn is cut, the exit status
+    is still 0 and the last line names both signals."""
     keys, tokens = write_keys(tmp_path)
     memory, _ = marked_memory(tmp_path)
     server = LiveServer(tmp_path, keys, memory, "memory:", extra=["--release-deadline", "10"]).start()
@@ -126,15 +125,14 @@ def test_a_stalled_request_holds_the_graceful_stop_ten_seconds_at_most(tmp_path:
             assert server.stop(signal.SIGTERM) == 0  # within STOP_TIMEOUT_S (30 s), not the 60 s body time-out
     finally:
         server.stop()
+    began, cancelled = "Shutting down", "Cancel 1 running task(s), timeout graceful shutdown exceeded"  # uvicorn's
     when = {}
     for line in server.log_text().splitlines():
-        for event in ("Shutting down", "Cancel 1 running task(s), timeout graceful shutdown exceeded"):
+        for event in (began, cancelled):
             if line.endswith(f": {event}"):
                 when[event] = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
     assert len(when) == 2, server.log_text()
-    waited = (
-        when["Cancel 1 running task(s), timeout graceful shutdown exceeded"] - when["Shutting down"]
-    ).total_seconds()
+    waited = (when[cancelled] - when[began]).total_seconds()
     assert 10.05 <= waited < 10.9, waited
 
 
@@ -196,9 +194,12 @@ def test_a_server_whose_start_up_fails_exits_non_zero_and_never_says_it_listens(
     memory, _ = marked_memory(tmp_path)
     command = LiveServer(tmp_path, keys, memory, "memory:", extra=["--mcp"]).command()
     assert command[1:3] == ["-m", "dpmem_ref.cli"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "eval")]), "PYTHONUNBUFFERED": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", FAILING_START, *command[3:]], capture_output=True, env=env, cwd=tmp_path, timeout=60
+        [sys.executable, "-c", FAILING_START, *command[3:]],
+        capture_output=True,
+        env=child_environment(),
+        cwd=tmp_path,
+        timeout=60,
     )
     err = done.stderr.decode()
     assert (done.returncode, done.stdout) == (3, b""), err
